@@ -1,0 +1,104 @@
+//! Stable error codes and the validation problem type.
+//!
+//! Codes are part of the public contract (CLI output, API error bodies, logs):
+//! add new ones, never rename.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// A stable, machine-readable error code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Code {
+    /// The document is not valid YAML/JSON or not shaped like a manifest.
+    ManifestInvalid,
+    /// Two schedules in one manifest share an id.
+    ScheduleDuplicateId,
+    ScheduleInvalidId,
+    ScheduleMissingField,
+    ScheduleUnknownField,
+    ScheduleInvalidField,
+    ScheduleInvalidCron,
+    ScheduleUnknownTimezone,
+    ScheduleNeverFires,
+    ScheduleIntervalTooShort,
+    SchedulePayloadTooLarge,
+    SchedulePayloadSecret,
+    ScheduleUnknownPolicy,
+    ScheduleInvalidDuration,
+    ScheduleInvalidJob,
+    /// A run status change that the transition table does not allow.
+    RunInvalidTransition,
+    /// A planner input that cannot be planned (for example `now` before the watermark).
+    PlanInvalidInput,
+}
+
+impl Code {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::ManifestInvalid => "MANIFEST_INVALID",
+            Code::ScheduleDuplicateId => "SCHEDULE_DUPLICATE_ID",
+            Code::ScheduleInvalidId => "SCHEDULE_INVALID_ID",
+            Code::ScheduleMissingField => "SCHEDULE_MISSING_FIELD",
+            Code::ScheduleUnknownField => "SCHEDULE_UNKNOWN_FIELD",
+            Code::ScheduleInvalidField => "SCHEDULE_INVALID_FIELD",
+            Code::ScheduleInvalidCron => "SCHEDULE_INVALID_CRON",
+            Code::ScheduleUnknownTimezone => "SCHEDULE_UNKNOWN_TIMEZONE",
+            Code::ScheduleNeverFires => "SCHEDULE_NEVER_FIRES",
+            Code::ScheduleIntervalTooShort => "SCHEDULE_INTERVAL_TOO_SHORT",
+            Code::SchedulePayloadTooLarge => "SCHEDULE_PAYLOAD_TOO_LARGE",
+            Code::SchedulePayloadSecret => "SCHEDULE_PAYLOAD_SECRET",
+            Code::ScheduleUnknownPolicy => "SCHEDULE_UNKNOWN_POLICY",
+            Code::ScheduleInvalidDuration => "SCHEDULE_INVALID_DURATION",
+            Code::ScheduleInvalidJob => "SCHEDULE_INVALID_JOB",
+            Code::RunInvalidTransition => "RUN_INVALID_TRANSITION",
+            Code::PlanInvalidInput => "PLAN_INVALID_INPUT",
+        }
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One validation problem: which field, which rule, in words.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct Issue {
+    pub code: Code,
+    /// Dotted path of the offending field, e.g. `schedules[2].job.payload.password`.
+    pub field: String,
+    pub message: String,
+}
+
+impl Issue {
+    pub fn new(code: Code, field: impl Into<String>, message: impl Into<String>) -> Issue {
+        Issue {
+            code,
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Every problem found in one input, never just the first.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{} problem(s): {}", .0.len(), summary(.0))]
+pub struct Invalid(pub Vec<Issue>);
+
+fn summary(issues: &[Issue]) -> String {
+    issues
+        .iter()
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+impl Invalid {
+    pub fn one(issue: Issue) -> Invalid {
+        Invalid(vec![issue])
+    }
+}

@@ -1,0 +1,21 @@
+//! cronledger core: pure, deterministic scheduling logic.
+//!
+//! No AWS SDK, no async runtime, no wall clock: every function takes the time it needs.
+
+pub mod error;
+pub mod policy;
+pub mod run;
+pub mod schedule;
+pub mod span;
+pub mod spec;
+pub mod timing;
+pub mod window;
+
+pub use error::{Code, Invalid, Issue};
+pub use policy::{Lane, MisfirePolicy, OverlapPolicy, Priority};
+pub use run::{Reason, Run, RunEvent, RunKey, RunStatus, Trigger};
+pub use schedule::Schedule;
+pub use span::Span;
+pub use spec::{JobSpec, ScheduleSpec, ValidationRules};
+pub use timing::{CalendarStats, DstNote, Timing};
+pub use window::{IdempotencyKey, Window};

@@ -1,0 +1,717 @@
+//! The schedule spec (manifest format) and its validation.
+//!
+//! Validation reads the document as plain data first and checks every field on its own,
+//! so one pass reports every problem with its own code instead of stopping at the first.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::{Code, Invalid, Issue};
+use crate::policy::{MisfirePolicy, OverlapPolicy, Priority};
+use crate::span::Span;
+use crate::timing::Timing;
+
+/// Catch-up gap tiers: where "recent" ends and "history" begins (DESIGN catch-up table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CatchUpTiers {
+    /// Gaps up to this are replayed at once on the correction lane.
+    pub immediate: Span,
+    /// Gaps up to this are replayed one at a time, oldest first.
+    pub serial: Span,
+    /// Gaps up to this become a running, throttled backfill; longer ones wait for approval.
+    pub backfill: Span,
+}
+
+impl Default for CatchUpTiers {
+    fn default() -> Self {
+        CatchUpTiers {
+            immediate: Span::minutes(5),
+            serial: Span::hours(1),
+            backfill: Span::hours(24),
+        }
+    }
+}
+
+/// What a run executes. Small and secret-free: the payload is stored in every ledger entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum JobSpec {
+    /// POST JSON to a URL with an `Idempotency-Key` header.
+    Http {
+        url: String,
+        #[serde(default = "default_http_timeout")]
+        timeout: Span,
+        #[serde(default, skip_serializing_if = "Value::is_null")]
+        payload: Value,
+    },
+    /// Invoke a Lambda function synchronously.
+    Lambda {
+        function: String,
+        #[serde(default, skip_serializing_if = "Value::is_null")]
+        payload: Value,
+    },
+    /// Succeeds after `duration`, failing the first `fail_times` attempts (demos, simulation).
+    Noop {
+        #[serde(default)]
+        duration: Span,
+        #[serde(default)]
+        fail_times: u32,
+        #[serde(default, skip_serializing_if = "Value::is_null")]
+        payload: Value,
+    },
+}
+
+fn default_http_timeout() -> Span {
+    Span::seconds(30)
+}
+
+impl JobSpec {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            JobSpec::Http { .. } => "http",
+            JobSpec::Lambda { .. } => "lambda",
+            JobSpec::Noop { .. } => "noop",
+        }
+    }
+
+    pub fn payload(&self) -> &Value {
+        match self {
+            JobSpec::Http { payload, .. }
+            | JobSpec::Lambda { payload, .. }
+            | JobSpec::Noop { payload, .. } => payload,
+        }
+    }
+
+    /// `payload.tenant`, which becomes part of the idempotency key.
+    pub fn tenant(&self) -> Option<&str> {
+        self.payload().get("tenant").and_then(Value::as_str)
+    }
+}
+
+/// A validated schedule: the rule, not its state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleSpec {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub cron: String,
+    #[serde(with = "tz_name")]
+    pub timezone: Tz,
+    #[serde(default = "defaults::enabled")]
+    pub enabled: bool,
+    #[serde(default = "defaults::misfire")]
+    pub misfire: MisfirePolicy,
+    #[serde(default = "defaults::overlap")]
+    pub overlap: OverlapPolicy,
+    #[serde(default = "defaults::grace")]
+    pub grace: Span,
+    #[serde(default = "defaults::max_auto_catch_up")]
+    pub max_auto_catch_up: u32,
+    #[serde(default = "defaults::max_runtime")]
+    pub max_runtime: Span,
+    #[serde(default = "defaults::priority")]
+    pub priority: Priority,
+    #[serde(default = "defaults::side_effects")]
+    pub side_effects: bool,
+    /// The job tolerates being started again for a window after a crash mid-run.
+    #[serde(default)]
+    pub idempotent: bool,
+    /// Attempts per run before it fails for good (first try included).
+    #[serde(default = "defaults::max_attempts")]
+    pub max_attempts: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    #[serde(default)]
+    pub catch_up: CatchUpTiers,
+    pub job: JobSpec,
+}
+
+/// Documented defaults for omitted fields (README "Manifest format").
+pub mod defaults {
+    use super::*;
+    pub fn enabled() -> bool {
+        true
+    }
+    pub fn misfire() -> MisfirePolicy {
+        MisfirePolicy::RunOnce
+    }
+    pub fn overlap() -> OverlapPolicy {
+        OverlapPolicy::SkipNew
+    }
+    pub fn grace() -> Span {
+        Span::minutes(2)
+    }
+    pub fn max_auto_catch_up() -> u32 {
+        5
+    }
+    pub fn max_runtime() -> Span {
+        Span::minutes(15)
+    }
+    pub fn priority() -> Priority {
+        Priority::Normal
+    }
+    pub fn side_effects() -> bool {
+        true
+    }
+    pub fn max_attempts() -> u32 {
+        3
+    }
+}
+
+mod tz_name {
+    use chrono_tz::Tz;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(tz: &Tz, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(tz.name())
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Tz, D::Error> {
+        let name = String::deserialize(d)?;
+        name.parse()
+            .map_err(|_| serde::de::Error::custom(format!("unknown time zone `{name}`")))
+    }
+}
+
+/// Limits validation enforces. The defaults are the documented product limits.
+#[derive(Debug, Clone)]
+pub struct ValidationRules {
+    /// No schedule may fire more often than this.
+    pub min_interval: Span,
+    /// Stricter floors per job type (`http`, `lambda`, `noop`).
+    pub min_interval_by_type: BTreeMap<String, Span>,
+    /// Largest serialized job payload, in bytes.
+    pub max_payload_bytes: usize,
+    /// Key fragments that mark a payload key as a secret (case-insensitive).
+    pub secret_key_markers: Vec<String>,
+    /// Days of real calendar examined for interval and rate checks.
+    pub horizon_days: u32,
+}
+
+impl Default for ValidationRules {
+    fn default() -> Self {
+        ValidationRules {
+            min_interval: Span::minutes(1),
+            min_interval_by_type: BTreeMap::new(),
+            max_payload_bytes: 8 * 1024,
+            secret_key_markers: ["password", "secret", "token", "api_key", "apikey", "authorization"]
+                .into_iter()
+                .map(String::from)
+                .collect(),
+            horizon_days: 366,
+        }
+    }
+}
+
+const KNOWN_FIELDS: &[&str] = &[
+    "id",
+    "name",
+    "cron",
+    "timezone",
+    "enabled",
+    "misfire",
+    "overlap",
+    "grace",
+    "max_auto_catch_up",
+    "max_runtime",
+    "priority",
+    "side_effects",
+    "idempotent",
+    "max_attempts",
+    "owner",
+    "catch_up",
+    "job",
+];
+
+/// Parses a manifest (`schedules:` and a list), YAML or JSON, and validates every schedule.
+/// `now` anchors the calendar checks ("can this ever fire again?").
+pub fn parse_manifest(
+    text: &str,
+    rules: &ValidationRules,
+    now: DateTime<Utc>,
+) -> Result<Vec<ScheduleSpec>, Invalid> {
+    let doc = parse_document(text)?;
+    let Some(list) = doc.get("schedules").and_then(Value::as_array) else {
+        return Err(Invalid::one(Issue::new(
+            Code::ManifestInvalid,
+            "schedules",
+            "a manifest is `schedules:` followed by a list of schedules",
+        )));
+    };
+    let mut issues = Vec::new();
+    if let Some(obj) = doc.as_object() {
+        for key in obj.keys().filter(|k| *k != "schedules") {
+            issues.push(Issue::new(
+                Code::ManifestInvalid,
+                key.clone(),
+                format!("unknown top-level key `{key}`"),
+            ));
+        }
+    }
+    let mut specs = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (i, item) in list.iter().enumerate() {
+        let prefix = format!("schedules[{i}]");
+        match validate_schedule(item, &prefix, rules, now) {
+            Ok(spec) => {
+                if !seen.insert(spec.id.clone()) {
+                    issues.push(Issue::new(
+                        Code::ScheduleDuplicateId,
+                        format!("{prefix}.id"),
+                        format!("id `{}` is used twice", spec.id),
+                    ));
+                }
+                specs.push(spec);
+            }
+            Err(mut found) => issues.append(&mut found),
+        }
+    }
+    if issues.is_empty() {
+        Ok(specs)
+    } else {
+        Err(Invalid(issues))
+    }
+}
+
+/// Parses YAML or JSON text into a JSON value.
+pub fn parse_document(text: &str) -> Result<Value, Invalid> {
+    let parsed: Result<Value, String> = if text.trim_start().starts_with(['{', '[']) {
+        serde_json::from_str(text).map_err(|e| e.to_string())
+    } else {
+        serde_norway::from_str(text).map_err(|e| e.to_string())
+    };
+    parsed.map_err(|e| {
+        Invalid::one(Issue::new(
+            Code::ManifestInvalid,
+            "",
+            format!("not valid YAML or JSON: {e}"),
+        ))
+    })
+}
+
+/// Validates one schedule given as plain data; `prefix` names it in field paths.
+pub fn validate_schedule(
+    value: &Value,
+    prefix: &str,
+    rules: &ValidationRules,
+    now: DateTime<Utc>,
+) -> Result<ScheduleSpec, Vec<Issue>> {
+    let field = |name: &str| {
+        if prefix.is_empty() {
+            name.to_string()
+        } else {
+            format!("{prefix}.{name}")
+        }
+    };
+    let Some(obj) = value.as_object() else {
+        return Err(vec![Issue::new(
+            Code::ManifestInvalid,
+            prefix,
+            "a schedule must be a mapping of fields",
+        )]);
+    };
+    let mut issues = Vec::new();
+    for key in obj.keys() {
+        if !KNOWN_FIELDS.contains(&key.as_str()) {
+            issues.push(Issue::new(
+                Code::ScheduleUnknownField,
+                field(key),
+                format!("unknown field `{key}`"),
+            ));
+        }
+    }
+    let mut reader = FieldReader {
+        obj,
+        issues: &mut issues,
+        field: &field,
+    };
+
+    let id = reader.required_str("id");
+    if let Some(id) = &id {
+        if !valid_id(id) {
+            reader.issues.push(Issue::new(
+                Code::ScheduleInvalidId,
+                field("id"),
+                format!("id `{id}` must match [a-z0-9-]{{1,64}}"),
+            ));
+        }
+    }
+    let name = reader.optional_str("name");
+    let owner = reader.optional_str("owner");
+    let cron = reader.required_str("cron");
+    let timezone = reader.required_str("timezone").and_then(|name| {
+        name.parse::<Tz>().ok().or_else(|| {
+            reader.issues.push(Issue::new(
+                Code::ScheduleUnknownTimezone,
+                field("timezone"),
+                format!("unknown time zone `{name}`; use an IANA name such as Asia/Seoul"),
+            ));
+            None
+        })
+    });
+    let enabled = reader.bool_or("enabled", defaults::enabled());
+    let side_effects = reader.bool_or("side_effects", defaults::side_effects());
+    let idempotent = reader.bool_or("idempotent", false);
+    let misfire = reader.policy("misfire", defaults::misfire());
+    let overlap = reader.policy("overlap", defaults::overlap());
+    let priority = reader.policy("priority", defaults::priority());
+    let grace = reader.span_or("grace", defaults::grace());
+    let max_runtime = reader.span_or("max_runtime", defaults::max_runtime());
+    let max_auto_catch_up = reader.u32_or("max_auto_catch_up", defaults::max_auto_catch_up());
+    let max_attempts = reader.u32_or("max_attempts", defaults::max_attempts());
+    if max_attempts == 0 {
+        reader.issues.push(Issue::new(
+            Code::ScheduleInvalidField,
+            field("max_attempts"),
+            "max_attempts must be at least 1",
+        ));
+    }
+    if max_runtime == Span::ZERO {
+        reader.issues.push(Issue::new(
+            Code::ScheduleInvalidField,
+            field("max_runtime"),
+            "max_runtime must be longer than 0s",
+        ));
+    }
+    let catch_up = match obj.get("catch_up") {
+        None => CatchUpTiers::default(),
+        Some(v) => match serde_json::from_value::<CatchUpTiers>(v.clone()) {
+            Ok(t) if t.immediate <= t.serial && t.serial <= t.backfill => t,
+            Ok(_) => {
+                issues.push(Issue::new(
+                    Code::ScheduleInvalidField,
+                    field("catch_up"),
+                    "catch_up tiers must grow: immediate <= serial <= backfill",
+                ));
+                CatchUpTiers::default()
+            }
+            Err(e) => {
+                issues.push(Issue::new(
+                    Code::ScheduleInvalidDuration,
+                    field("catch_up"),
+                    format!("catch_up: {e}"),
+                ));
+                CatchUpTiers::default()
+            }
+        },
+    };
+    let job = validate_job(obj.get("job"), &field("job"), rules, &mut issues);
+
+    if let (Some(cron), Some(tz)) = (&cron, timezone) {
+        match Timing::parse(cron, tz) {
+            Err(mut issue) => {
+                issue.field = field("cron");
+                issues.push(issue);
+            }
+            Ok(timing) => check_calendar(&timing, job.as_ref(), rules, now, &field, &mut issues),
+        }
+    }
+
+    match (id, cron, timezone, job) {
+        (Some(id), Some(cron), Some(timezone), Some(job)) if issues.is_empty() => {
+            Ok(ScheduleSpec {
+                id,
+                name,
+                cron,
+                timezone,
+                enabled,
+                misfire,
+                overlap,
+                grace,
+                max_auto_catch_up,
+                max_runtime,
+                priority,
+                side_effects,
+                idempotent,
+                max_attempts,
+                owner,
+                catch_up,
+                job,
+            })
+        }
+        _ => Err(issues),
+    }
+}
+
+/// Validates only an expression and a zone (`cronledger validate --cron ... --tz ...`).
+pub fn validate_timing(
+    cron: &str,
+    timezone: &str,
+    rules: &ValidationRules,
+    now: DateTime<Utc>,
+) -> Result<Timing, Vec<Issue>> {
+    let tz = timezone.parse::<Tz>().map_err(|_| {
+        vec![Issue::new(
+            Code::ScheduleUnknownTimezone,
+            "timezone",
+            format!("unknown time zone `{timezone}`; use an IANA name such as Asia/Seoul"),
+        )]
+    })?;
+    let timing = Timing::parse(cron, tz).map_err(|i| vec![i])?;
+    let mut issues = Vec::new();
+    check_calendar(&timing, None, rules, now, &|f: &str| f.to_string(), &mut issues);
+    if issues.is_empty() {
+        Ok(timing)
+    } else {
+        Err(issues)
+    }
+}
+
+fn check_calendar(
+    timing: &Timing,
+    job: Option<&JobSpec>,
+    rules: &ValidationRules,
+    now: DateTime<Utc>,
+    field: &dyn Fn(&str) -> String,
+    issues: &mut Vec<Issue>,
+) {
+    if timing.next_after(now).is_none() {
+        issues.push(Issue::new(
+            Code::ScheduleNeverFires,
+            field("cron"),
+            format!("`{}` never fires after {}", timing.source(), now.to_rfc3339()),
+        ));
+        return;
+    }
+    let floor = job
+        .and_then(|j| rules.min_interval_by_type.get(j.type_name()))
+        .copied()
+        .unwrap_or(rules.min_interval)
+        .max(rules.min_interval);
+    let stats = timing.calendar_stats(now, rules.horizon_days);
+    if let Some(gap) = stats.min_gap.filter(|g| *g < floor) {
+        issues.push(Issue::new(
+            Code::ScheduleIntervalTooShort,
+            field("cron"),
+            format!(
+                "`{}` fires {gap} apart at its closest; the floor{} is {floor}",
+                timing.source(),
+                job.map(|j| format!(" for {} jobs", j.type_name()))
+                    .unwrap_or_default()
+            ),
+        ));
+    }
+}
+
+fn validate_job(
+    value: Option<&Value>,
+    path: &str,
+    rules: &ValidationRules,
+    issues: &mut Vec<Issue>,
+) -> Option<JobSpec> {
+    let Some(value) = value else {
+        issues.push(Issue::new(
+            Code::ScheduleMissingField,
+            path,
+            "job is required, e.g. { type: http, url: ... }",
+        ));
+        return None;
+    };
+    let before = issues.len();
+    if let Some(payload) = value.get("payload") {
+        let size = serde_json::to_vec(payload).map(|b| b.len()).unwrap_or(0);
+        if size > rules.max_payload_bytes {
+            issues.push(Issue::new(
+                Code::SchedulePayloadTooLarge,
+                format!("{path}.payload"),
+                format!(
+                    "payload is {size} bytes; the limit is {} (store data elsewhere and pass a reference)",
+                    rules.max_payload_bytes
+                ),
+            ));
+        }
+    }
+    find_secret_keys(value, path, &rules.secret_key_markers, issues);
+    let job = match serde_json::from_value::<JobSpec>(value.clone()) {
+        Ok(job) => job,
+        Err(e) => {
+            issues.push(Issue::new(Code::ScheduleInvalidJob, path, format!("job: {e}")));
+            return None;
+        }
+    };
+    match &job {
+        JobSpec::Http { url, timeout, .. } => {
+            if !(url.starts_with("https://") || url.starts_with("http://")) {
+                issues.push(Issue::new(
+                    Code::ScheduleInvalidJob,
+                    format!("{path}.url"),
+                    format!("url `{url}` must start with http:// or https://"),
+                ));
+            }
+            if *timeout == Span::ZERO {
+                issues.push(Issue::new(
+                    Code::ScheduleInvalidJob,
+                    format!("{path}.timeout"),
+                    "timeout must be longer than 0s",
+                ));
+            }
+        }
+        JobSpec::Lambda { function, .. } if function.trim().is_empty() => {
+            issues.push(Issue::new(
+                Code::ScheduleInvalidJob,
+                format!("{path}.function"),
+                "function must name a Lambda function or ARN",
+            ));
+        }
+        _ => {}
+    }
+    (issues.len() == before).then_some(job)
+}
+
+/// Reports every key, at any depth, that looks like it holds a secret.
+fn find_secret_keys(value: &Value, path: &str, markers: &[String], issues: &mut Vec<Issue>) {
+    match value {
+        Value::Object(map) => {
+            for (key, child) in map {
+                let child_path = format!("{path}.{key}");
+                let lower = key.to_ascii_lowercase().replace('-', "_");
+                if markers.iter().any(|m| lower.contains(m.as_str())) {
+                    issues.push(Issue::new(
+                        Code::SchedulePayloadSecret,
+                        child_path.clone(),
+                        format!(
+                            "`{key}` looks like a secret; keep secrets in a secret store and pass its name"
+                        ),
+                    ));
+                }
+                find_secret_keys(child, &child_path, markers, issues);
+            }
+        }
+        Value::Array(items) => {
+            for (i, child) in items.iter().enumerate() {
+                find_secret_keys(child, &format!("{path}[{i}]"), markers, issues);
+            }
+        }
+        _ => {}
+    }
+}
+
+pub fn valid_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+/// Reads typed fields out of a JSON object, recording a problem for each bad one.
+struct FieldReader<'a> {
+    obj: &'a Map<String, Value>,
+    issues: &'a mut Vec<Issue>,
+    field: &'a dyn Fn(&str) -> String,
+}
+
+impl FieldReader<'_> {
+    fn wrong_type(&mut self, name: &str, expected: &str) {
+        let got = self.obj.get(name).map(type_name).unwrap_or("nothing");
+        self.issues.push(Issue::new(
+            Code::ScheduleInvalidField,
+            (self.field)(name),
+            format!("`{name}` must be {expected}, found {got}"),
+        ));
+    }
+
+    fn required_str(&mut self, name: &str) -> Option<String> {
+        match self.obj.get(name) {
+            None | Some(Value::Null) => {
+                self.issues.push(Issue::new(
+                    Code::ScheduleMissingField,
+                    (self.field)(name),
+                    format!("`{name}` is required"),
+                ));
+                None
+            }
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => {
+                self.wrong_type(name, "a string");
+                None
+            }
+        }
+    }
+
+    fn optional_str(&mut self, name: &str) -> Option<String> {
+        match self.obj.get(name) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => {
+                self.wrong_type(name, "a string");
+                None
+            }
+        }
+    }
+
+    fn bool_or(&mut self, name: &str, default: bool) -> bool {
+        match self.obj.get(name) {
+            None | Some(Value::Null) => default,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => {
+                self.wrong_type(name, "true or false");
+                default
+            }
+        }
+    }
+
+    fn u32_or(&mut self, name: &str, default: u32) -> u32 {
+        match self.obj.get(name) {
+            None | Some(Value::Null) => default,
+            Some(v) => match v.as_u64().and_then(|n| u32::try_from(n).ok()) {
+                Some(n) => n,
+                None => {
+                    self.wrong_type(name, "a whole number from 0");
+                    default
+                }
+            },
+        }
+    }
+
+    fn span_or(&mut self, name: &str, default: Span) -> Span {
+        match self.obj.get(name) {
+            None | Some(Value::Null) => default,
+            Some(Value::String(s)) => s.parse().unwrap_or_else(|e| {
+                self.issues.push(Issue::new(
+                    Code::ScheduleInvalidDuration,
+                    (self.field)(name),
+                    format!("{name}: {e}"),
+                ));
+                default
+            }),
+            Some(_) => {
+                self.wrong_type(name, "a duration string like 30m");
+                default
+            }
+        }
+    }
+
+    fn policy<P: std::str::FromStr<Err = String>>(&mut self, name: &str, default: P) -> P {
+        match self.obj.get(name) {
+            None | Some(Value::Null) => default,
+            Some(Value::String(s)) => s.parse().unwrap_or_else(|e| {
+                self.issues.push(Issue::new(
+                    Code::ScheduleUnknownPolicy,
+                    (self.field)(name),
+                    e,
+                ));
+                default
+            }),
+            Some(_) => {
+                self.wrong_type(name, "a name");
+                default
+            }
+        }
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
