@@ -12,6 +12,7 @@ pub mod timing;
 pub mod window;
 
 pub use error::{Code, Invalid, Issue};
+pub use planner::{plan, Coverage, Plan, PlanInput, PlannerConfig};
 pub use policy::{Lane, MisfirePolicy, OverlapPolicy, Priority};
 pub use run::{Reason, Run, RunEvent, RunKey, RunStatus, Trigger};
 pub use schedule::Schedule;
@@ -19,3 +20,6 @@ pub use span::Span;
 pub use spec::{JobSpec, ScheduleSpec, ValidationRules};
 pub use timing::{CalendarStats, DstNote, Timing};
 pub use window::{IdempotencyKey, Window};
+pub mod overlap;
+pub mod planner;
+pub mod risk;

@@ -1,7 +1,5 @@
 //! The per-schedule policy vocabulary: misfire, overlap, priority, lanes.
 
-
-
 macro_rules! named_enum {
     ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
         $(#[$meta])*

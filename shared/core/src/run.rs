@@ -187,10 +187,9 @@ pub fn transition(from: RunStatus, event: RunEvent) -> Result<RunStatus, Transit
 
         (S::ManualRequired, E::Approve) => S::Pending,
         (S::ManualRequired, E::Reject) => S::Cancelled,
-        (
-            S::Pending | S::Queued | S::RetryPending | S::ManualRequired | S::Stalled,
-            E::Cancel,
-        ) => S::Cancelled,
+        (S::Pending | S::Queued | S::RetryPending | S::ManualRequired | S::Stalled, E::Cancel) => {
+            S::Cancelled
+        }
         (S::Failed | S::Stalled, E::Retry) => S::Pending,
         _ => return Err(TransitionError { from, event }),
     };
@@ -201,10 +200,7 @@ pub fn transition(from: RunStatus, event: RunEvent) -> Result<RunStatus, Transit
 pub fn is_initial(status: RunStatus) -> bool {
     matches!(
         status,
-        RunStatus::Pending
-            | RunStatus::Skipped
-            | RunStatus::Coalesced
-            | RunStatus::ManualRequired
+        RunStatus::Pending | RunStatus::Skipped | RunStatus::Coalesced | RunStatus::ManualRequired
     )
 }
 

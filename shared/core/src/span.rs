@@ -140,7 +140,16 @@ mod tests {
 
     #[test]
     fn refuses_garbage() {
-        for bad in ["", "m", "10", "10x", "-5m", "1.5h", "99999999999999999999s", "100000d"] {
+        for bad in [
+            "",
+            "m",
+            "10",
+            "10x",
+            "-5m",
+            "1.5h",
+            "99999999999999999999s",
+            "100000d",
+        ] {
             assert!(bad.parse::<Span>().is_err(), "{bad} should be refused");
         }
     }

@@ -199,10 +199,17 @@ impl Default for ValidationRules {
             min_interval: Span::minutes(1),
             min_interval_by_type: BTreeMap::new(),
             max_payload_bytes: 8 * 1024,
-            secret_key_markers: ["password", "secret", "token", "api_key", "apikey", "authorization"]
-                .into_iter()
-                .map(String::from)
-                .collect(),
+            secret_key_markers: [
+                "password",
+                "secret",
+                "token",
+                "api_key",
+                "apikey",
+                "authorization",
+            ]
+            .into_iter()
+            .map(String::from)
+            .collect(),
             horizon_days: 366,
         }
     }
@@ -454,7 +461,14 @@ pub fn validate_timing(
     })?;
     let timing = Timing::parse(cron, tz).map_err(|i| vec![i])?;
     let mut issues = Vec::new();
-    check_calendar(&timing, None, rules, now, &|f: &str| f.to_string(), &mut issues);
+    check_calendar(
+        &timing,
+        None,
+        rules,
+        now,
+        &|f: &str| f.to_string(),
+        &mut issues,
+    );
     if issues.is_empty() {
         Ok(timing)
     } else {
@@ -474,7 +488,11 @@ fn check_calendar(
         issues.push(Issue::new(
             Code::ScheduleNeverFires,
             field("cron"),
-            format!("`{}` never fires after {}", timing.source(), now.to_rfc3339()),
+            format!(
+                "`{}` never fires after {}",
+                timing.source(),
+                now.to_rfc3339()
+            ),
         ));
         return;
     }
@@ -530,7 +548,11 @@ fn validate_job(
     let job = match serde_json::from_value::<JobSpec>(value.clone()) {
         Ok(job) => job,
         Err(e) => {
-            issues.push(Issue::new(Code::ScheduleInvalidJob, path, format!("job: {e}")));
+            issues.push(Issue::new(
+                Code::ScheduleInvalidJob,
+                path,
+                format!("job: {e}"),
+            ));
             return None;
         }
     };

@@ -119,7 +119,13 @@ impl Timing {
 
     /// True for a single minute and a single hour: such jobs fire once on DST days.
     pub fn is_fixed_time(&self) -> bool {
-        matches!(self.kind, Kind::Cron { fixed_time: true, .. })
+        matches!(
+            self.kind,
+            Kind::Cron {
+                fixed_time: true,
+                ..
+            }
+        )
     }
 
     /// The first occurrence strictly after `after`.
@@ -390,7 +396,11 @@ fn parse_rate(inner: &str) -> Result<Span, String> {
         "minute" | "minutes" => 60,
         "hour" | "hours" => 3600,
         "day" | "days" => 86_400,
-        other => return Err(format!("rate unit `{other}` must be minutes, hours or days")),
+        other => {
+            return Err(format!(
+                "rate unit `{other}` must be minutes, hours or days"
+            ))
+        }
     };
     let every = n
         .checked_mul(unit_secs)

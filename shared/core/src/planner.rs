@@ -1,0 +1,527 @@
+//! The misfire planner: which windows should have fired, and what to do with each that did not.
+//!
+//! Pure: `(schedule, watermark, what the ledger already holds, now) -> plan`. Every expected
+//! window in `(watermark, horizon]` gets exactly one action, where
+//! `horizon = now - max(settle, grace)`: a window still inside its grace period is the ticker's
+//! to fire late, not the planner's to call missed. Cost is linear in the windows since the
+//! watermark, never in the schedule's history.
+
+use std::collections::BTreeSet;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::error::{Code, Issue};
+use crate::policy::{Lane, MisfirePolicy};
+use crate::run::{Origin, Reason, Run, RunKey, RunStatus, Trigger};
+use crate::schedule::Schedule;
+use crate::span::Span;
+use crate::window::{utc_text, Window};
+
+/// Windows the ledger already accounts for: single entries and range records.
+#[derive(Debug, Clone, Default)]
+pub struct Coverage {
+    points: BTreeSet<DateTime<Utc>>,
+    /// Inclusive `[first, last]` ranges, sorted by start.
+    ranges: Vec<(DateTime<Utc>, DateTime<Utc>)>,
+}
+
+impl Coverage {
+    pub fn new() -> Coverage {
+        Coverage::default()
+    }
+
+    pub fn add(&mut self, scheduled_for: DateTime<Utc>) {
+        self.points.insert(scheduled_for);
+    }
+
+    pub fn add_range(&mut self, first: DateTime<Utc>, last: DateTime<Utc>) {
+        let at = self.ranges.partition_point(|(s, _)| *s <= first);
+        self.ranges.insert(at, (first, last));
+    }
+
+    pub fn covers(&self, t: DateTime<Utc>) -> bool {
+        if self.points.contains(&t) {
+            return true;
+        }
+        // Ranges never overlap each other much; scan back from the last range starting <= t.
+        let upto = self.ranges.partition_point(|(s, _)| *s <= t);
+        self.ranges[..upto].iter().rev().any(|(_, e)| t <= *e)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.points.is_empty() && self.ranges.is_empty()
+    }
+}
+
+/// A stretch during which the schedule was paused or disabled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Pause {
+    pub from: DateTime<Utc>,
+    /// `None` while still paused.
+    pub until: Option<DateTime<Utc>>,
+    /// PAUSED or DISABLED.
+    pub reason: Reason,
+}
+
+impl Pause {
+    fn contains(&self, t: DateTime<Utc>) -> bool {
+        t >= self.from && self.until.is_none_or(|u| t < u)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct PlannerConfig {
+    /// How long after a window the planner waits before judging it (lets tickers finish).
+    pub settle: Span,
+    /// More consecutive windows than this with one non-firing outcome become one range record.
+    pub range_threshold: usize,
+}
+
+impl Default for PlannerConfig {
+    fn default() -> Self {
+        PlannerConfig {
+            settle: Span::minutes(1),
+            range_threshold: 10,
+        }
+    }
+}
+
+/// How old the oldest missed window is, in the schedule's catch-up tiers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum GapTier {
+    /// Up to `catch_up.immediate` (5 minutes by default).
+    Immediate,
+    /// Up to `catch_up.serial` (1 hour).
+    Serial,
+    /// Up to `catch_up.backfill` (24 hours).
+    Backfill,
+    /// Longer.
+    Beyond,
+}
+
+/// How released catch-up work should flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Release {
+    /// All at once (a few recent windows).
+    Immediate,
+    /// One at a time, oldest first.
+    Serial,
+    /// Through the throttled backfill release.
+    Throttled,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "action", rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Action {
+    /// Create the run PENDING with trigger CATCH_UP and release it on `lane`.
+    Fire { lane: Lane, release: Release },
+    /// Record it SKIPPED.
+    Skip { reason: Reason },
+    /// Record it COALESCED into the run at `into`.
+    Coalesce { into: DateTime<Utc> },
+    /// Record it MANUAL_REQUIRED: waits for an operator.
+    Hold { reason: Reason },
+}
+
+impl Action {
+    pub fn status(&self) -> RunStatus {
+        match self {
+            Action::Fire { .. } => RunStatus::Pending,
+            Action::Skip { .. } => RunStatus::Skipped,
+            Action::Coalesce { .. } => RunStatus::Coalesced,
+            Action::Hold { .. } => RunStatus::ManualRequired,
+        }
+    }
+
+    pub fn reason(&self) -> Option<Reason> {
+        match self {
+            Action::Fire { .. } => None,
+            Action::Skip { reason } | Action::Hold { reason } => Some(*reason),
+            Action::Coalesce { .. } => Some(Reason::Coalesced),
+        }
+    }
+}
+
+/// One ledger write the plan asks for: a window, or a range of consecutive windows.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlannedEntry {
+    pub scheduled_for: DateTime<Utc>,
+    /// The first window's start to the last window's end.
+    pub window: Window,
+    /// Set for a range record: the last window it covers.
+    pub range_end: Option<DateTime<Utc>>,
+    pub count: u32,
+    pub action: Action,
+}
+
+/// Something a person should hear about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Alert {
+    pub owner: Option<String>,
+    pub message: String,
+}
+
+/// A backfill the plan wants created for a long gap.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BackfillProposal {
+    pub first: DateTime<Utc>,
+    pub last: DateTime<Utc>,
+    pub windows: u32,
+    /// Started throttled at once, or created paused to wait for approval.
+    pub start_paused: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PlanTotals {
+    /// Expected windows in `(from, through]`.
+    pub expected: u32,
+    /// Of those, already in the ledger.
+    pub recorded: u32,
+    pub fire: u32,
+    pub skipped: u32,
+    pub coalesced: u32,
+    pub manual: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Plan {
+    pub schedule_id: String,
+    /// The watermark planned from (exclusive).
+    pub from: DateTime<Utc>,
+    /// The new watermark once the plan is written (inclusive).
+    pub through: DateTime<Utc>,
+    pub gap: Option<Span>,
+    pub tier: Option<GapTier>,
+    pub replay_group_id: Option<String>,
+    pub entries: Vec<PlannedEntry>,
+    pub alerts: Vec<Alert>,
+    pub backfill: Option<BackfillProposal>,
+    pub totals: PlanTotals,
+}
+
+impl Plan {
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The ledger entry each planned write becomes, as the reconciler writes it.
+    pub fn to_run(
+        &self,
+        schedule: &Schedule,
+        entry: &PlannedEntry,
+        created_at: DateTime<Utc>,
+        schedule_version: u64,
+    ) -> Run {
+        let window = entry.window;
+        let lane = match entry.action {
+            Action::Fire { lane, .. } => Some(lane),
+            _ => None,
+        };
+        Run {
+            key: RunKey {
+                schedule_id: schedule.id().to_string(),
+                scheduled_for: entry.scheduled_for,
+                origin: Origin::Expected,
+            },
+            trigger: Trigger::CatchUp,
+            status: entry.action.status(),
+            reason: entry.action.reason(),
+            window,
+            business_date: schedule.business_date(&window),
+            idempotency_key: schedule.idempotency_key(&window),
+            replay_group_id: self.replay_group_id.clone(),
+            range_end: entry.range_end,
+            count: entry.count,
+            coalesced_into: match entry.action {
+                Action::Coalesce { into } => Some(into),
+                _ => None,
+            },
+            lane,
+            attempts: 0,
+            lease: None,
+            lease_epoch: 0,
+            created_at,
+            queued_at: None,
+            started_at: None,
+            completed_at: None,
+            last_heartbeat_at: None,
+            schedule_version,
+            cron: schedule.spec.cron.clone(),
+            timezone: schedule.spec.timezone.name().to_string(),
+            job_id: None,
+            result: None,
+        }
+    }
+}
+
+/// Everything the planner needs, passed in: no clock, no store.
+#[derive(Debug, Clone, Copy)]
+pub struct PlanInput<'a> {
+    pub schedule: &'a Schedule,
+    /// Every window at or before this is already accounted for.
+    pub watermark: DateTime<Utc>,
+    pub now: DateTime<Utc>,
+    pub existing: &'a Coverage,
+    pub pauses: &'a [Pause],
+    pub config: PlannerConfig,
+}
+
+/// A window the planner must decide, with the occurrence index that tells neighbours apart.
+#[derive(Debug, Clone, Copy)]
+struct Missed {
+    index: usize,
+    at: DateTime<Utc>,
+    window: Window,
+    paused: Option<Reason>,
+}
+
+pub fn plan(input: PlanInput<'_>) -> Result<Plan, Issue> {
+    let schedule = input.schedule;
+    let spec = &schedule.spec;
+    if input.now < input.watermark {
+        return Err(Issue::new(
+            Code::PlanInvalidInput,
+            "now",
+            format!(
+                "now {} is before the watermark {}",
+                utc_text(input.now),
+                utc_text(input.watermark)
+            ),
+        ));
+    }
+    let hold_back = input.config.settle.max(spec.grace).as_delta();
+    let through = (input.now - hold_back).max(input.watermark);
+
+    // One walk over the expected windows: keep the ones the ledger lacks.
+    let mut totals = PlanTotals::default();
+    let mut missed: Vec<Missed> = Vec::new();
+    let mut previous = schedule.timing().prev_before(
+        schedule
+            .timing()
+            .next_after(input.watermark)
+            .unwrap_or(through),
+    );
+    for (index, at) in schedule
+        .timing()
+        .between(input.watermark, through)
+        .enumerate()
+    {
+        totals.expected += 1;
+        let window = Window::new(previous.unwrap_or(at), at);
+        previous = Some(at);
+        if input.existing.covers(at) {
+            totals.recorded += 1;
+            continue;
+        }
+        let paused = input
+            .pauses
+            .iter()
+            .find(|p| p.contains(at))
+            .map(|p| p.reason);
+        missed.push(Missed {
+            index,
+            at,
+            window,
+            paused,
+        });
+    }
+
+    let (live, paused): (Vec<Missed>, Vec<Missed>) =
+        missed.into_iter().partition(|m| m.paused.is_none());
+    let mut decided: Vec<(Missed, Action)> = paused
+        .into_iter()
+        .map(|m| {
+            let reason = m.paused.unwrap_or(Reason::Paused);
+            (m, Action::Skip { reason })
+        })
+        .collect();
+
+    let mut plan = Plan {
+        schedule_id: spec.id.clone(),
+        from: input.watermark,
+        through,
+        gap: None,
+        tier: None,
+        replay_group_id: None,
+        entries: Vec::new(),
+        alerts: Vec::new(),
+        backfill: None,
+        totals,
+    };
+
+    if let (Some(oldest), Some(latest)) = (live.first().copied(), live.last().copied()) {
+        let gap = Span::from_delta(input.now - oldest.at);
+        let tier = tier_of(gap, spec);
+        plan.gap = Some(gap);
+        plan.tier = Some(tier);
+        plan.replay_group_id = Some(format!("catchup:{}:{}", spec.id, utc_text(oldest.at)));
+        let actions = decide(spec, tier, &live, latest.at);
+        if actions.iter().any(|a| matches!(a, Action::Hold { .. })) || tier >= GapTier::Backfill {
+            plan.alerts.push(Alert {
+                owner: spec.owner.clone(),
+                message: alert_text(spec, tier, gap, &live, &actions),
+            });
+        }
+        if spec.misfire == MisfirePolicy::CatchUpAll && tier >= GapTier::Backfill {
+            plan.backfill = Some(BackfillProposal {
+                first: oldest.at,
+                last: latest.at,
+                windows: live.len() as u32,
+                start_paused: tier == GapTier::Beyond || spec.side_effects,
+            });
+        }
+        decided.extend(live.into_iter().zip(actions));
+    }
+    decided.sort_by_key(|(m, _)| m.index);
+
+    for (_, action) in &decided {
+        match action {
+            Action::Fire { .. } => plan.totals.fire += 1,
+            Action::Skip { .. } => plan.totals.skipped += 1,
+            Action::Coalesce { .. } => plan.totals.coalesced += 1,
+            Action::Hold { .. } => plan.totals.manual += 1,
+        }
+    }
+    plan.entries = compress(&decided, input.config.range_threshold);
+    Ok(plan)
+}
+
+fn tier_of(gap: Span, spec: &crate::spec::ScheduleSpec) -> GapTier {
+    let tiers = &spec.catch_up;
+    if gap <= tiers.immediate {
+        GapTier::Immediate
+    } else if gap <= tiers.serial {
+        GapTier::Serial
+    } else if gap <= tiers.backfill {
+        GapTier::Backfill
+    } else {
+        GapTier::Beyond
+    }
+}
+
+/// The DESIGN catch-up table, one action per missed window (oldest first).
+fn decide(
+    spec: &crate::spec::ScheduleSpec,
+    tier: GapTier,
+    missed: &[Missed],
+    latest: DateTime<Utc>,
+) -> Vec<Action> {
+    let cap = spec.max_auto_catch_up as usize;
+    // Side-effecting jobs replay on their own only while the gap is still "just now".
+    let needs_approval = match tier {
+        GapTier::Beyond => Some(Reason::GapTooLong),
+        _ if spec.side_effects && tier != GapTier::Immediate => Some(Reason::SideEffects),
+        _ => None,
+    };
+    match spec.misfire {
+        MisfirePolicy::Skip => vec![
+            Action::Skip {
+                reason: Reason::Missed
+            };
+            missed.len()
+        ],
+        MisfirePolicy::Manual => vec![
+            Action::Hold {
+                reason: Reason::PolicyManual
+            };
+            missed.len()
+        ],
+        MisfirePolicy::RunOnce => {
+            let last = match needs_approval {
+                Some(reason) => Action::Hold { reason },
+                None if cap == 0 => Action::Hold {
+                    reason: Reason::CapExceeded,
+                },
+                None => Action::Fire {
+                    lane: Lane::Correction,
+                    release: Release::Immediate,
+                },
+            };
+            let mut actions = vec![Action::Coalesce { into: latest }; missed.len() - 1];
+            actions.push(last);
+            actions
+        }
+        MisfirePolicy::CatchUpAll => {
+            let (lane, release) = match tier {
+                GapTier::Immediate => (Lane::Correction, Release::Immediate),
+                GapTier::Serial => (Lane::Correction, Release::Serial),
+                GapTier::Backfill | GapTier::Beyond => (Lane::Backfill, Release::Throttled),
+            };
+            (0..missed.len())
+                .map(|i| match needs_approval {
+                    Some(reason) => Action::Hold { reason },
+                    None if i < cap => Action::Fire { lane, release },
+                    None => Action::Hold {
+                        reason: Reason::CapExceeded,
+                    },
+                })
+                .collect()
+        }
+    }
+}
+
+fn alert_text(
+    spec: &crate::spec::ScheduleSpec,
+    tier: GapTier,
+    gap: Span,
+    missed: &[Missed],
+    actions: &[Action],
+) -> String {
+    let held = actions
+        .iter()
+        .filter(|a| matches!(a, Action::Hold { .. }))
+        .count();
+    let fired = actions
+        .iter()
+        .filter(|a| matches!(a, Action::Fire { .. }))
+        .count();
+    format!(
+        "schedule {} missed {} window(s) over {gap} ({tier:?} tier, policy {}): {fired} released automatically, {held} awaiting approval",
+        spec.id,
+        missed.len(),
+        spec.misfire
+    )
+}
+
+/// Folds runs of consecutive windows with one non-firing action into range records.
+fn compress(decided: &[(Missed, Action)], threshold: usize) -> Vec<PlannedEntry> {
+    let single = |m: &Missed, action: Action| PlannedEntry {
+        scheduled_for: m.at,
+        window: m.window,
+        range_end: None,
+        count: 1,
+        action,
+    };
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < decided.len() {
+        let (first, action) = decided[i];
+        let mut j = i + 1;
+        if !matches!(action, Action::Fire { .. }) {
+            while j < decided.len()
+                && decided[j].1 == action
+                && decided[j].0.index == decided[j - 1].0.index + 1
+            {
+                j += 1;
+            }
+        }
+        let run = &decided[i..j];
+        if run.len() > threshold {
+            let last = run[run.len() - 1].0;
+            out.push(PlannedEntry {
+                scheduled_for: first.at,
+                window: Window::new(first.window.start, last.window.end),
+                range_end: Some(last.at),
+                count: run.len() as u32,
+                action,
+            });
+        } else {
+            out.extend(run.iter().map(|(m, a)| single(m, *a)));
+        }
+        i = j;
+    }
+    out
+}
