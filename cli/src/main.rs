@@ -1,1 +1,67 @@
-fn main() {}
+//! `cronledger`: validate, preview, plan and diff schedules.
+//!
+//! Exit codes: 0 success, 1 invalid input (a bad schedule, time or file), 2 bad usage.
+
+mod args;
+mod commands;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::args::{Cli, Command};
+
+/// An error the CLI reports and exits 1 on. Never a panic.
+#[derive(Debug)]
+pub struct CliError(pub Vec<String>);
+
+impl CliError {
+    pub fn msg(text: impl Into<String>) -> CliError {
+        CliError(vec![text.into()])
+    }
+}
+
+impl From<cronledger_core::Invalid> for CliError {
+    fn from(invalid: cronledger_core::Invalid) -> CliError {
+        CliError(
+            invalid
+                .0
+                .iter()
+                .map(|i| format!("{}: {}", i.code, i.message))
+                .collect(),
+        )
+    }
+}
+
+impl From<cronledger_core::Issue> for CliError {
+    fn from(issue: cronledger_core::Issue) -> CliError {
+        CliError(vec![format!("{}: {}", issue.code, issue.message)])
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help and version go to stdout with exit 0; usage errors exit 2.
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let result = match cli.command {
+        Command::Validate(a) => commands::validate::run(a),
+        Command::Preview(a) => commands::preview::run(a),
+        Command::Plan(a) => commands::plan::run(a),
+        Command::Diff(a) => commands::diff::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(CliError(lines)) => {
+            for line in lines {
+                eprintln!("{line}");
+            }
+            ExitCode::from(1)
+        }
+    }
+}

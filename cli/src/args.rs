@@ -1,0 +1,110 @@
+//! Command-line arguments. Times and durations are parsed by the commands, so a bad value is
+//! reported as invalid input (exit 1) with the core's wording.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "cronledger",
+    version,
+    about = "A ledger for scheduled jobs: validate, preview, plan and diff schedules"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check a schedules file, or one expression and zone; print every problem.
+    Validate(ValidateArgs),
+    /// Show the next fire times of an expression, with DST notes.
+    Preview(PreviewArgs),
+    /// Dry-run the misfire planner: what would happen to the windows missed since a watermark.
+    Plan(PlanArgs),
+    /// Compare two versions of a schedule: frequency, fire times, risk.
+    Diff(DiffArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Text,
+    Table,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// A schedules file (YAML or JSON, `schedules:` and a list).
+    #[arg(short = 'f', long = "file", conflicts_with_all = ["cron", "tz"])]
+    pub file: Option<PathBuf>,
+    /// A single expression: 5-field cron, a macro, cron(...) or rate(...).
+    #[arg(long, requires = "tz")]
+    pub cron: Option<String>,
+    /// IANA time zone for --cron.
+    #[arg(long)]
+    pub tz: Option<String>,
+    /// Judge "can it still fire" from this instant (RFC3339; default now).
+    #[arg(long)]
+    pub now: Option<String>,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct PreviewArgs {
+    /// The expression.
+    pub expr: String,
+    /// IANA time zone.
+    #[arg(long)]
+    pub tz: String,
+    /// List fire times strictly after this instant (RFC3339; default now).
+    #[arg(long)]
+    pub after: Option<String>,
+    #[arg(long, default_value_t = 10)]
+    pub count: usize,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// The schedules file.
+    #[arg(short = 'f', long = "file")]
+    pub file: PathBuf,
+    /// Plan only this schedule id (default: every schedule in the file).
+    #[arg(long)]
+    pub schedule: Option<String>,
+    /// Every window at or before this instant is already accounted for (RFC3339).
+    #[arg(long)]
+    pub watermark: String,
+    /// The planner's "now" (RFC3339).
+    #[arg(long)]
+    pub now: String,
+    /// Runs already in the ledger: a JSON list of RFC3339 instants or ledger entries.
+    #[arg(long)]
+    pub existing: Option<PathBuf>,
+    /// How long after a window the planner waits before judging it.
+    #[arg(long, default_value = "1m")]
+    pub settle: String,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The current schedules file.
+    pub old: PathBuf,
+    /// The proposed schedules file.
+    pub new: PathBuf,
+    /// Assess as of this instant (RFC3339; default now).
+    #[arg(long)]
+    pub now: Option<String>,
+    /// How many fire times to show before and after.
+    #[arg(long, default_value_t = 5)]
+    pub count: usize,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}

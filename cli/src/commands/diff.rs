@@ -1,0 +1,101 @@
+use std::process::ExitCode;
+
+use cronledger_core::risk::{assess_change, RiskReport};
+use cronledger_core::window::utc_text;
+use serde::Serialize;
+
+use super::{instant_or_now, load_manifest};
+use crate::args::{DiffArgs, Format};
+use crate::CliError;
+
+#[derive(Serialize)]
+#[serde(tag = "change", rename_all = "SCREAMING_SNAKE_CASE")]
+enum Change {
+    Create { id: String },
+    Archive { id: String },
+    Update { id: String, risk: Box<RiskReport> },
+    Unchanged { id: String },
+}
+
+pub fn run(args: DiffArgs) -> Result<ExitCode, CliError> {
+    let now = instant_or_now("now", args.now.as_deref())?;
+    let old = load_manifest(&args.old, now)?;
+    let new = load_manifest(&args.new, now)?;
+    let mut changes = Vec::new();
+    for n in &new {
+        match old.iter().find(|o| o.id == n.id) {
+            None => changes.push(Change::Create { id: n.id.clone() }),
+            Some(o) if o == n => changes.push(Change::Unchanged { id: n.id.clone() }),
+            Some(o) => changes.push(Change::Update {
+                id: n.id.clone(),
+                risk: Box::new(assess_change(o, n, now, None, args.count)?),
+            }),
+        }
+    }
+    for o in old.iter().filter(|o| !new.iter().any(|n| n.id == o.id)) {
+        changes.push(Change::Archive { id: o.id.clone() });
+    }
+    match args.format {
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&changes).map_err(|e| CliError::msg(e.to_string()))?
+        ),
+        Format::Text | Format::Table => changes.iter().for_each(print_change),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_change(change: &Change) {
+    match change {
+        Change::Create { id } => println!("+ create {id}"),
+        Change::Archive { id } => println!("- archive {id} (its runs stay readable)"),
+        Change::Unchanged { id } => println!("= unchanged {id}"),
+        Change::Update { id, risk } => {
+            println!("~ update {id}: risk {:?}", risk.level);
+            println!(
+                "    runs/day {:.2} -> {:.2} (max {} -> {}), x{:.2}",
+                risk.before.avg_per_day,
+                risk.after.avg_per_day,
+                risk.before.max_per_day,
+                risk.after.max_per_day,
+                risk.frequency_ratio
+            );
+            for finding in &risk.findings {
+                println!("    - {finding}");
+            }
+            println!("    next fire times   before                      after");
+            let rows = risk.next_before.len().max(risk.next_after.len());
+            for i in 0..rows {
+                let cell = |v: &[cronledger_core::risk::FireTime]| {
+                    v.get(i).map(|t| t.local.clone()).unwrap_or_default()
+                };
+                println!(
+                    "                      {:<27} {}",
+                    cell(&risk.next_before),
+                    cell(&risk.next_after)
+                );
+            }
+            if let (Some(at), Some(w)) = (risk.first_new_fire, risk.first_new_window) {
+                println!(
+                    "    first new run {} covers [{}, {}){}",
+                    utc_text(at),
+                    utc_text(w.start),
+                    utc_text(w.end),
+                    if risk.overlaps_recorded {
+                        "; it reaches back before the last recorded run"
+                    } else {
+                        ""
+                    }
+                );
+            }
+            println!(
+                "    already-past windows re-fired: {}",
+                if risk.refires_past_window {
+                    "YES"
+                } else {
+                    "none"
+                }
+            );
+        }
+    }
+}

@@ -1,0 +1,242 @@
+use std::process::ExitCode;
+
+use chrono::{DateTime, Utc};
+use cronledger_core::planner::{Action, Plan, Release};
+use cronledger_core::run::LedgerEntry;
+use cronledger_core::window::utc_text;
+use cronledger_core::{plan, Coverage, Lane, PlanInput, PlannerConfig, Schedule, Span};
+use serde::{Deserialize, Serialize};
+
+use super::{instant, load_manifest, read_file};
+use crate::args::{Format, PlanArgs};
+use crate::output::Table;
+use crate::CliError;
+
+/// One planned ledger write: the stable ledger entry plus how it would be released.
+#[derive(Serialize)]
+struct PlannedLedgerEntry {
+    #[serde(flatten)]
+    entry: LedgerEntry,
+    action: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lane: Option<Lane>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    release: Option<Release>,
+}
+
+#[derive(Serialize)]
+struct PlanReport<'a> {
+    schedule: &'a str,
+    watermark: String,
+    now: String,
+    through: String,
+    gap: Option<Span>,
+    tier: Option<cronledger_core::planner::GapTier>,
+    replay_group_id: &'a Option<String>,
+    entries: Vec<PlannedLedgerEntry>,
+    alerts: &'a [cronledger_core::planner::Alert],
+    backfill: &'a Option<cronledger_core::planner::BackfillProposal>,
+    totals: &'a cronledger_core::planner::PlanTotals,
+}
+
+/// An entry of `--existing`: an instant, or anything with `scheduled_for` (a ledger entry).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Existing {
+    At(DateTime<Utc>),
+    Entry {
+        #[serde(default)]
+        schedule: Option<String>,
+        scheduled_for: DateTime<Utc>,
+        #[serde(default)]
+        range_end: Option<DateTime<Utc>>,
+    },
+}
+
+pub fn run(args: PlanArgs) -> Result<ExitCode, CliError> {
+    let watermark = instant("watermark", &args.watermark)?;
+    let now = instant("now", &args.now)?;
+    let settle: Span = args
+        .settle
+        .parse()
+        .map_err(|e| CliError::msg(format!("INVALID_ARGUMENT: --settle: {e}")))?;
+    let specs = load_manifest(&args.file, now)?;
+    let existing: Vec<Existing> = match &args.existing {
+        None => Vec::new(),
+        Some(path) => serde_json::from_str(&read_file(path)?).map_err(|e| {
+            CliError::msg(format!(
+                "INVALID_ARGUMENT: {}: expected a JSON list of RFC3339 instants or ledger entries ({e})",
+                path.display()
+            ))
+        })?,
+    };
+    let selected: Vec<_> = specs
+        .into_iter()
+        .filter(|s| args.schedule.as_deref().is_none_or(|id| s.id == id))
+        .collect();
+    if selected.is_empty() {
+        return Err(CliError::msg(format!(
+            "SCHEDULE_NOT_FOUND: no schedule `{}` in {}",
+            args.schedule.unwrap_or_default(),
+            args.file.display()
+        )));
+    }
+
+    let config = PlannerConfig {
+        settle,
+        ..PlannerConfig::default()
+    };
+    let mut reports = Vec::new();
+    let mut plans = Vec::new();
+    for spec in selected {
+        let schedule = Schedule::new(spec)?;
+        let coverage = coverage_for(schedule.id(), &existing);
+        let plan = plan(PlanInput {
+            schedule: &schedule,
+            watermark,
+            now,
+            existing: &coverage,
+            pauses: &[],
+            config,
+        })?;
+        plans.push((schedule, plan));
+    }
+    for (schedule, plan) in &plans {
+        reports.push(report(schedule, plan, watermark, now));
+    }
+    match args.format {
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&reports).map_err(|e| CliError::msg(e.to_string()))?
+        ),
+        Format::Text | Format::Table => {
+            for r in &reports {
+                print_table(r);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn coverage_for(schedule_id: &str, existing: &[Existing]) -> Coverage {
+    let mut coverage = Coverage::new();
+    for item in existing {
+        match item {
+            Existing::At(t) => coverage.add(*t),
+            Existing::Entry {
+                schedule,
+                scheduled_for,
+                range_end,
+            } if schedule.as_deref().is_none_or(|s| s == schedule_id) => match range_end {
+                Some(end) => coverage.add_range(*scheduled_for, *end),
+                None => coverage.add(*scheduled_for),
+            },
+            Existing::Entry { .. } => {}
+        }
+    }
+    coverage
+}
+
+fn report<'a>(
+    schedule: &'a Schedule,
+    plan: &'a Plan,
+    watermark: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> PlanReport<'a> {
+    let entries = plan
+        .entries
+        .iter()
+        .map(|e| {
+            let (action, lane, release) = match e.action {
+                Action::Fire { lane, release } => ("FIRE", Some(lane), Some(release)),
+                Action::Skip { .. } => ("SKIP", None, None),
+                Action::Coalesce { .. } => ("COALESCE", None, None),
+                Action::Hold { .. } => ("MANUAL_REQUIRED", None, None),
+            };
+            PlannedLedgerEntry {
+                entry: plan.to_run(schedule, e, now, 0).ledger_entry(),
+                action,
+                lane,
+                release,
+            }
+        })
+        .collect();
+    PlanReport {
+        schedule: schedule.id(),
+        watermark: utc_text(watermark),
+        now: utc_text(now),
+        through: utc_text(plan.through),
+        gap: plan.gap,
+        tier: plan.tier,
+        replay_group_id: &plan.replay_group_id,
+        entries,
+        alerts: &plan.alerts,
+        backfill: &plan.backfill,
+        totals: &plan.totals,
+    }
+}
+
+fn print_table(r: &PlanReport<'_>) {
+    println!(
+        "schedule {}: windows after {} through {}{}",
+        r.schedule,
+        r.watermark,
+        r.through,
+        match (r.gap, r.tier) {
+            (Some(gap), Some(tier)) => format!(", oldest missed {gap} ago ({tier:?} tier)"),
+            _ => String::new(),
+        }
+    );
+    let mut table = Table::new([
+        "scheduled_for",
+        "count",
+        "action",
+        "status",
+        "reason",
+        "lane",
+    ]);
+    for e in &r.entries {
+        table.row([
+            match &e.entry.range_end {
+                Some(end) => format!("{} .. {end}", e.entry.scheduled_for),
+                None => e.entry.scheduled_for.clone(),
+            },
+            e.entry.count.unwrap_or(1).to_string(),
+            e.action.to_string(),
+            e.entry.status.to_string(),
+            e.entry.reason.map(|r| r.to_string()).unwrap_or_default(),
+            e.lane.map(|l| l.to_string()).unwrap_or_default(),
+        ]);
+    }
+    print!("{table}");
+    let t = r.totals;
+    println!(
+        "expected {} | already recorded {} | fire {} | skipped {} | coalesced {} | awaiting approval {}",
+        t.expected, t.recorded, t.fire, t.skipped, t.coalesced, t.manual
+    );
+    if let Some(b) = r.backfill {
+        println!(
+            "backfill: {} window(s) {} .. {}, {}",
+            b.windows,
+            utc_text(b.first),
+            utc_text(b.last),
+            if b.start_paused {
+                "created PAUSED (approval needed)"
+            } else {
+                "started throttled"
+            }
+        );
+    }
+    for alert in r.alerts {
+        println!(
+            "alert{}: {}",
+            alert
+                .owner
+                .as_deref()
+                .map(|o| format!(" to {o}"))
+                .unwrap_or_default(),
+            alert.message
+        );
+    }
+    println!();
+}

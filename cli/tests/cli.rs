@@ -1,0 +1,239 @@
+//! The CLI as a user runs it: exit codes, stderr lines, JSON shapes.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn cronledger(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cronledger"))
+        .args(args)
+        .output()
+        .expect("the cronledger binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn write_temp(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cronledger-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn example() -> String {
+    format!("{}/../examples/schedules.yaml", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn validate_accepts_the_examples() {
+    let out = cronledger(&[
+        "validate",
+        "-f",
+        &example(),
+        "--now",
+        "2026-11-29T00:00:00Z",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("OK daily-settlement"));
+}
+
+#[test]
+fn validate_reports_every_problem_with_codes_on_stderr() {
+    let path = write_temp(
+        "bad.yaml",
+        r#"
+schedules:
+  - id: Bad_Id
+    cron: "0 0 30 2 *"
+    timezone: Asia/Seoul
+    misfire: RUN_TWICE
+    job: { type: http, url: "https://x", payload: { nested: { api_key: "k" } } }
+  - id: other
+    cron: "61 * * * *"
+    timezone: Mars/Olympus
+    job: { type: noop }
+"#,
+    );
+    let out = cronledger(&["validate", "-f", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    for code in [
+        "SCHEDULE_INVALID_ID:",
+        "SCHEDULE_NEVER_FIRES:",
+        "SCHEDULE_UNKNOWN_POLICY:",
+        "SCHEDULE_PAYLOAD_SECRET:",
+        "SCHEDULE_UNKNOWN_TIMEZONE:",
+    ] {
+        assert!(err.contains(code), "missing {code} in:\n{err}");
+    }
+    assert!(!err.contains("panicked"));
+}
+
+#[test]
+fn validate_json_lists_issues_for_machines() {
+    let out = cronledger(&[
+        "validate",
+        "--cron",
+        "*/0 * * * *",
+        "--tz",
+        "UTC",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let doc: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(doc["valid"], false);
+    assert_eq!(doc["issues"][0]["code"], "SCHEDULE_INVALID_CRON");
+}
+
+#[test]
+fn preview_json_marks_dst_shifts() {
+    let out = cronledger(&[
+        "preview",
+        "30 2 * * *",
+        "--tz",
+        "America/New_York",
+        "--after",
+        "2026-03-07T12:00:00Z",
+        "--count",
+        "2",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(doc[0]["at"], "2026-03-08T07:00:00Z");
+    assert_eq!(doc[0]["local"], "2026-03-08T03:00:00-04:00");
+    assert!(doc[0]["note"].as_str().unwrap().contains("gap"));
+    assert_eq!(doc[1]["at"], "2026-03-09T06:30:00Z");
+    assert!(doc[1].get("note").is_none());
+}
+
+#[test]
+fn plan_json_accounts_for_every_window() {
+    let existing = write_temp(
+        "existing.json",
+        r#"["2026-11-29T02:00:00Z", {"schedule": "hourly-aggregation", "scheduled_for": "2026-11-29T03:00:00Z"}]"#,
+    );
+    let out = cronledger(&[
+        "plan",
+        "-f",
+        &example(),
+        "--schedule",
+        "hourly-aggregation",
+        "--watermark",
+        "2026-11-29T00:00:00Z",
+        "--now",
+        "2026-11-29T06:00:00Z",
+        "--existing",
+        existing.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let plan = &doc[0];
+    assert_eq!(plan["totals"]["expected"], 5);
+    assert_eq!(plan["totals"]["recorded"], 2);
+    let entries = plan["entries"].as_array().unwrap();
+    let planned: Vec<&str> = entries
+        .iter()
+        .map(|e| e["scheduled_for"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        planned,
+        [
+            "2026-11-29T01:00:00Z",
+            "2026-11-29T04:00:00Z",
+            "2026-11-29T05:00:00Z"
+        ]
+    );
+    for e in entries {
+        assert_eq!(e["trigger"], "CATCH_UP");
+        assert!(e["idempotency_key"]
+            .as_str()
+            .unwrap()
+            .starts_with("hourly-aggregation:"));
+        assert_ne!(e["lane"], "realtime");
+    }
+}
+
+#[test]
+fn bad_times_and_files_exit_1_without_a_panic() {
+    for args in [
+        vec![
+            "preview",
+            "* * * * *",
+            "--tz",
+            "UTC",
+            "--after",
+            "yesterday",
+        ],
+        vec!["preview", "* * * * *", "--tz", "UTC", "--count", "99999999"],
+        vec![
+            "plan",
+            "-f",
+            "/nonexistent.yaml",
+            "--watermark",
+            "2026-01-01T00:00:00Z",
+            "--now",
+            "2026-01-01T01:00:00Z",
+        ],
+        vec![
+            "plan",
+            "-f",
+            "README.md",
+            "--watermark",
+            "2026-01-02T00:00:00Z",
+            "--now",
+            "2026-01-01T00:00:00Z",
+        ],
+        vec!["diff", "/nonexistent-a.yaml", "/nonexistent-b.yaml"],
+    ] {
+        let out = cronledger(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("panicked"), "{args:?}");
+        assert!(!stderr(&out).is_empty());
+    }
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let out = cronledger(&["preview"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn diff_flags_a_tenfold_frequency_increase_as_high_risk() {
+    let old = write_temp(
+        "old.yaml",
+        "schedules:\n  - { id: job, cron: '*/10 * * * *', timezone: UTC, job: { type: noop } }\n",
+    );
+    let new = write_temp(
+        "new.yaml",
+        "schedules:\n  - { id: job, cron: '* * * * *', timezone: UTC, job: { type: noop } }\n",
+    );
+    let out = cronledger(&[
+        "diff",
+        old.to_str().unwrap(),
+        new.to_str().unwrap(),
+        "--now",
+        "2026-11-29T00:00:00Z",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(doc[0]["change"], "UPDATE");
+    assert_eq!(doc[0]["risk"]["level"], "HIGH");
+    assert_eq!(doc[0]["risk"]["refires_past_window"], false);
+    assert_eq!(doc[0]["risk"]["next_after"].as_array().unwrap().len(), 5);
+}
