@@ -212,12 +212,16 @@ impl Timing {
     }
 
     /// What DST did to an occurrence, if anything.
+    ///
+    /// `rate(...)` counts elapsed time, so DST never moves or repeats its occurrences: it has
+    /// no note even when an occurrence falls on a repeated local time.
     pub fn dst_note(&self, at: DateTime<Utc>) -> Option<DstNote> {
         let local = at.with_timezone(&self.tz);
-        if let Kind::Cron { cron, .. } = &self.kind {
-            if !cron.is_time_matching(&local).unwrap_or(true) {
-                return Some(DstNote::ShiftedPastGap);
-            }
+        let Kind::Cron { cron, .. } = &self.kind else {
+            return None;
+        };
+        if !cron.is_time_matching(&local).unwrap_or(true) {
+            return Some(DstNote::ShiftedPastGap);
         }
         match self.tz.from_local_datetime(&local.naive_local()) {
             LocalResult::Ambiguous(first, _) if first == local => Some(DstNote::FirstPass),
@@ -230,9 +234,9 @@ impl Timing {
     /// `from`, using the real calendar (DST days included), and the smallest gap between two
     /// consecutive occurrences.
     ///
-    /// Cost is about one search per day plus a full walk of the DST days only: a cron's set of
-    /// times of day does not depend on the date, so every regular (24-hour) day that matches
-    /// has the same count and spacing as the first one walked.
+    /// Cost is about one search per matching day plus a full walk of the DST days only: a
+    /// cron's set of times of day does not depend on the date, so every regular (24-hour) day
+    /// that matches has the same count and spacing as the first one walked.
     pub fn calendar_stats(&self, from: DateTime<Utc>, days: u32) -> CalendarStats {
         let first_date = from.with_timezone(&self.tz).date_naive();
         let mut counts: Vec<u32> = Vec::with_capacity(days as usize);
@@ -249,6 +253,10 @@ impl Timing {
         // (count, offset of first fire from midnight, offset of last fire from midnight)
         let mut regular: Option<(u32, TimeDelta, TimeDelta)> = None;
 
+        // The next occurrence not yet counted. Carried from day to day, so days without an
+        // occurrence cost nothing and an expression that stops firing (a year field, Feb 30)
+        // is searched once, not once per remaining day.
+        let mut upcoming: Option<DateTime<Utc>> = None;
         for day in 0..days {
             let Some(date) = first_date.checked_add_days(chrono::Days::new(day.into())) else {
                 break;
@@ -259,32 +267,35 @@ impl Timing {
             ) else {
                 break;
             };
+            if day == 0 {
+                upcoming = self.next_at_or_after(start);
+            }
+            let Some(first) = upcoming.filter(|t| *t < end) else {
+                counts.push(0);
+                continue;
+            };
             let regular_day = end - start == TimeDelta::days(1);
             if let (true, Some((count, first_off, last_off))) = (regular_day, regular) {
-                match self.next_at_or_after(start) {
-                    Some(first) if first < end => {
-                        note_gap(last_fire, first);
-                        last_fire = Some(start + last_off);
-                        debug_assert_eq!(first - start, first_off);
-                        counts.push(count);
-                    }
-                    _ => counts.push(0),
-                }
+                debug_assert_eq!(first - start, first_off);
+                note_gap(last_fire, first);
+                let last = start + last_off;
+                last_fire = Some(last);
+                counts.push(count);
+                upcoming = self.next_after(last);
                 continue;
             }
             // Walk the day: a DST day, or the first regular matching day.
             let mut count = 0u32;
-            let mut first_in_day = None;
-            let mut cursor = self.next_at_or_after(start);
+            let mut cursor = Some(first);
             while let Some(t) = cursor.filter(|t| *t < end) {
                 note_gap(last_fire, t);
                 last_fire = Some(t);
-                first_in_day.get_or_insert(t);
                 count += 1;
                 cursor = self.next_after(t);
             }
-            if regular_day && count > 0 && matches!(self.kind, Kind::Cron { .. }) {
-                if let (Some(first), Some(last)) = (first_in_day, last_fire) {
+            upcoming = cursor;
+            if regular_day && matches!(self.kind, Kind::Cron { .. }) {
+                if let Some(last) = last_fire {
                     regular = Some((count, first - start, last - start));
                 }
             }
