@@ -265,17 +265,19 @@ pub fn parse_manifest(
     for (i, item) in list.iter().enumerate() {
         let prefix = format!("schedules[{i}]");
         match validate_schedule(item, &prefix, rules, now) {
-            Ok(spec) => {
-                if !seen.insert(spec.id.clone()) {
-                    issues.push(Issue::new(
-                        Code::ScheduleDuplicateId,
-                        format!("{prefix}.id"),
-                        format!("id `{}` is used twice", spec.id),
-                    ));
-                }
-                specs.push(spec);
-            }
+            Ok(spec) => specs.push(spec),
             Err(mut found) => issues.append(&mut found),
+        }
+        // Read the id from the raw item so a duplicate is reported even when the schedule
+        // that repeats it has other problems too.
+        if let Some(id) = item.get("id").and_then(Value::as_str) {
+            if !seen.insert(id.to_string()) {
+                issues.push(Issue::new(
+                    Code::ScheduleDuplicateId,
+                    format!("{prefix}.id"),
+                    format!("id `{id}` is used twice"),
+                ));
+            }
         }
     }
     if issues.is_empty() {
@@ -409,13 +411,18 @@ pub fn validate_schedule(
     };
     let job = validate_job(obj.get("job"), &field("job"), rules, &mut issues);
 
-    if let (Some(cron), Some(tz)) = (&cron, timezone) {
-        match Timing::parse(cron, tz) {
+    if let Some(cron) = &cron {
+        // Without a valid zone the calendar checks cannot run, but the syntax still can:
+        // report both problems at once.
+        match Timing::parse(cron, timezone.unwrap_or(Tz::UTC)) {
             Err(mut issue) => {
                 issue.field = field("cron");
                 issues.push(issue);
             }
-            Ok(timing) => check_calendar(&timing, job.as_ref(), rules, now, &field, &mut issues),
+            Ok(timing) if timezone.is_some() => {
+                check_calendar(&timing, job.as_ref(), rules, now, &field, &mut issues)
+            }
+            Ok(_) => {}
         }
     }
 
@@ -452,13 +459,16 @@ pub fn validate_timing(
     rules: &ValidationRules,
     now: DateTime<Utc>,
 ) -> Result<Timing, Vec<Issue>> {
-    let tz = timezone.parse::<Tz>().map_err(|_| {
-        vec![Issue::new(
+    let Ok(tz) = timezone.parse::<Tz>() else {
+        let mut issues = vec![Issue::new(
             Code::ScheduleUnknownTimezone,
             "timezone",
             format!("unknown time zone `{timezone}`; use an IANA name such as Asia/Seoul"),
-        )]
-    })?;
+        )];
+        // The syntax can still be checked without the zone.
+        issues.extend(Timing::parse(cron, Tz::UTC).err());
+        return Err(issues);
+    };
     let timing = Timing::parse(cron, tz).map_err(|i| vec![i])?;
     let mut issues = Vec::new();
     check_calendar(
