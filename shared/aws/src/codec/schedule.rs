@@ -1,0 +1,133 @@
+//! Schedule items (`SCHED#{id}` / `DEF`) and their audit entries (`AUDIT#{version}`).
+//!
+//! The spec is one JSON document (it is the rule, read and written whole); the state the
+//! scheduler conditions on (`version`, `state`, `next_run_at`, `reconciled_through`) has
+//! attributes of its own.
+
+use serde_json::json;
+
+use crate::error::StoreError;
+use crate::item::{Item, ItemReader, ItemWriter};
+use crate::keys::{self, GSI1PK, GSI1SK, GSI3PK, GSI3SK, PK, SK};
+use crate::ledger::{AuditEntry, ScheduleState, StoredSchedule};
+
+pub const TYPE: &str = "type";
+pub const SCHEDULE_TYPE: &str = "SCHEDULE";
+pub const AUDIT_TYPE: &str = "AUDIT";
+
+pub const ID: &str = "id";
+pub const SPEC: &str = "spec";
+pub const VERSION: &str = "version";
+pub const STATE: &str = "state";
+pub const SHARD: &str = "shard";
+pub const NEXT_RUN_AT: &str = "next_run_at";
+pub const RECONCILED_THROUGH: &str = "reconciled_through";
+pub const PAUSES: &str = "pauses";
+pub const CREATED_AT: &str = "created_at";
+pub const UPDATED_AT: &str = "updated_at";
+
+pub const ACTION: &str = "action";
+pub const ACTOR: &str = "actor";
+pub const REASON: &str = "reason";
+pub const AT: &str = "at";
+pub const BEFORE: &str = "before";
+pub const AFTER: &str = "after";
+
+pub fn encode(schedule: &StoredSchedule) -> Result<Item, StoreError> {
+    let id = schedule.id();
+    let mut w = ItemWriter::new()
+        .s(PK, keys::schedule_pk(id))
+        .s(SK, keys::SCHEDULE_SK)
+        .s(TYPE, SCHEDULE_TYPE)
+        .s(ID, id)
+        .s(SPEC, to_json(&schedule.spec)?)
+        .n(VERSION, schedule.version)
+        .s(STATE, schedule.state.as_str())
+        .n(SHARD, schedule.shard)
+        .opt_time(NEXT_RUN_AT, schedule.next_run_at)
+        .time(RECONCILED_THROUGH, schedule.reconciled_through)
+        .s(PAUSES, to_json(&schedule.pauses)?)
+        .time(CREATED_AT, schedule.created_at)
+        .time(UPDATED_AT, schedule.updated_at)
+        .s(GSI3PK, keys::CATALOG_PK)
+        .s(GSI3SK, id);
+    if let Some((pk, sk)) = due_keys(schedule) {
+        w = w.s(GSI1PK, pk).s(GSI1SK, sk);
+    }
+    Ok(w.build())
+}
+
+/// The sparse `due` index keys: present only while the schedule fires.
+pub fn due_keys(schedule: &StoredSchedule) -> Option<(String, String)> {
+    let next = schedule.next_run_at.filter(|_| schedule.fires())?;
+    Some((
+        keys::due_pk(schedule.shard),
+        keys::due_sk(next, schedule.id()),
+    ))
+}
+
+pub fn decode(item: &Item) -> Result<StoredSchedule, StoreError> {
+    let r = ItemReader::new(item);
+    r.expect_type(TYPE, SCHEDULE_TYPE)?;
+    let spec: cronledger_core::ScheduleSpec = r.json(SPEC)?;
+    if spec.id != r.s(ID)? {
+        return Err(r.malformed(SPEC, format!("names schedule `{}`", spec.id)));
+    }
+    Ok(StoredSchedule {
+        spec,
+        version: r.n(VERSION)?,
+        state: r.parsed::<ScheduleState>(STATE)?,
+        shard: r.n(SHARD)?,
+        next_run_at: r.opt_time(NEXT_RUN_AT)?,
+        reconciled_through: r.time(RECONCILED_THROUGH)?,
+        pauses: r.json(PAUSES)?,
+        created_at: r.time(CREATED_AT)?,
+        updated_at: r.time(UPDATED_AT)?,
+    })
+}
+
+/// The document an audit entry records as "before" and "after".
+pub fn audit_view(schedule: &StoredSchedule) -> serde_json::Value {
+    json!({
+        "spec": schedule.spec,
+        "version": schedule.version,
+        "state": schedule.state.as_str(),
+        "pauses": schedule.pauses,
+    })
+}
+
+pub fn encode_audit(entry: &AuditEntry) -> Result<Item, StoreError> {
+    Ok(ItemWriter::new()
+        .s(PK, keys::schedule_pk(&entry.schedule_id))
+        .s(SK, keys::audit_sk(entry.version))
+        .s(TYPE, AUDIT_TYPE)
+        .s(ID, &entry.schedule_id)
+        .n(VERSION, entry.version)
+        .s(ACTION, entry.action.as_str())
+        .s(ACTOR, &entry.actor)
+        .s(REASON, &entry.reason)
+        .time(AT, entry.at)
+        .opt_s(BEFORE, entry.before.as_ref().map(to_json).transpose()?)
+        .s(AFTER, to_json(&entry.after)?)
+        .build())
+}
+
+pub fn decode_audit(item: &Item) -> Result<AuditEntry, StoreError> {
+    let r = ItemReader::new(item);
+    r.expect_type(TYPE, AUDIT_TYPE)?;
+    Ok(AuditEntry {
+        schedule_id: r.s(ID)?.to_string(),
+        version: r.n(VERSION)?,
+        action: r.parsed(ACTION)?,
+        actor: r.s(ACTOR)?.to_string(),
+        reason: r.s(REASON)?.to_string(),
+        at: r.time(AT)?,
+        before: r.opt_s(BEFORE)?.map(|_| r.json(BEFORE)).transpose()?,
+        after: r.json(AFTER)?,
+    })
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
+    // Serializing our own types cannot fail in practice; keep it typed anyway.
+    serde_json::to_string(value).map_err(|e| StoreError::InvalidRequest(e.to_string()))
+}

@@ -1,0 +1,161 @@
+//! Builds DynamoDB expressions with placeholders for every name and value, so reserved
+//! words (`status`, `count`, ...) never matter and values are never spliced into text.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+
+#[derive(Debug, Default, Clone)]
+pub struct Expr {
+    names: HashMap<String, String>,
+    values: HashMap<String, AttributeValue>,
+    set: Vec<String>,
+    remove: Vec<String>,
+    conditions: Vec<String>,
+}
+
+impl Expr {
+    pub fn new() -> Expr {
+        Expr::default()
+    }
+
+    fn name(&mut self, attr: &str) -> String {
+        // Our attribute names are [A-Za-z0-9_], valid placeholder text as they are.
+        let placeholder = format!("#{attr}");
+        self.names.insert(placeholder.clone(), attr.to_string());
+        placeholder
+    }
+
+    fn value(&mut self, value: AttributeValue) -> String {
+        let placeholder = format!(":v{}", self.values.len());
+        self.values.insert(placeholder.clone(), value);
+        placeholder
+    }
+
+    pub fn set(&mut self, attr: &str, value: AttributeValue) -> &mut Expr {
+        let (n, v) = (self.name(attr), self.value(value));
+        self.set.push(format!("{n} = {v}"));
+        self
+    }
+
+    pub fn set_opt(&mut self, attr: &str, value: Option<AttributeValue>) -> &mut Expr {
+        if let Some(value) = value {
+            self.set(attr, value);
+        }
+        self
+    }
+
+    /// `attr = attr + by`
+    pub fn add(&mut self, attr: &str, by: u64) -> &mut Expr {
+        let (n, v) = (
+            self.name(attr),
+            self.value(AttributeValue::N(by.to_string())),
+        );
+        self.set.push(format!("{n} = {n} + {v}"));
+        self
+    }
+
+    pub fn remove(&mut self, attr: &str) -> &mut Expr {
+        let n = self.name(attr);
+        self.remove.push(n);
+        self
+    }
+
+    fn compare(&mut self, attr: &str, op: &str, value: AttributeValue) -> &mut Expr {
+        let (n, v) = (self.name(attr), self.value(value));
+        self.conditions.push(format!("{n} {op} {v}"));
+        self
+    }
+
+    pub fn eq(&mut self, attr: &str, value: AttributeValue) -> &mut Expr {
+        self.compare(attr, "=", value)
+    }
+
+    pub fn lt(&mut self, attr: &str, value: AttributeValue) -> &mut Expr {
+        self.compare(attr, "<", value)
+    }
+
+    pub fn between(&mut self, attr: &str, low: AttributeValue, high: AttributeValue) -> &mut Expr {
+        let (n, lo, hi) = (self.name(attr), self.value(low), self.value(high));
+        self.conditions.push(format!("{n} BETWEEN {lo} AND {hi}"));
+        self
+    }
+
+    pub fn begins_with(&mut self, attr: &str, prefix: AttributeValue) -> &mut Expr {
+        let (n, v) = (self.name(attr), self.value(prefix));
+        self.conditions.push(format!("begins_with({n}, {v})"));
+        self
+    }
+
+    pub fn exists(&mut self, attr: &str) -> &mut Expr {
+        let n = self.name(attr);
+        self.conditions.push(format!("attribute_exists({n})"));
+        self
+    }
+
+    pub fn not_exists(&mut self, attr: &str) -> &mut Expr {
+        let n = self.name(attr);
+        self.conditions.push(format!("attribute_not_exists({n})"));
+        self
+    }
+
+    /// `attr = value`, or absent when `value` is `None`.
+    pub fn eq_or_absent(&mut self, attr: &str, value: Option<AttributeValue>) -> &mut Expr {
+        match value {
+            Some(value) => self.eq(attr, value),
+            None => self.not_exists(attr),
+        }
+    }
+
+    pub fn update(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if !self.set.is_empty() {
+            parts.push(format!("SET {}", self.set.join(", ")));
+        }
+        if !self.remove.is_empty() {
+            parts.push(format!("REMOVE {}", self.remove.join(", ")));
+        }
+        (!parts.is_empty()).then(|| parts.join(" "))
+    }
+
+    pub fn condition(&self) -> Option<String> {
+        (!self.conditions.is_empty()).then(|| self.conditions.join(" AND "))
+    }
+
+    /// DynamoDB rejects empty maps, hence `None` when there is nothing.
+    pub fn names(&self) -> Option<HashMap<String, String>> {
+        (!self.names.is_empty()).then(|| self.names.clone())
+    }
+
+    pub fn values(&self) -> Option<HashMap<String, AttributeValue>> {
+        (!self.values.is_empty()).then(|| self.values.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::item::{n, s};
+
+    #[test]
+    fn builds_set_remove_and_conditions_with_placeholders() {
+        let mut e = Expr::new();
+        e.set("status", s("RUNNING"))
+            .add("attempts", 1)
+            .remove("GSI2PK")
+            .eq("status", s("QUEUED"))
+            .eq("lease_epoch", n(3))
+            .exists("PK");
+        assert_eq!(
+            e.update().unwrap(),
+            "SET #status = :v0, #attempts = #attempts + :v1 REMOVE #GSI2PK"
+        );
+        assert_eq!(
+            e.condition().unwrap(),
+            "#status = :v2 AND #lease_epoch = :v3 AND attribute_exists(#PK)"
+        );
+        assert_eq!(e.names().unwrap().len(), 5);
+        assert_eq!(e.values().unwrap().len(), 4);
+        assert_eq!(Expr::new().update(), None);
+    }
+}

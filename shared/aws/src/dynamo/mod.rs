@@ -1,0 +1,316 @@
+//! The ledger on one DynamoDB table.
+
+mod expr;
+mod runs;
+mod schedules;
+
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{ReturnConsumedCapacity, TransactWriteItem};
+use aws_sdk_dynamodb::Client;
+use chrono::{DateTime, Utc};
+use cronledger_core::{Run, RunKey, RunStatus, ScheduleSpec};
+
+use crate::config::AwsClients;
+use crate::error::StoreError;
+use crate::item::Item;
+use crate::ledger::{
+    AuditEntry, ChangeMeta, Created, Fire, FireOutcome, LedgerStore, Page, RunChange,
+    StoredSchedule,
+};
+use crate::meter::{metered, RequestMeter};
+
+pub use expr::Expr;
+
+/// Where the ledger lives and how it is sharded.
+#[derive(Debug, Clone)]
+pub struct DynamoLedger {
+    client: Client,
+    meter: RequestMeter,
+    table: String,
+    shards: u32,
+}
+
+/// Tries per transaction when DynamoDB cancels it for colliding with a concurrent one
+/// (`TransactionConflict`): unlike a failed condition, that says nothing about the data.
+const TRANSACTION_TRIES: u32 = 8;
+
+/// Tries of a read-modify-write whose condition failed because a concurrent writer changed
+/// a field the caller did not ask about (the ticker moved `next_run_at`).
+const CHANGE_TRIES: u32 = 5;
+
+/// Why a transaction did not apply.
+pub(crate) enum TxError {
+    /// A condition failed: one entry per item, in request order (`None` = that item passed).
+    Canceled(Vec<Option<Cancel>>),
+    Failed(StoreError),
+}
+
+/// A failed item condition, with the stored item when DynamoDB returned it.
+pub(crate) struct Cancel {
+    pub item: Option<Item>,
+}
+
+impl DynamoLedger {
+    pub fn new(clients: &AwsClients, table: impl Into<String>, shards: u32) -> DynamoLedger {
+        DynamoLedger {
+            client: clients.dynamodb.clone(),
+            meter: clients.meter.clone(),
+            table: table.into(),
+            shards: shards.max(1),
+        }
+    }
+
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    pub fn shards(&self) -> u32 {
+        self.shards
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Runs one TransactWriteItems, retrying only transaction conflicts.
+    pub(crate) async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<(), TxError> {
+        for attempt in 0..TRANSACTION_TRIES {
+            let sent = self
+                .client
+                .transact_write_items()
+                .set_transact_items(Some(items.clone()))
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .send()
+                .await;
+            let err = match sent {
+                Ok(out) => {
+                    self.meter
+                        .record_capacity("TransactWriteItems", out.consumed_capacity());
+                    return Ok(());
+                }
+                Err(err) => err,
+            };
+            let Some(TransactWriteItemsError::TransactionCanceledException(canceled)) =
+                err.as_service_error()
+            else {
+                return Err(TxError::Failed(StoreError::request(
+                    "TransactWriteItems",
+                    err,
+                )));
+            };
+            let reasons = canceled.cancellation_reasons();
+            let failed: Vec<Option<Cancel>> = reasons
+                .iter()
+                .map(|r| {
+                    (r.code() == Some("ConditionalCheckFailed")).then(|| Cancel {
+                        item: r.item().cloned(),
+                    })
+                })
+                .collect();
+            if failed.iter().any(Option::is_some) {
+                return Err(TxError::Canceled(failed));
+            }
+            if !reasons
+                .iter()
+                .any(|r| r.code() == Some("TransactionConflict"))
+            {
+                return Err(TxError::Failed(StoreError::request(
+                    "TransactWriteItems",
+                    err,
+                )));
+            }
+            tokio::time::sleep(jitter(attempt)).await;
+        }
+        Err(TxError::Failed(StoreError::Contention(format!(
+            "a transaction on `{}` conflicted {TRANSACTION_TRIES} times in a row",
+            self.table
+        ))))
+    }
+}
+
+/// Exponential backoff with full jitter, from std's per-instance random hash keys.
+fn jitter(attempt: u32) -> Duration {
+    let cap_ms = 10u64 << attempt.min(6);
+    Duration::from_millis(RandomState::new().hash_one(attempt) % (cap_ms + 1))
+}
+
+#[async_trait]
+impl LedgerStore for DynamoLedger {
+    async fn create_schedule(
+        &self,
+        spec: ScheduleSpec,
+        meta: ChangeMeta,
+    ) -> Result<StoredSchedule, StoreError> {
+        metered("create_schedule", self.create_schedule_impl(spec, meta)).await
+    }
+
+    async fn update_schedule(
+        &self,
+        spec: ScheduleSpec,
+        expected_version: u64,
+        meta: ChangeMeta,
+    ) -> Result<StoredSchedule, StoreError> {
+        metered(
+            "update_schedule",
+            self.update_schedule_impl(spec, expected_version, meta),
+        )
+        .await
+    }
+
+    async fn pause_schedule(
+        &self,
+        id: &str,
+        expected_version: Option<u64>,
+        meta: ChangeMeta,
+    ) -> Result<StoredSchedule, StoreError> {
+        metered(
+            "pause_schedule",
+            self.pause_impl(id, expected_version, meta),
+        )
+        .await
+    }
+
+    async fn resume_schedule(
+        &self,
+        id: &str,
+        expected_version: Option<u64>,
+        meta: ChangeMeta,
+    ) -> Result<StoredSchedule, StoreError> {
+        metered(
+            "resume_schedule",
+            self.resume_impl(id, expected_version, meta),
+        )
+        .await
+    }
+
+    async fn archive_schedule(
+        &self,
+        id: &str,
+        expected_version: Option<u64>,
+        meta: ChangeMeta,
+    ) -> Result<StoredSchedule, StoreError> {
+        metered(
+            "archive_schedule",
+            self.archive_impl(id, expected_version, meta),
+        )
+        .await
+    }
+
+    async fn get_schedule(&self, id: &str) -> Result<StoredSchedule, StoreError> {
+        metered("get_schedule", self.get_schedule_impl(id)).await
+    }
+
+    async fn list_schedules(
+        &self,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<Page<StoredSchedule>, StoreError> {
+        metered("list_schedules", self.list_schedules_impl(limit, cursor)).await
+    }
+
+    async fn audit_log(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError> {
+        metered("audit_log", self.audit_log_impl(id)).await
+    }
+
+    async fn due_schedules(
+        &self,
+        shard: u32,
+        until: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<StoredSchedule>, StoreError> {
+        metered(
+            "due_schedules",
+            self.due_schedules_impl(shard, until, limit),
+        )
+        .await
+    }
+
+    async fn fire(&self, fire: &Fire, at: DateTime<Utc>) -> Result<FireOutcome, StoreError> {
+        metered("fire", self.fire_impl(fire, at)).await
+    }
+
+    async fn advance_next_run(
+        &self,
+        id: &str,
+        expected: DateTime<Utc>,
+        next: Option<DateTime<Utc>>,
+        at: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        metered(
+            "advance_next_run",
+            self.advance_next_run_impl(id, expected, next, at),
+        )
+        .await
+    }
+
+    async fn advance_watermark(
+        &self,
+        id: &str,
+        expected: DateTime<Utc>,
+        through: DateTime<Utc>,
+        at: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        metered(
+            "advance_watermark",
+            self.advance_watermark_impl(id, expected, through, at),
+        )
+        .await
+    }
+
+    async fn create_run(&self, run: &Run) -> Result<Created, StoreError> {
+        metered("create_run", self.create_run_impl(run)).await
+    }
+
+    async fn get_run(&self, key: &RunKey) -> Result<Run, StoreError> {
+        metered("get_run", self.get_run_impl(key)).await
+    }
+
+    async fn transition_run(&self, key: &RunKey, change: &RunChange) -> Result<Run, StoreError> {
+        metered("transition_run", self.transition_run_impl(key, change)).await
+    }
+
+    async fn active_runs(
+        &self,
+        shard: u32,
+        status: Option<RunStatus>,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<Page<Run>, StoreError> {
+        metered(
+            "active_runs",
+            self.active_runs_impl(shard, status, limit, cursor),
+        )
+        .await
+    }
+
+    async fn run_history(
+        &self,
+        schedule_id: &str,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<Page<Run>, StoreError> {
+        metered(
+            "run_history",
+            self.run_history_impl(schedule_id, limit, cursor),
+        )
+        .await
+    }
+
+    async fn runs_between(
+        &self,
+        schedule_id: &str,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<Vec<Run>, StoreError> {
+        metered(
+            "runs_between",
+            self.runs_between_impl(schedule_id, from, to),
+        )
+        .await
+    }
+}

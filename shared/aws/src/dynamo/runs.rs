@@ -1,0 +1,326 @@
+//! Run operations: conditional creation, guarded transitions, the ticker's transaction,
+//! and the listings.
+
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{
+    Put, ReturnConsumedCapacity, ReturnValue, ReturnValuesOnConditionCheckFailure,
+    TransactWriteItem,
+};
+use chrono::{DateTime, Utc};
+use cronledger_core::run::{is_initial, transition};
+use cronledger_core::{Run, RunKey, RunStatus};
+
+use super::{DynamoLedger, Expr, TxError};
+use crate::codec::run as codec;
+use crate::codec::schedule::VERSION;
+use crate::error::StoreError;
+use crate::item::{key, n, s, time, Item};
+use crate::keys::{self, GSI2PK, GSI2SK, PK, SK};
+use crate::ledger::{Created, Fire, FireOutcome, Page, RunChange};
+
+impl DynamoLedger {
+    pub(super) async fn create_run_impl(&self, run: &Run) -> Result<Created, StoreError> {
+        check_new(run)?;
+        let mut absent = Expr::new();
+        absent.not_exists(PK);
+        let sent = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(codec::encode(run, self.shards)))
+            .set_condition_expression(absent.condition())
+            .set_expression_attribute_names(absent.names())
+            // The existing item comes back with the failure: found costs one request too.
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await;
+        let err = match sent {
+            Ok(out) => {
+                self.meter
+                    .record_capacity("PutItem", out.consumed_capacity());
+                return Ok(Created::New(run.clone()));
+            }
+            Err(err) => err,
+        };
+        match err.as_service_error() {
+            Some(PutItemError::ConditionalCheckFailedException(failed)) => {
+                match failed.item() {
+                    Some(item) => Ok(Created::Existing(codec::decode(item)?)),
+                    // Emulators without ALL_OLD support: one more read.
+                    None => Ok(Created::Existing(self.get_run_impl(&run.key).await?)),
+                }
+            }
+            _ => Err(StoreError::request("PutItem", err)),
+        }
+    }
+
+    pub(super) async fn get_run_impl(&self, run_key: &RunKey) -> Result<Run, StoreError> {
+        match self.get_item(run_item_key(run_key)).await? {
+            Some(item) => codec::decode(&item),
+            None => Err(StoreError::RunNotFound(run_key.to_string())),
+        }
+    }
+
+    pub(super) async fn transition_run_impl(
+        &self,
+        run_key: &RunKey,
+        change: &RunChange,
+    ) -> Result<Run, StoreError> {
+        // Refused before any I/O: an event the table does not allow, or a start without a lease.
+        let to = transition(change.from, change.event)?;
+        if change.opens_epoch() && change.lease.is_none() {
+            return Err(StoreError::InvalidRequest(format!(
+                "{} needs a lease for the new epoch",
+                change.event
+            )));
+        }
+        let expr = self.transition_expr(run_key, change, to);
+        let sent = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(run_item_key(run_key)))
+            .set_update_expression(expr.update())
+            .set_condition_expression(expr.condition())
+            .set_expression_attribute_names(expr.names())
+            .set_expression_attribute_values(expr.values())
+            .return_values(ReturnValue::AllNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await;
+        let err = match sent {
+            Ok(out) => {
+                self.meter
+                    .record_capacity("UpdateItem", out.consumed_capacity());
+                return match out.attributes() {
+                    Some(item) => codec::decode(item),
+                    None => self.get_run_impl(run_key).await,
+                };
+            }
+            Err(err) => err,
+        };
+        let Some(UpdateItemError::ConditionalCheckFailedException(failed)) = err.as_service_error()
+        else {
+            return Err(StoreError::request("UpdateItem", err));
+        };
+        let stored = match failed.item() {
+            Some(item) => Some(codec::decode(item)?),
+            None => match self.get_run_impl(run_key).await {
+                Ok(run) => Some(run),
+                Err(StoreError::RunNotFound(_)) => None,
+                Err(e) => return Err(e),
+            },
+        };
+        Err(explain_refusal(run_key, change, stored))
+    }
+
+    fn transition_expr(&self, run_key: &RunKey, change: &RunChange, to: RunStatus) -> Expr {
+        let at = time(change.at);
+        let mut e = Expr::new();
+        e.set(codec::STATUS, s(to.as_str()))
+            .set(codec::UPDATED_AT, at.clone());
+        match change.reason {
+            Some(reason) => e.set(codec::REASON, s(reason.as_str())),
+            None => e.remove(codec::REASON),
+        };
+        if to.is_active() {
+            let shard = keys::shard_of(&run_key.schedule_id, self.shards);
+            e.set(GSI2PK, s(keys::active_pk(shard)))
+                .set(GSI2SK, s(keys::active_sk(to, run_key)));
+        } else {
+            // Terminal (or waiting for an operator): out of the stuck-run scan.
+            e.remove(GSI2PK).remove(GSI2SK);
+        }
+        if let Some(lease) = &change.lease {
+            e.set(codec::LEASE_OWNER, s(&lease.owner))
+                .set(codec::LEASE_UNTIL, time(lease.until));
+        }
+        if change.opens_epoch() {
+            e.set(codec::LEASE_EPOCH, n(change.epoch + 1))
+                .add(codec::ATTEMPTS, 1)
+                .set(codec::STARTED_AT, at.clone())
+                .set(codec::LAST_HEARTBEAT_AT, at.clone());
+        }
+        match change.event {
+            cronledger_core::RunEvent::Heartbeat => {
+                e.set(codec::LAST_HEARTBEAT_AT, at.clone());
+            }
+            cronledger_core::RunEvent::Enqueue => {
+                e.set(codec::QUEUED_AT, at.clone());
+            }
+            _ => {}
+        }
+        if to.is_terminal() {
+            e.set(codec::COMPLETED_AT, at);
+        }
+        e.set_opt(codec::JOB_ID, change.job_id.as_deref().map(s))
+            .set_opt(codec::LANE, change.lane.map(|l| s(l.as_str())));
+        if let Some(result) = &change.result {
+            e.set_opt(codec::RESULT_COUNT, result.count.map(n))
+                .set_opt(codec::RESULT_CHECKSUM, result.checksum.as_deref().map(s))
+                .set_opt(
+                    codec::RESULT_ERROR_CODE,
+                    result.error_code.as_deref().map(s),
+                )
+                .set_opt(codec::RESULT_MESSAGE, result.message.as_deref().map(s));
+        }
+        e.exists(PK)
+            .eq(codec::STATUS, s(change.from.as_str()))
+            .eq(codec::LEASE_EPOCH, n(change.epoch));
+        e
+    }
+
+    pub(super) async fn fire_impl(
+        &self,
+        fire: &Fire,
+        _at: DateTime<Utc>,
+    ) -> Result<FireOutcome, StoreError> {
+        let run = &fire.run;
+        check_new(run)?;
+        let id = &run.key.schedule_id;
+        let mut absent = Expr::new();
+        absent.not_exists(PK);
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(codec::encode(run, self.shards)))
+            .set_condition_expression(absent.condition())
+            .set_expression_attribute_names(absent.names())
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map_err(|e| StoreError::InvalidRequest(e.to_string()))?;
+        let mut advance = Expr::new();
+        self.advance_expr(
+            &mut advance,
+            id,
+            fire.expected_next_run_at,
+            fire.next_run_at,
+        );
+        // The run carries the version it was planned under; an edit since then loses us the race.
+        advance.eq(VERSION, n(run.schedule_version));
+        let items = vec![
+            TransactWriteItem::builder().put(put).build(),
+            self.schedule_update(id, &advance)?,
+        ];
+        match self.transact(items).await {
+            Ok(()) => Ok(FireOutcome::Created),
+            Err(TxError::Canceled(reasons)) => {
+                let mut reasons = reasons.into_iter();
+                let run_failed = reasons.next().flatten();
+                let schedule_moved = reasons.next().flatten().is_some();
+                let existing = match run_failed {
+                    Some(cancel) => Some(Box::new(match cancel.item {
+                        Some(item) => codec::decode(&item)?,
+                        None => self.get_run_impl(&run.key).await?,
+                    })),
+                    None => None,
+                };
+                Ok(FireOutcome::Lost {
+                    existing,
+                    schedule_moved,
+                })
+            }
+            Err(TxError::Failed(e)) => Err(e),
+        }
+    }
+
+    pub(super) async fn active_runs_impl(
+        &self,
+        shard: u32,
+        status: Option<RunStatus>,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<Page<Run>, StoreError> {
+        let mut cond = Expr::new();
+        cond.eq(GSI2PK, s(keys::active_pk(shard)));
+        if let Some(status) = status {
+            cond.begins_with(GSI2SK, s(keys::active_status_prefix(status)));
+        }
+        let (items, next) = self
+            .query_page(Some(keys::ACTIVE_INDEX), &cond, limit, cursor, true)
+            .await?;
+        Ok(Page {
+            items: decode_all(&items)?,
+            next,
+        })
+    }
+
+    pub(super) async fn run_history_impl(
+        &self,
+        schedule_id: &str,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<Page<Run>, StoreError> {
+        let mut cond = Expr::new();
+        cond.eq(PK, s(keys::schedule_pk(schedule_id)))
+            .begins_with(SK, s(keys::RUN_PREFIX));
+        let (items, next) = self.query_page(None, &cond, limit, cursor, false).await?;
+        Ok(Page {
+            items: decode_all(&items)?,
+            next,
+        })
+    }
+
+    pub(super) async fn runs_between_impl(
+        &self,
+        schedule_id: &str,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<Vec<Run>, StoreError> {
+        // Bounds on whole seconds without the `Z`, so every text form of an instant in
+        // range (fractions, operator suffixes) sorts inside; exact bounds are applied after.
+        let second = |t: DateTime<Utc>| t.format("%Y-%m-%dT%H:%M:%S").to_string();
+        let low = format!("{}{}", keys::RUN_PREFIX, second(from));
+        let high = format!("{}{}~", keys::RUN_PREFIX, second(to));
+        let mut cond = Expr::new();
+        cond.eq(PK, s(keys::schedule_pk(schedule_id)))
+            .between(SK, s(low), s(high));
+        let runs = decode_all(&self.query_all(&cond).await?)?;
+        Ok(runs
+            .into_iter()
+            .filter(|r| from <= r.key.scheduled_for && r.key.scheduled_for <= to)
+            .collect())
+    }
+}
+
+fn run_item_key(run_key: &RunKey) -> Item {
+    key(
+        keys::schedule_pk(&run_key.schedule_id),
+        keys::run_sk(run_key),
+    )
+}
+
+fn check_new(run: &Run) -> Result<(), StoreError> {
+    if is_initial(run.status) {
+        Ok(())
+    } else {
+        Err(StoreError::InvalidRequest(format!(
+            "a run cannot be created {}",
+            run.status
+        )))
+    }
+}
+
+fn decode_all(items: &[Item]) -> Result<Vec<Run>, StoreError> {
+    items.iter().map(codec::decode).collect()
+}
+
+/// Says which of the change's conditions the stored run broke.
+fn explain_refusal(run_key: &RunKey, change: &RunChange, stored: Option<Run>) -> StoreError {
+    let key = run_key.to_string();
+    match stored {
+        None => StoreError::RunNotFound(key),
+        Some(run) if run.lease_epoch != change.epoch => StoreError::LeaseLost {
+            key,
+            expected: change.epoch,
+            actual: run.lease_epoch,
+        },
+        Some(run) => StoreError::StatusConflict {
+            key,
+            expected: change.from,
+            actual: run.status,
+        },
+    }
+}

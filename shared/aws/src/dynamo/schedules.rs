@@ -1,0 +1,480 @@
+//! Schedule operations: audited, optimistic-locked changes and the ticker's index.
+
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{Put, ReturnConsumedCapacity, TransactWriteItem, Update};
+use chrono::{DateTime, Utc};
+use cronledger_core::{Schedule, ScheduleSpec};
+
+use super::{DynamoLedger, Expr, TxError, CHANGE_TRIES};
+use crate::codec::schedule as codec;
+use crate::cursor;
+use crate::error::StoreError;
+use crate::item::{key, n, s, time, Item};
+use crate::keys::{self, GSI1PK, GSI1SK, GSI3PK, PK, SK};
+use crate::ledger::{
+    AuditAction, AuditEntry, ChangeMeta, Page, Pause, ScheduleState, StoredSchedule, PAUSE_HISTORY,
+};
+
+/// The first occurrence strictly after `at` under `spec`'s timing.
+fn next_after(spec: &ScheduleSpec, at: DateTime<Utc>) -> Result<Option<DateTime<Utc>>, StoreError> {
+    let schedule = Schedule::new(spec.clone()).map_err(StoreError::ScheduleInvalid)?;
+    Ok(schedule.timing().next_after(at))
+}
+
+impl DynamoLedger {
+    pub(super) async fn create_schedule_impl(
+        &self,
+        spec: ScheduleSpec,
+        meta: ChangeMeta,
+    ) -> Result<StoredSchedule, StoreError> {
+        let schedule = StoredSchedule {
+            next_run_at: next_after(&spec, meta.at)?,
+            shard: keys::shard_of(&spec.id, self.shards),
+            spec,
+            version: 1,
+            state: ScheduleState::Active,
+            // Windows before the schedule existed were never expected.
+            reconciled_through: meta.at,
+            pauses: Vec::new(),
+            created_at: meta.at,
+            updated_at: meta.at,
+        };
+        let mut absent = Expr::new();
+        absent.not_exists(PK);
+        let items = vec![
+            self.put(codec::encode(&schedule)?, &absent)?,
+            self.audit_put(AuditAction::Create, None, &schedule, &meta)?,
+        ];
+        match self.transact(items).await {
+            Ok(()) => Ok(schedule),
+            Err(TxError::Canceled(_)) => {
+                Err(StoreError::ScheduleAlreadyExists(schedule.id().to_string()))
+            }
+            Err(TxError::Failed(e)) => Err(e),
+        }
+    }
+
+    pub(super) async fn update_schedule_impl(
+        &self,
+        spec: ScheduleSpec,
+        expected_version: u64,
+        meta: ChangeMeta,
+    ) -> Result<StoredSchedule, StoreError> {
+        let id = spec.id.clone();
+        self.change(
+            &id,
+            Some(expected_version),
+            &meta,
+            AuditAction::Update,
+            |current| {
+                let timing_changed =
+                    spec.cron != current.spec.cron || spec.timezone != current.spec.timezone;
+                let next_run_at = match current.next_run_at {
+                    // Same timing: the ticker's position stays as it is.
+                    Some(next) if !timing_changed && current.spec.enabled => Some(next),
+                    // New timing (or re-enabled): from now on; older windows are the
+                    // reconciler's, and a recorded window can never be recorded twice.
+                    _ => next_after(&spec, meta.at)?,
+                };
+                Ok(StoredSchedule {
+                    spec: spec.clone(),
+                    next_run_at,
+                    ..current.clone()
+                })
+            },
+        )
+        .await
+    }
+
+    pub(super) async fn pause_impl(
+        &self,
+        id: &str,
+        expected_version: Option<u64>,
+        meta: ChangeMeta,
+    ) -> Result<StoredSchedule, StoreError> {
+        self.change(id, expected_version, &meta, AuditAction::Pause, |current| {
+            if current.state != ScheduleState::Active {
+                return Err(StoreError::InvalidRequest(format!(
+                    "schedule `{id}` is {}, only an ACTIVE schedule can be paused",
+                    current.state
+                )));
+            }
+            let mut pauses = current.pauses.clone();
+            pauses.push(Pause {
+                from: meta.at,
+                until: None,
+                actor: meta.actor.clone(),
+                note: meta.reason.clone(),
+            });
+            let keep_from = pauses.len().saturating_sub(PAUSE_HISTORY);
+            Ok(StoredSchedule {
+                state: ScheduleState::Paused,
+                pauses: pauses.split_off(keep_from),
+                ..current.clone()
+            })
+        })
+        .await
+    }
+
+    pub(super) async fn resume_impl(
+        &self,
+        id: &str,
+        expected_version: Option<u64>,
+        meta: ChangeMeta,
+    ) -> Result<StoredSchedule, StoreError> {
+        self.change(
+            id,
+            expected_version,
+            &meta,
+            AuditAction::Resume,
+            |current| {
+                if current.state != ScheduleState::Paused {
+                    return Err(StoreError::InvalidRequest(format!(
+                        "schedule `{id}` is {}, only a PAUSED schedule can be resumed",
+                        current.state
+                    )));
+                }
+                let mut pauses = current.pauses.clone();
+                if let Some(open) = pauses.iter_mut().rev().find(|p| p.until.is_none()) {
+                    open.until = Some(meta.at);
+                }
+                Ok(StoredSchedule {
+                    state: ScheduleState::Active,
+                    pauses,
+                    // Windows during the pause are the reconciler's (PAUSED skips).
+                    next_run_at: next_after(&current.spec, meta.at)?,
+                    ..current.clone()
+                })
+            },
+        )
+        .await
+    }
+
+    pub(super) async fn archive_impl(
+        &self,
+        id: &str,
+        expected_version: Option<u64>,
+        meta: ChangeMeta,
+    ) -> Result<StoredSchedule, StoreError> {
+        self.change(
+            id,
+            expected_version,
+            &meta,
+            AuditAction::Archive,
+            |current| {
+                Ok(StoredSchedule {
+                    state: ScheduleState::Archived,
+                    ..current.clone()
+                })
+            },
+        )
+        .await
+    }
+
+    /// Read, apply, write back at version + 1 with its audit entry, in one transaction.
+    ///
+    /// The write is conditioned on the version read and on the fields the ticker and the
+    /// reconciler move (`next_run_at`, `reconciled_through`), so it can replace the whole
+    /// item without undoing their work. When only those moved, the change is re-applied to
+    /// the fresh item; when the version moved, it is a `SCHEDULE_VERSION_CONFLICT`.
+    async fn change(
+        &self,
+        id: &str,
+        expected_version: Option<u64>,
+        meta: &ChangeMeta,
+        action: AuditAction,
+        apply: impl Fn(&StoredSchedule) -> Result<StoredSchedule, StoreError>,
+    ) -> Result<StoredSchedule, StoreError> {
+        let mut expected_version = expected_version;
+        for _ in 0..CHANGE_TRIES {
+            let current = self.get_schedule_impl(id).await?;
+            let expected = *expected_version.get_or_insert(current.version);
+            if current.version != expected {
+                return Err(StoreError::VersionConflict {
+                    id: id.to_string(),
+                    expected,
+                    actual: current.version,
+                });
+            }
+            if current.state == ScheduleState::Archived {
+                return Err(StoreError::ScheduleArchived(id.to_string()));
+            }
+            let mut next = apply(&current)?;
+            next.version = current.version + 1;
+            next.updated_at = meta.at;
+
+            let mut unchanged = Expr::new();
+            unchanged
+                .eq(codec::VERSION, n(current.version))
+                .eq_or_absent(codec::NEXT_RUN_AT, current.next_run_at.map(time))
+                .eq(codec::RECONCILED_THROUGH, time(current.reconciled_through));
+            let items = vec![
+                self.put(codec::encode(&next)?, &unchanged)?,
+                self.audit_put(action, Some(&current), &next, meta)?,
+            ];
+            match self.transact(items).await {
+                Ok(()) => return Ok(next),
+                // Someone wrote in between: read again and decide which case it is.
+                Err(TxError::Canceled(_)) => continue,
+                Err(TxError::Failed(e)) => return Err(e),
+            }
+        }
+        Err(StoreError::Contention(format!(
+            "schedule `{id}` kept changing under the edit"
+        )))
+    }
+
+    fn put(&self, item: Item, condition: &Expr) -> Result<TransactWriteItem, StoreError> {
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .set_condition_expression(condition.condition())
+            .set_expression_attribute_names(condition.names())
+            .set_expression_attribute_values(condition.values())
+            .build()
+            .map_err(|e| StoreError::InvalidRequest(e.to_string()))?;
+        Ok(TransactWriteItem::builder().put(put).build())
+    }
+
+    fn audit_put(
+        &self,
+        action: AuditAction,
+        before: Option<&StoredSchedule>,
+        after: &StoredSchedule,
+        meta: &ChangeMeta,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let entry = AuditEntry {
+            schedule_id: after.id().to_string(),
+            version: after.version,
+            action,
+            actor: meta.actor.clone(),
+            reason: meta.reason.clone(),
+            at: meta.at,
+            before: before.map(codec::audit_view),
+            after: codec::audit_view(after),
+        };
+        // One entry per version, ever: a second writer at the same version fails here too.
+        let mut absent = Expr::new();
+        absent.not_exists(PK);
+        self.put(codec::encode_audit(&entry)?, &absent)
+    }
+
+    pub(super) async fn get_schedule_impl(&self, id: &str) -> Result<StoredSchedule, StoreError> {
+        match self
+            .get_item(key(keys::schedule_pk(id), keys::SCHEDULE_SK))
+            .await?
+        {
+            Some(item) => codec::decode(&item),
+            None => Err(StoreError::ScheduleNotFound(id.to_string())),
+        }
+    }
+
+    pub(super) async fn list_schedules_impl(
+        &self,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<Page<StoredSchedule>, StoreError> {
+        let mut cond = Expr::new();
+        cond.eq(GSI3PK, s(keys::CATALOG_PK));
+        let (items, next) = self
+            .query_page(Some(keys::CATALOG_INDEX), &cond, limit, cursor, true)
+            .await?;
+        Ok(Page {
+            items: items.iter().map(codec::decode).collect::<Result<_, _>>()?,
+            next,
+        })
+    }
+
+    pub(super) async fn audit_log_impl(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError> {
+        let mut cond = Expr::new();
+        cond.eq(PK, s(keys::schedule_pk(id)))
+            .begins_with(SK, s(keys::AUDIT_PREFIX));
+        self.query_all(&cond)
+            .await?
+            .iter()
+            .map(codec::decode_audit)
+            .collect()
+    }
+
+    pub(super) async fn due_schedules_impl(
+        &self,
+        shard: u32,
+        until: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<StoredSchedule>, StoreError> {
+        let mut cond = Expr::new();
+        cond.eq(GSI1PK, s(keys::due_pk(shard)))
+            .lt(GSI1SK, s(keys::due_sk_bound(until)));
+        let (items, _) = self
+            .query_page(Some(keys::DUE_INDEX), &cond, limit, None, true)
+            .await?;
+        items.iter().map(codec::decode).collect()
+    }
+
+    pub(super) async fn advance_next_run_impl(
+        &self,
+        id: &str,
+        expected: DateTime<Utc>,
+        next: Option<DateTime<Utc>>,
+        _at: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let mut expr = Expr::new();
+        self.advance_expr(&mut expr, id, expected, next);
+        self.conditional_update(id, &expr).await
+    }
+
+    pub(super) async fn advance_watermark_impl(
+        &self,
+        id: &str,
+        expected: DateTime<Utc>,
+        through: DateTime<Utc>,
+        _at: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        if through < expected {
+            return Err(StoreError::InvalidRequest(format!(
+                "the watermark of `{id}` only moves forward"
+            )));
+        }
+        let mut expr = Expr::new();
+        expr.set(codec::RECONCILED_THROUGH, time(through))
+            .eq(codec::RECONCILED_THROUGH, time(expected));
+        self.conditional_update(id, &expr).await
+    }
+
+    /// Moves `next_run_at` (and the `due` index key with it) if it is still `expected`.
+    pub(super) fn advance_expr(
+        &self,
+        expr: &mut Expr,
+        id: &str,
+        expected: DateTime<Utc>,
+        next: Option<DateTime<Utc>>,
+    ) {
+        match next {
+            Some(next) => expr
+                .set(codec::NEXT_RUN_AT, time(next))
+                .set(GSI1SK, s(keys::due_sk(next, id))),
+            None => expr
+                .remove(codec::NEXT_RUN_AT)
+                .remove(GSI1PK)
+                .remove(GSI1SK),
+        };
+        expr.eq(codec::NEXT_RUN_AT, time(expected))
+            .eq(codec::STATE, s(ScheduleState::Active.as_str()));
+    }
+
+    pub(super) fn schedule_update(
+        &self,
+        id: &str,
+        expr: &Expr,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let update = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(key(keys::schedule_pk(id), keys::SCHEDULE_SK)))
+            .set_update_expression(expr.update())
+            .set_condition_expression(expr.condition())
+            .set_expression_attribute_names(expr.names())
+            .set_expression_attribute_values(expr.values())
+            .build()
+            .map_err(|e| StoreError::InvalidRequest(e.to_string()))?;
+        Ok(TransactWriteItem::builder().update(update).build())
+    }
+
+    /// A strongly consistent read of one item.
+    pub(super) async fn get_item(&self, item_key: Item) -> Result<Option<Item>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(item_key))
+            .consistent_read(true)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map_err(|e| StoreError::request("GetItem", e))?;
+        self.meter
+            .record_capacity("GetItem", out.consumed_capacity());
+        Ok(out.item)
+    }
+
+    /// `true` if applied, `false` if its condition failed.
+    async fn conditional_update(&self, id: &str, expr: &Expr) -> Result<bool, StoreError> {
+        let sent = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(keys::schedule_pk(id), keys::SCHEDULE_SK)))
+            .set_update_expression(expr.update())
+            .set_condition_expression(expr.condition())
+            .set_expression_attribute_names(expr.names())
+            .set_expression_attribute_values(expr.values())
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await;
+        match sent {
+            Ok(out) => {
+                self.meter
+                    .record_capacity("UpdateItem", out.consumed_capacity());
+                Ok(true)
+            }
+            Err(err)
+                if matches!(
+                    err.as_service_error(),
+                    Some(UpdateItemError::ConditionalCheckFailedException(_))
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(err) => Err(StoreError::request("UpdateItem", err)),
+        }
+    }
+
+    /// One page of a query, with an opaque cursor for the next.
+    pub(super) async fn query_page(
+        &self,
+        index: Option<&str>,
+        key_condition: &Expr,
+        limit: u32,
+        cursor: Option<&str>,
+        forward: bool,
+    ) -> Result<(Vec<Item>, Option<String>), StoreError> {
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .set_index_name(index.map(str::to_string))
+            .set_key_condition_expression(key_condition.condition())
+            .set_expression_attribute_names(key_condition.names())
+            .set_expression_attribute_values(key_condition.values())
+            .set_exclusive_start_key(cursor::decode(cursor)?)
+            .limit(limit.clamp(1, 1000) as i32)
+            .scan_index_forward(forward)
+            // Indexes only offer eventual consistency; the table's own partitions are
+            // read strongly so a caller sees its own writes.
+            .consistent_read(index.is_none())
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map_err(|e| StoreError::request("Query", e))?;
+        self.meter.record_capacity("Query", out.consumed_capacity());
+        Ok((
+            out.items().to_vec(),
+            cursor::encode(out.last_evaluated_key()),
+        ))
+    }
+
+    /// Every item of a table query, following the pages.
+    pub(super) async fn query_all(&self, key_condition: &Expr) -> Result<Vec<Item>, StoreError> {
+        let mut items = Vec::new();
+        let mut next: Option<String> = None;
+        loop {
+            let (mut page, cursor) = self
+                .query_page(None, key_condition, 1000, next.as_deref(), true)
+                .await?;
+            items.append(&mut page);
+            match cursor {
+                Some(c) => next = Some(c),
+                None => return Ok(items),
+            }
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! Typed errors of the adapters, each with a stable code (part of the API and log contract:
+//! add codes, never rename them).
+
+use std::error::Error as StdError;
+
+use aws_smithy_types::error::display::DisplayErrorContext;
+use cronledger_core::run::TransitionError;
+use cronledger_core::{Issue, RunStatus};
+
+/// Everything a ledger operation can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("SCHEDULE_NOT_FOUND: schedule `{0}` does not exist")]
+    ScheduleNotFound(String),
+
+    #[error("SCHEDULE_ALREADY_EXISTS: schedule `{0}` already exists")]
+    ScheduleAlreadyExists(String),
+
+    /// The caller's expected version is not the stored one (someone else changed it first).
+    #[error("SCHEDULE_VERSION_CONFLICT: schedule `{id}` is at version {actual}, the change expected {expected}")]
+    VersionConflict {
+        id: String,
+        expected: u64,
+        actual: u64,
+    },
+
+    #[error("SCHEDULE_ARCHIVED: schedule `{0}` is archived and cannot change")]
+    ScheduleArchived(String),
+
+    /// The spec does not compile (validation should have caught it).
+    #[error("SCHEDULE_INVALID: {0}")]
+    ScheduleInvalid(Issue),
+
+    #[error("RUN_NOT_FOUND: run `{0}` does not exist")]
+    RunNotFound(String),
+
+    /// A worker's write carried a lease epoch that is no longer the run's (invariant 4).
+    #[error(
+        "RUN_LEASE_LOST: run `{key}` is at lease epoch {actual}, the writer holds epoch {expected}"
+    )]
+    LeaseLost {
+        key: String,
+        expected: u64,
+        actual: u64,
+    },
+
+    #[error("RUN_STATUS_CONFLICT: run `{key}` is {actual}, the change expected {expected}")]
+    StatusConflict {
+        key: String,
+        expected: RunStatus,
+        actual: RunStatus,
+    },
+
+    #[error(transparent)]
+    InvalidTransition(#[from] TransitionError),
+
+    /// A request that could never succeed, refused before any I/O.
+    #[error("STORE_INVALID_REQUEST: {0}")]
+    InvalidRequest(String),
+
+    /// An item in the table is not shaped as this code writes it.
+    #[error("STORE_MALFORMED_ITEM: item PK={pk} SK={sk}: attribute `{attribute}` {problem}")]
+    Malformed {
+        pk: String,
+        sk: String,
+        attribute: String,
+        problem: String,
+    },
+
+    #[error("STORE_BAD_CURSOR: the pagination cursor is not one this store issued")]
+    BadCursor,
+
+    /// Transactions kept colliding with concurrent ones after our retries.
+    #[error("STORE_CONTENTION: {0}")]
+    Contention(String),
+
+    #[error("STORE_TABLE_DEFINITION: {0}")]
+    TableDefinition(String),
+
+    /// The AWS call failed after the SDK's retries.
+    #[error("STORE_REQUEST_FAILED: {operation}: {message}")]
+    Request {
+        operation: &'static str,
+        message: String,
+    },
+}
+
+impl StoreError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            StoreError::ScheduleNotFound(_) => "SCHEDULE_NOT_FOUND",
+            StoreError::ScheduleAlreadyExists(_) => "SCHEDULE_ALREADY_EXISTS",
+            StoreError::VersionConflict { .. } => "SCHEDULE_VERSION_CONFLICT",
+            StoreError::ScheduleArchived(_) => "SCHEDULE_ARCHIVED",
+            StoreError::ScheduleInvalid(_) => "SCHEDULE_INVALID",
+            StoreError::RunNotFound(_) => "RUN_NOT_FOUND",
+            StoreError::LeaseLost { .. } => "RUN_LEASE_LOST",
+            StoreError::StatusConflict { .. } => "RUN_STATUS_CONFLICT",
+            StoreError::InvalidTransition(e) => e.code().as_str(),
+            StoreError::InvalidRequest(_) => "STORE_INVALID_REQUEST",
+            StoreError::Malformed { .. } => "STORE_MALFORMED_ITEM",
+            StoreError::BadCursor => "STORE_BAD_CURSOR",
+            StoreError::Contention(_) => "STORE_CONTENTION",
+            StoreError::TableDefinition(_) => "STORE_TABLE_DEFINITION",
+            StoreError::Request { .. } => "STORE_REQUEST_FAILED",
+        }
+    }
+
+    pub(crate) fn request(operation: &'static str, err: impl StdError + 'static) -> StoreError {
+        StoreError::Request {
+            operation,
+            message: DisplayErrorContext(&err).to_string(),
+        }
+    }
+}
+
+/// Everything a lane operation can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum LaneError {
+    /// The envelope's `v` is not one this code reads. Permanent: retrying cannot help.
+    #[error("LANE_MESSAGE_UNKNOWN_VERSION: message version {0} is not supported")]
+    UnknownVersion(String),
+
+    /// The body is not a lane envelope. Permanent: retrying cannot help.
+    #[error("LANE_MESSAGE_MALFORMED: {0}")]
+    Malformed(String),
+
+    #[error("LANE_NOT_CONFIGURED: no queue is known for lane `{0}`")]
+    NotConfigured(String),
+
+    #[error("LANE_REQUEST_FAILED: {operation}: {message}")]
+    Request {
+        operation: &'static str,
+        message: String,
+    },
+}
+
+impl LaneError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            LaneError::UnknownVersion(_) => "LANE_MESSAGE_UNKNOWN_VERSION",
+            LaneError::Malformed(_) => "LANE_MESSAGE_MALFORMED",
+            LaneError::NotConfigured(_) => "LANE_NOT_CONFIGURED",
+            LaneError::Request { .. } => "LANE_REQUEST_FAILED",
+        }
+    }
+
+    /// Poison: the message can never be processed, so it goes straight to the DLQ.
+    pub fn is_permanent(&self) -> bool {
+        matches!(self, LaneError::UnknownVersion(_) | LaneError::Malformed(_))
+    }
+
+    pub(crate) fn request(operation: &'static str, err: impl StdError + 'static) -> LaneError {
+        LaneError::Request {
+            operation,
+            message: DisplayErrorContext(&err).to_string(),
+        }
+    }
+}

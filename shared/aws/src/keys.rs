@@ -1,0 +1,129 @@
+//! Key layout of the single table (DESIGN "Data model"). Every key string is built here.
+
+use chrono::{DateTime, Utc};
+use cronledger_core::{RunKey, RunStatus};
+
+pub const PK: &str = "PK";
+pub const SK: &str = "SK";
+pub const GSI1PK: &str = "GSI1PK";
+pub const GSI1SK: &str = "GSI1SK";
+pub const GSI2PK: &str = "GSI2PK";
+pub const GSI2SK: &str = "GSI2SK";
+pub const GSI3PK: &str = "GSI3PK";
+pub const GSI3SK: &str = "GSI3SK";
+/// The TTL attribute (epoch seconds) of expiring items.
+pub const EXPIRES_AT: &str = "expires_at";
+
+/// Sparse index of enabled schedules by next fire time, per shard.
+pub const DUE_INDEX: &str = "due";
+/// Sparse index of non-terminal runs, per shard, for the reconciler's stuck-run scan.
+pub const ACTIVE_INDEX: &str = "active";
+/// Every schedule, for listing without scanning the runs.
+pub const CATALOG_INDEX: &str = "catalog";
+
+pub const SCHEDULE_SK: &str = "DEF";
+pub const RUN_PREFIX: &str = "RUN#";
+pub const AUDIT_PREFIX: &str = "AUDIT#";
+pub const CATALOG_PK: &str = "SCHEDULES";
+
+pub fn schedule_pk(id: &str) -> String {
+    format!("SCHED#{id}")
+}
+
+pub fn audit_sk(version: u64) -> String {
+    // Zero-padded so versions sort numerically.
+    format!("{AUDIT_PREFIX}{version:010}")
+}
+
+pub fn run_sk(key: &RunKey) -> String {
+    key.sort_key()
+}
+
+pub fn backfill_pk(id: &str) -> String {
+    format!("BACKFILL#{id}")
+}
+
+pub fn idempotency_pk(key: &str) -> String {
+    format!("IDEM#{key}")
+}
+
+pub fn due_pk(shard: u32) -> String {
+    format!("DUE#{shard}")
+}
+
+pub fn due_sk(next_run_at: DateTime<Utc>, id: &str) -> String {
+    format!("{}#{id}", index_time(next_run_at))
+}
+
+/// Upper bound (exclusive) of `due_sk` values whose time is at or before `t`.
+/// `$` is the character after `#`, so every `{t}#{id}` sorts below `{t}$`.
+pub fn due_sk_bound(t: DateTime<Utc>) -> String {
+    format!("{}$", index_time(t))
+}
+
+pub fn active_pk(shard: u32) -> String {
+    format!("ACTIVE#{shard}")
+}
+
+/// Status first, so the scan can ask for one status with `begins_with`.
+pub fn active_sk(status: RunStatus, key: &RunKey) -> String {
+    format!(
+        "{status}#{}#{}#{}",
+        index_time(key.scheduled_for),
+        key.schedule_id,
+        key.sort_key()
+    )
+}
+
+pub fn active_status_prefix(status: RunStatus) -> String {
+    format!("{status}#")
+}
+
+/// Index sort keys need one fixed width so text order is time order: whole seconds
+/// (fractions are dropped, which only ever moves a bound earlier by less than a second).
+pub fn index_time(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// Which shard a schedule (and its runs) belongs to: FNV-1a of the id, so every writer
+/// agrees without a lookup. The shard count is fixed per deployment.
+pub fn shard_of(schedule_id: &str, shards: u32) -> u32 {
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in schedule_id.bytes() {
+        hash ^= u32::from(byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    hash % shards.max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: &str) -> DateTime<Utc> {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn due_bound_includes_the_instant_and_excludes_later_ones() {
+        let bound = due_sk_bound(t("2026-01-01T00:00:00Z"));
+        assert!(due_sk(t("2026-01-01T00:00:00Z"), "zzz") < bound);
+        assert!(due_sk(t("2025-12-31T23:59:59Z"), "a") < bound);
+        assert!(due_sk(t("2026-01-01T00:00:01Z"), "a") > bound);
+    }
+
+    #[test]
+    fn audit_keys_sort_by_version() {
+        assert!(audit_sk(9) < audit_sk(10));
+    }
+
+    #[test]
+    fn shards_are_stable_and_in_range() {
+        assert_eq!(
+            shard_of("daily-settlement", 8),
+            shard_of("daily-settlement", 8)
+        );
+        assert!((0..100).all(|i| shard_of(&format!("s{i}"), 4) < 4));
+        assert_eq!(shard_of("anything", 0), 0);
+    }
+}

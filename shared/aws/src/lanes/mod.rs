@@ -1,0 +1,11 @@
+//! The lanes: SQS queues with their own DLQs, the message envelope, and batch handling.
+
+pub mod batch;
+pub mod envelope;
+pub mod sqs;
+
+pub use batch::{
+    process_batch, BatchReport, BatchResponse, HandlerFailure, MessageOutcome, SqsRecord,
+};
+pub use envelope::LaneMessage;
+pub use sqs::{queue_names, LaneQueue, LaneSettings, LaneUrls, Received, SqsLanes};

@@ -1,0 +1,319 @@
+//! The ledger as the functions see it: a small trait over schedules and runs, and the types
+//! its operations take and return. [`crate::dynamo::DynamoLedger`] is the DynamoDB version.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use cronledger_core::run::RunResult;
+use cronledger_core::{Lane, Reason, Run, RunEvent, RunKey, RunStatus, ScheduleSpec};
+use serde::{Deserialize, Serialize};
+
+use crate::error::StoreError;
+use crate::text_enum::text_enum;
+
+text_enum!(
+    /// Operational state of a schedule, apart from its spec's `enabled`.
+    ScheduleState {
+        Active => "ACTIVE",
+        /// Stopped by an operator with a note; windows while paused are PAUSED skips.
+        Paused => "PAUSED",
+        /// Retired: never fires again, never changes again, its runs stay readable.
+        Archived => "ARCHIVED",
+    }
+);
+
+/// One pause, kept on the schedule so the reconciler can tell PAUSED windows from missed ones.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pause {
+    pub from: DateTime<Utc>,
+    /// `None` while still paused.
+    pub until: Option<DateTime<Utc>>,
+    pub actor: String,
+    pub note: String,
+}
+
+/// How many pauses a schedule remembers (older ones are beyond any catch-up horizon).
+pub const PAUSE_HISTORY: usize = 20;
+
+/// A schedule as stored: its spec plus the state the scheduler keeps about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredSchedule {
+    pub spec: ScheduleSpec,
+    pub version: u64,
+    pub state: ScheduleState,
+    pub shard: u32,
+    /// The next occurrence the ticker will fire; `None` when it never fires again.
+    pub next_run_at: Option<DateTime<Utc>>,
+    /// The reconciler's watermark: every window up to here is accounted for.
+    pub reconciled_through: DateTime<Utc>,
+    pub pauses: Vec<Pause>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl StoredSchedule {
+    pub fn id(&self) -> &str {
+        &self.spec.id
+    }
+
+    /// Whether the ticker should see it (it is in the sparse `due` index).
+    pub fn fires(&self) -> bool {
+        self.state == ScheduleState::Active && self.spec.enabled && self.next_run_at.is_some()
+    }
+
+    /// Whether the schedule was paused at `t` (for PAUSED skips).
+    pub fn paused_at(&self, t: DateTime<Utc>) -> bool {
+        self.pauses
+            .iter()
+            .any(|p| p.from <= t && p.until.is_none_or(|until| t < until))
+    }
+}
+
+/// Who changes a schedule, why, and when: what the audit entry records besides the diff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangeMeta {
+    pub actor: String,
+    pub reason: String,
+    pub at: DateTime<Utc>,
+}
+
+text_enum!(
+    AuditAction {
+        Create => "CREATE",
+        Update => "UPDATE",
+        Pause => "PAUSE",
+        Resume => "RESUME",
+        Archive => "ARCHIVE",
+    }
+);
+
+/// One audited change: the schedule before and after, as JSON documents.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditEntry {
+    pub schedule_id: String,
+    /// The version the change produced.
+    pub version: u64,
+    pub action: AuditAction,
+    pub actor: String,
+    pub reason: String,
+    pub at: DateTime<Utc>,
+    pub before: Option<serde_json::Value>,
+    pub after: serde_json::Value,
+}
+
+/// Result of a create-if-absent: ours, or the one that was there first.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Created {
+    New(Run),
+    Existing(Run),
+}
+
+impl Created {
+    pub fn is_new(&self) -> bool {
+        matches!(self, Created::New(_))
+    }
+
+    pub fn run(&self) -> &Run {
+        match self {
+            Created::New(run) | Created::Existing(run) => run,
+        }
+    }
+}
+
+/// A new owner of a run and how long it may hold it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseGrant {
+    pub owner: String,
+    pub until: DateTime<Utc>,
+}
+
+/// One status change of a run, conditioned on what the caller believes it is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunChange {
+    pub event: RunEvent,
+    /// The status the caller read; the write fails if it is not the stored one.
+    pub from: RunStatus,
+    /// The lease epoch the caller holds; the write fails if it is not the stored one.
+    pub epoch: u64,
+    pub at: DateTime<Utc>,
+    /// Required by START and RECLAIM (they open a new epoch); extends the lease on HEARTBEAT.
+    pub lease: Option<LeaseGrant>,
+    /// The reason for the new status; `None` clears it.
+    pub reason: Option<Reason>,
+    pub result: Option<RunResult>,
+    pub job_id: Option<String>,
+    pub lane: Option<Lane>,
+}
+
+impl RunChange {
+    pub fn new(event: RunEvent, from: RunStatus, epoch: u64, at: DateTime<Utc>) -> RunChange {
+        RunChange {
+            event,
+            from,
+            epoch,
+            at,
+            lease: None,
+            reason: None,
+            result: None,
+            job_id: None,
+            lane: None,
+        }
+    }
+
+    pub fn with_lease(mut self, owner: impl Into<String>, until: DateTime<Utc>) -> RunChange {
+        self.lease = Some(LeaseGrant {
+            owner: owner.into(),
+            until,
+        });
+        self
+    }
+
+    /// Whether this change opens a new lease epoch.
+    pub fn opens_epoch(&self) -> bool {
+        matches!(self.event, RunEvent::Start | RunEvent::Reclaim)
+    }
+}
+
+/// What the ticker asks for one due schedule: record the run, move the schedule on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fire {
+    pub run: Run,
+    /// The `next_run_at` the ticker read; the write fails if another ticker moved it.
+    pub expected_next_run_at: DateTime<Utc>,
+    pub next_run_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum FireOutcome {
+    /// The run was created and the schedule advanced, together.
+    Created,
+    /// Nothing was written. `existing` is the run already recorded for the window (a
+    /// reconciler or another ticker got there first); `schedule_moved` means the schedule's
+    /// `next_run_at` was no longer the expected one (or it stopped firing).
+    Lost {
+        existing: Option<Box<Run>>,
+        schedule_moved: bool,
+    },
+}
+
+/// One page of a listing; `next` is an opaque cursor for the following page.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next: Option<String>,
+}
+
+/// The ledger operations the Lambda functions use.
+#[async_trait]
+pub trait LedgerStore: Send + Sync {
+    /// Stores a validated spec at version 1, audited in the same transaction.
+    async fn create_schedule(
+        &self,
+        spec: ScheduleSpec,
+        meta: ChangeMeta,
+    ) -> Result<StoredSchedule, StoreError>;
+
+    /// Replaces the spec if the stored version is `expected_version` (else
+    /// `SCHEDULE_VERSION_CONFLICT`), audited in the same transaction.
+    async fn update_schedule(
+        &self,
+        spec: ScheduleSpec,
+        expected_version: u64,
+        meta: ChangeMeta,
+    ) -> Result<StoredSchedule, StoreError>;
+
+    async fn pause_schedule(
+        &self,
+        id: &str,
+        expected_version: Option<u64>,
+        meta: ChangeMeta,
+    ) -> Result<StoredSchedule, StoreError>;
+
+    async fn resume_schedule(
+        &self,
+        id: &str,
+        expected_version: Option<u64>,
+        meta: ChangeMeta,
+    ) -> Result<StoredSchedule, StoreError>;
+
+    /// Retires a schedule: no delete, its runs stay readable, it leaves the `due` index.
+    async fn archive_schedule(
+        &self,
+        id: &str,
+        expected_version: Option<u64>,
+        meta: ChangeMeta,
+    ) -> Result<StoredSchedule, StoreError>;
+
+    async fn get_schedule(&self, id: &str) -> Result<StoredSchedule, StoreError>;
+
+    async fn list_schedules(
+        &self,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<Page<StoredSchedule>, StoreError>;
+
+    /// The audit log of a schedule, oldest first.
+    async fn audit_log(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError>;
+
+    /// Schedules of a shard whose `next_run_at` is at or before `until`.
+    async fn due_schedules(
+        &self,
+        shard: u32,
+        until: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<StoredSchedule>, StoreError>;
+
+    /// The ticker's write: the run (if absent) and the advanced `next_run_at` (if unchanged),
+    /// in one transaction.
+    async fn fire(&self, fire: &Fire, at: DateTime<Utc>) -> Result<FireOutcome, StoreError>;
+
+    /// Moves `next_run_at` on alone (when the run already existed), if unchanged.
+    async fn advance_next_run(
+        &self,
+        id: &str,
+        expected: DateTime<Utc>,
+        next: Option<DateTime<Utc>>,
+        at: DateTime<Utc>,
+    ) -> Result<bool, StoreError>;
+
+    /// Moves the reconciler's watermark forward, if unchanged.
+    async fn advance_watermark(
+        &self,
+        id: &str,
+        expected: DateTime<Utc>,
+        through: DateTime<Utc>,
+        at: DateTime<Utc>,
+    ) -> Result<bool, StoreError>;
+
+    /// Puts the run unless one exists for its key; returns whichever is stored.
+    async fn create_run(&self, run: &Run) -> Result<Created, StoreError>;
+
+    async fn get_run(&self, key: &RunKey) -> Result<Run, StoreError>;
+
+    /// Applies one event, conditioned on the current status and lease epoch.
+    async fn transition_run(&self, key: &RunKey, change: &RunChange) -> Result<Run, StoreError>;
+
+    /// Non-terminal runs of a shard, optionally of one status, oldest window first.
+    async fn active_runs(
+        &self,
+        shard: u32,
+        status: Option<RunStatus>,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<Page<Run>, StoreError>;
+
+    /// A schedule's runs, newest first.
+    async fn run_history(
+        &self,
+        schedule_id: &str,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<Page<Run>, StoreError>;
+
+    /// Every run (expected and operator's) scheduled in `[from, to]`, oldest first.
+    async fn runs_between(
+        &self,
+        schedule_id: &str,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<Vec<Run>, StoreError>;
+}

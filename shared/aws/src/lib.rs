@@ -1,0 +1,27 @@
+//! cronledger's AWS adapters: the ledger on one DynamoDB table, the lanes on SQS, and request
+//! accounting. Clients come from the standard AWS environment, so `AWS_ENDPOINT_URL` (or the
+//! per-service `AWS_ENDPOINT_URL_DYNAMODB` / `AWS_ENDPOINT_URL_SQS`) points them at an emulator.
+
+pub mod codec;
+pub mod config;
+pub mod cursor;
+pub mod dynamo;
+pub mod error;
+pub mod item;
+pub mod keys;
+pub mod lanes;
+pub mod ledger;
+pub mod meter;
+pub mod table;
+mod text_enum;
+
+pub use config::{AwsClients, AwsSettings};
+pub use dynamo::DynamoLedger;
+pub use error::{LaneError, StoreError};
+pub use lanes::{LaneMessage, LaneQueue, SqsLanes};
+pub use ledger::{
+    AuditAction, AuditEntry, ChangeMeta, Created, Fire, FireOutcome, LedgerStore, Page, Pause,
+    RunChange, ScheduleState, StoredSchedule,
+};
+pub use meter::{metered, MeterSnapshot, RequestMeter, Usage};
+pub use table::TableDefinition;

@@ -1,0 +1,1 @@
+//! Helpers for the emulator-backed integration tests (filled in below).
