@@ -170,7 +170,8 @@ pub struct BackfillProposal {
     pub first: DateTime<Utc>,
     pub last: DateTime<Utc>,
     pub windows: u32,
-    /// Started throttled at once, or created paused to wait for approval.
+    /// Started throttled at once (only when every window in it fires automatically), or
+    /// created paused to wait for approval.
     pub start_paused: bool,
 }
 
@@ -370,7 +371,9 @@ pub fn plan(input: PlanInput<'_>) -> Result<Plan, Issue> {
                 first: oldest.at,
                 last: latest.at,
                 windows: live.len() as u32,
-                start_paused: tier == GapTier::Beyond || spec.side_effects,
+                // Started only when every window may start on its own: a running backfill
+                // must not replay windows the cap, the side effects or the gap hold back.
+                start_paused: actions.iter().any(|a| !matches!(a, Action::Fire { .. })),
             });
         }
         decided.extend(live.into_iter().zip(actions));
@@ -509,7 +512,9 @@ fn compress(decided: &[(Missed, Action)], threshold: usize) -> Vec<PlannedEntry>
             }
         }
         let run = &decided[i..j];
-        if run.len() > threshold {
+        // A range of one window would only hide a plain entry (and a window that others
+        // coalesce into must stay addressable as one), whatever the threshold says.
+        if run.len() > threshold.max(1) {
             let last = run[run.len() - 1].0;
             out.push(PlannedEntry {
                 scheduled_for: first.at,

@@ -1,0 +1,1135 @@
+//! The misfire planner: every expected window accounted for exactly once, the DESIGN
+//! catch-up table per policy and gap tier, caps, side effects, pauses, grace; plus the
+//! overlap decision and the change-risk report.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use chrono::{DateTime, Duration, Utc};
+use common::{schedule_with, utc};
+use cronledger_core::overlap::{decide_overlap, ActiveRun, OverlapDecision};
+use cronledger_core::planner::{Action, GapTier, Pause, Release};
+use cronledger_core::risk::{assess_change, RiskLevel};
+use cronledger_core::run::Origin;
+use cronledger_core::{
+    plan, Code, Coverage, Lane, OverlapPolicy, Plan, PlanInput, PlannerConfig, Reason, RunKey,
+    RunStatus, Schedule, Span, Trigger,
+};
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+struct Scenario<'a> {
+    schedule: &'a Schedule,
+    watermark: DateTime<Utc>,
+    now: DateTime<Utc>,
+    existing: Coverage,
+    pauses: Vec<Pause>,
+    config: PlannerConfig,
+}
+
+impl<'a> Scenario<'a> {
+    fn new(schedule: &'a Schedule, watermark: &str, now: &str) -> Scenario<'a> {
+        Scenario {
+            schedule,
+            watermark: utc(watermark),
+            now: utc(now),
+            existing: Coverage::new(),
+            pauses: Vec::new(),
+            config: PlannerConfig::default(),
+        }
+    }
+
+    fn plan(&self) -> Plan {
+        plan(PlanInput {
+            schedule: self.schedule,
+            watermark: self.watermark,
+            now: self.now,
+            existing: &self.existing,
+            pauses: &self.pauses,
+            config: self.config,
+        })
+        .unwrap()
+    }
+}
+
+/// A schedule with catch-up knobs set; grace 1m so the hold-back equals the settle delay.
+fn schedule(cron: &str, policy: &str, side_effects: bool, cap: u32) -> Schedule {
+    schedule_with(
+        cron,
+        "UTC",
+        json!({ "misfire": policy, "side_effects": side_effects, "max_auto_catch_up": cap, "grace": "1m" }),
+    )
+}
+
+/// `(scheduled_for, count, action)` per entry.
+fn summary(plan: &Plan) -> Vec<(DateTime<Utc>, u32, Action)> {
+    plan.entries
+        .iter()
+        .map(|e| (e.scheduled_for, e.count, e.action))
+        .collect()
+}
+
+fn minutes(from: &str, n: i64) -> Vec<DateTime<Utc>> {
+    (0..n).map(|i| utc(from) + Duration::minutes(i)).collect()
+}
+
+const FIRE_NOW: Action = Action::Fire {
+    lane: Lane::Correction,
+    release: Release::Immediate,
+};
+const FIRE_SERIAL: Action = Action::Fire {
+    lane: Lane::Correction,
+    release: Release::Serial,
+};
+const FIRE_THROTTLED: Action = Action::Fire {
+    lane: Lane::Backfill,
+    release: Release::Throttled,
+};
+const MISSED: Action = Action::Skip {
+    reason: Reason::Missed,
+};
+const POLICY_MANUAL: Action = Action::Hold {
+    reason: Reason::PolicyManual,
+};
+const CAP: Action = Action::Hold {
+    reason: Reason::CapExceeded,
+};
+const SIDE_EFFECTS: Action = Action::Hold {
+    reason: Reason::SideEffects,
+};
+const TOO_LONG: Action = Action::Hold {
+    reason: Reason::GapTooLong,
+};
+
+/// Every window of the minutely schedule between `first` and `last` as single entries.
+fn singles(times: &[DateTime<Utc>], action: Action) -> Vec<(DateTime<Utc>, u32, Action)> {
+    times.iter().map(|t| (*t, 1, action)).collect()
+}
+
+// ---------------------------------------------------------------- the catch-up table
+
+// Gap tiers with a minutely schedule, watermark 10:00 and a 1m hold-back:
+// now 10:05 -> 4 windows, gap 4m (immediate); now 10:09 -> 8 windows, gap 8m (serial);
+// now 12:00 -> 119 windows, gap 1h59m (backfill); now next day 10:02 -> gap 24h01m (beyond).
+const WATERMARK: &str = "2026-01-01T10:00:00Z";
+const NOW_IMMEDIATE: &str = "2026-01-01T10:05:00Z";
+const NOW_SERIAL: &str = "2026-01-01T10:09:00Z";
+const NOW_BACKFILL: &str = "2026-01-01T12:00:00Z";
+const NOW_BEYOND: &str = "2026-01-02T10:02:00Z";
+
+fn tier_plan(policy: &str, side_effects: bool, cap: u32, now: &str) -> Plan {
+    let s = schedule("* * * * *", policy, side_effects, cap);
+    Scenario::new(&s, WATERMARK, now).plan()
+}
+
+#[test]
+fn gap_tiers_and_their_boundaries() {
+    let cases = [
+        (NOW_IMMEDIATE, GapTier::Immediate, Span::minutes(4)),
+        (NOW_SERIAL, GapTier::Serial, Span::minutes(8)),
+        (NOW_BACKFILL, GapTier::Backfill, Span::minutes(119)),
+        (NOW_BEYOND, GapTier::Beyond, Span::minutes(24 * 60 + 1)),
+        // Exactly 5m, 1h and 24h stay in the lower tier.
+        ("2026-01-01T10:06:00Z", GapTier::Immediate, Span::minutes(5)),
+        ("2026-01-01T10:06:01Z", GapTier::Serial, Span::seconds(301)),
+        ("2026-01-01T11:01:00Z", GapTier::Serial, Span::hours(1)),
+        (
+            "2026-01-01T11:01:01Z",
+            GapTier::Backfill,
+            Span::seconds(3601),
+        ),
+        ("2026-01-02T10:01:00Z", GapTier::Backfill, Span::hours(24)),
+    ];
+    for (now, tier, gap) in cases {
+        let plan = tier_plan("SKIP", false, 5, now);
+        assert_eq!((plan.tier, plan.gap), (Some(tier), Some(gap)), "now {now}");
+    }
+}
+
+#[test]
+fn skip_records_every_window_missed_in_every_tier() {
+    for now in [NOW_IMMEDIATE, NOW_SERIAL, NOW_BACKFILL, NOW_BEYOND] {
+        for side_effects in [false, true] {
+            let plan = tier_plan("SKIP", side_effects, 5, now);
+            assert!(plan.entries.iter().all(|e| e.action == MISSED), "{now}");
+            assert_eq!(plan.totals.skipped, plan.totals.expected);
+            assert_eq!(plan.totals.fire, 0);
+            assert_eq!(plan.backfill, None);
+        }
+    }
+    assert_eq!(
+        summary(&tier_plan("SKIP", false, 5, NOW_IMMEDIATE)),
+        singles(&minutes("2026-01-01T10:01:00Z", 4), MISSED)
+    );
+    // More than ten consecutive windows with one outcome become one range record.
+    let plan = tier_plan("SKIP", false, 5, NOW_BACKFILL);
+    assert_eq!(
+        summary(&plan),
+        vec![(utc("2026-01-01T10:01:00Z"), 119, MISSED)]
+    );
+    let range = &plan.entries[0];
+    assert_eq!(range.range_end, Some(utc("2026-01-01T11:59:00Z")));
+    assert_eq!(range.window.start, utc("2026-01-01T10:00:00Z"));
+    assert_eq!(range.window.end, utc("2026-01-01T11:59:00Z"));
+}
+
+#[test]
+fn manual_holds_every_window_in_every_tier() {
+    for now in [NOW_IMMEDIATE, NOW_SERIAL, NOW_BACKFILL, NOW_BEYOND] {
+        let plan = tier_plan("MANUAL", false, 5, now);
+        assert!(
+            plan.entries.iter().all(|e| e.action == POLICY_MANUAL),
+            "{now}"
+        );
+        assert_eq!(plan.totals.manual, plan.totals.expected);
+        assert!(!plan.alerts.is_empty(), "held work alerts the owner");
+    }
+}
+
+#[test]
+fn run_once_fires_the_latest_and_coalesces_the_rest() {
+    for (now, latest, coalesced) in [
+        (NOW_IMMEDIATE, "2026-01-01T10:04:00Z", 3),
+        (NOW_SERIAL, "2026-01-01T10:08:00Z", 7),
+    ] {
+        let latest = utc(latest);
+        let plan = tier_plan("RUN_ONCE", false, 5, now);
+        let mut expected = singles(
+            &minutes("2026-01-01T10:01:00Z", coalesced),
+            Action::Coalesce { into: latest },
+        );
+        expected.push((latest, 1, FIRE_NOW));
+        assert_eq!(summary(&plan), expected, "{now}");
+        assert!(plan.alerts.is_empty());
+    }
+
+    // 1h-24h: the same, and the owner hears about it.
+    let latest = utc("2026-01-01T11:59:00Z");
+    let plan = tier_plan("RUN_ONCE", false, 5, NOW_BACKFILL);
+    assert_eq!(
+        summary(&plan),
+        vec![
+            (
+                utc("2026-01-01T10:01:00Z"),
+                118,
+                Action::Coalesce { into: latest }
+            ),
+            (latest, 1, FIRE_NOW),
+        ]
+    );
+    assert_eq!(plan.alerts.len(), 1);
+    assert_eq!(plan.backfill, None);
+
+    // Beyond 24h: the latest waits for approval, the rest coalesce into it.
+    let latest = utc("2026-01-02T10:01:00Z");
+    let plan = tier_plan("RUN_ONCE", false, 5, NOW_BEYOND);
+    assert_eq!(
+        summary(&plan),
+        vec![
+            (
+                utc("2026-01-01T10:01:00Z"),
+                1440,
+                Action::Coalesce { into: latest }
+            ),
+            (latest, 1, TOO_LONG),
+        ]
+    );
+    assert_eq!(plan.totals.fire, 0);
+    assert_eq!(plan.alerts.len(), 1);
+}
+
+#[test]
+fn run_once_with_side_effects_or_no_cap_needs_approval() {
+    let latest_of = |plan: &Plan| plan.entries.last().unwrap().action;
+    // Inside five minutes a side-effecting job still runs on its own.
+    assert_eq!(
+        latest_of(&tier_plan("RUN_ONCE", true, 5, NOW_IMMEDIATE)),
+        FIRE_NOW
+    );
+    for now in [NOW_SERIAL, NOW_BACKFILL] {
+        assert_eq!(
+            latest_of(&tier_plan("RUN_ONCE", true, 5, now)),
+            SIDE_EFFECTS,
+            "{now}"
+        );
+    }
+    assert_eq!(
+        latest_of(&tier_plan("RUN_ONCE", true, 5, NOW_BEYOND)),
+        TOO_LONG
+    );
+    for now in [NOW_IMMEDIATE, NOW_SERIAL, NOW_BACKFILL] {
+        let plan = tier_plan("RUN_ONCE", false, 0, now);
+        assert_eq!(latest_of(&plan), CAP, "{now}");
+        assert_eq!(plan.totals.fire, 0);
+    }
+}
+
+#[test]
+fn catch_up_all_per_tier_with_the_cap() {
+    let plan = tier_plan("CATCH_UP_ALL", false, 5, NOW_IMMEDIATE);
+    assert_eq!(
+        summary(&plan),
+        singles(&minutes("2026-01-01T10:01:00Z", 4), FIRE_NOW)
+    );
+    assert_eq!(plan.backfill, None);
+
+    // Oldest first up to the cap; the rest wait.
+    let plan = tier_plan("CATCH_UP_ALL", false, 5, NOW_SERIAL);
+    let mut expected = singles(&minutes("2026-01-01T10:01:00Z", 5), FIRE_SERIAL);
+    expected.extend(singles(&minutes("2026-01-01T10:06:00Z", 3), CAP));
+    assert_eq!(summary(&plan), expected);
+    assert_eq!(plan.totals.fire, 5);
+
+    let plan = tier_plan("CATCH_UP_ALL", false, 5, NOW_BACKFILL);
+    let mut expected = singles(&minutes("2026-01-01T10:01:00Z", 5), FIRE_THROTTLED);
+    expected.push((utc("2026-01-01T10:06:00Z"), 114, CAP));
+    assert_eq!(summary(&plan), expected);
+    let backfill = plan.backfill.clone().unwrap();
+    assert_eq!(
+        (backfill.first, backfill.last, backfill.windows),
+        (
+            utc("2026-01-01T10:01:00Z"),
+            utc("2026-01-01T11:59:00Z"),
+            119
+        )
+    );
+    assert!(
+        backfill.start_paused,
+        "114 windows are over the cap: the backfill waits for approval"
+    );
+    assert_eq!(plan.alerts.len(), 1);
+    // Within the cap the backfill starts on its own, throttled on the backfill lane.
+    let plan = tier_plan("CATCH_UP_ALL", false, 200, NOW_BACKFILL);
+    assert!(plan.entries.iter().all(|e| e.action == FIRE_THROTTLED));
+    assert_eq!(plan.totals.fire, 119);
+    assert!(!plan.backfill.unwrap().start_paused);
+
+    let plan = tier_plan("CATCH_UP_ALL", false, 5, NOW_BEYOND);
+    assert_eq!(
+        summary(&plan),
+        vec![(utc("2026-01-01T10:01:00Z"), 1441, TOO_LONG)]
+    );
+    assert!(plan.backfill.unwrap().start_paused);
+
+    // With side effects nothing past five minutes starts on its own.
+    assert!(tier_plan("CATCH_UP_ALL", true, 5, NOW_IMMEDIATE)
+        .entries
+        .iter()
+        .all(|e| e.action == FIRE_NOW));
+    for now in [NOW_SERIAL, NOW_BACKFILL] {
+        let plan = tier_plan("CATCH_UP_ALL", true, 5, now);
+        assert!(
+            plan.entries.iter().all(|e| e.action == SIDE_EFFECTS),
+            "{now}"
+        );
+        assert_eq!(plan.totals.fire, 0);
+    }
+    assert!(
+        tier_plan("CATCH_UP_ALL", true, 5, NOW_BACKFILL)
+            .backfill
+            .unwrap()
+            .start_paused
+    );
+    // A cap of zero holds everything, in every tier.
+    for now in [NOW_IMMEDIATE, NOW_SERIAL, NOW_BACKFILL] {
+        assert_eq!(
+            tier_plan("CATCH_UP_ALL", false, 0, now).totals.fire,
+            0,
+            "{now}"
+        );
+    }
+}
+
+#[test]
+fn windows_inside_grace_are_left_to_the_ticker() {
+    let s = schedule_with(
+        "* * * * *",
+        "UTC",
+        json!({ "grace": "10m", "misfire": "SKIP" }),
+    );
+    let plan = Scenario::new(&s, WATERMARK, "2026-01-01T10:30:00Z").plan();
+    assert_eq!(plan.through, utc("2026-01-01T10:20:00Z"));
+    assert_eq!(plan.totals.expected, 20);
+    assert_eq!(
+        plan.entries.last().unwrap().range_end,
+        Some(utc("2026-01-01T10:20:00Z"))
+    );
+    // Nothing older than the grace period yet: an empty plan that keeps the watermark.
+    let plan = Scenario::new(&s, WATERMARK, "2026-01-01T10:09:59Z").plan();
+    assert!(plan.is_empty());
+    assert_eq!(plan.through, utc(WATERMARK));
+    // The settle delay holds back too when it is longer than the grace.
+    let s = schedule_with(
+        "* * * * *",
+        "UTC",
+        json!({ "grace": "0", "misfire": "SKIP" }),
+    );
+    let mut scenario = Scenario::new(&s, WATERMARK, "2026-01-01T10:05:30Z");
+    scenario.config.settle = Span::minutes(3);
+    assert_eq!(scenario.plan().through, utc("2026-01-01T10:02:30Z"));
+}
+
+#[test]
+fn paused_windows_are_skipped_paused_and_do_not_count_toward_the_gap() {
+    let s = schedule("*/5 * * * *", "CATCH_UP_ALL", false, 5);
+    let mut scenario = Scenario::new(&s, "2026-01-01T09:00:00Z", "2026-01-01T10:06:00Z");
+    scenario.pauses = vec![
+        Pause {
+            from: utc("2026-01-01T09:02:00Z"),
+            until: Some(utc("2026-01-01T09:58:00Z")),
+            reason: Reason::Paused,
+        },
+        Pause {
+            from: utc("2026-01-01T10:00:00Z"),
+            until: Some(utc("2026-01-01T10:00:01Z")),
+            reason: Reason::Disabled,
+        },
+    ];
+    let plan = scenario.plan();
+    let paused = Action::Skip {
+        reason: Reason::Paused,
+    };
+    let disabled = Action::Skip {
+        reason: Reason::Disabled,
+    };
+    assert_eq!(
+        summary(&plan),
+        vec![
+            (utc("2026-01-01T09:05:00Z"), 11, paused),
+            (utc("2026-01-01T10:00:00Z"), 1, disabled),
+            (utc("2026-01-01T10:05:00Z"), 1, FIRE_NOW),
+        ]
+    );
+    // The only missed live window is a minute old.
+    assert_eq!(plan.tier, Some(GapTier::Immediate));
+    // An open-ended pause covers everything after its start.
+    scenario.pauses = vec![Pause {
+        from: utc("2026-01-01T09:00:00Z"),
+        until: None,
+        reason: Reason::Paused,
+    }];
+    let plan = scenario.plan();
+    assert!(plan.entries.iter().all(|e| e.action == paused));
+    assert_eq!(plan.tier, None);
+    assert_eq!(plan.totals.fire, 0);
+}
+
+#[test]
+fn recorded_windows_are_left_alone_and_split_ranges() {
+    let s = schedule("* * * * *", "SKIP", false, 5);
+    let mut scenario = Scenario::new(&s, WATERMARK, NOW_BACKFILL);
+    scenario.existing.add(utc("2026-01-01T10:30:00Z"));
+    scenario
+        .existing
+        .add_range(utc("2026-01-01T11:00:00Z"), utc("2026-01-01T11:09:00Z"));
+    let plan = scenario.plan();
+    assert_eq!(plan.totals.recorded, 11);
+    assert_eq!(
+        summary(&plan),
+        vec![
+            (utc("2026-01-01T10:01:00Z"), 29, MISSED),
+            (utc("2026-01-01T10:31:00Z"), 29, MISSED),
+            (utc("2026-01-01T11:10:00Z"), 50, MISSED),
+        ]
+    );
+    // Everything recorded: nothing to do, and the watermark still advances.
+    let mut scenario = Scenario::new(&s, WATERMARK, NOW_SERIAL);
+    scenario.existing.add_range(utc(WATERMARK), utc(NOW_SERIAL));
+    let plan = scenario.plan();
+    assert!(plan.is_empty());
+    assert_eq!(
+        (plan.totals.recorded, plan.through),
+        (8, utc("2026-01-01T10:08:00Z"))
+    );
+    assert_eq!(plan.tier, None);
+}
+
+#[test]
+fn range_threshold_is_configurable() {
+    let s = schedule("* * * * *", "SKIP", false, 5);
+    let mut scenario = Scenario::new(&s, WATERMARK, "2026-01-01T10:12:00Z"); // 11 windows
+    assert_eq!(scenario.plan().entries.len(), 1);
+    scenario.config.range_threshold = 11;
+    assert_eq!(scenario.plan().entries.len(), 11);
+    scenario.config.range_threshold = 0;
+    let plan = scenario.plan();
+    assert_eq!(
+        summary(&plan),
+        vec![(utc("2026-01-01T10:01:00Z"), 11, MISSED)]
+    );
+}
+
+#[test]
+fn planned_runs_carry_window_key_and_trigger() {
+    // Seoul 02:00 and 14:00 are 17:00Z the day before and 05:00Z.
+    let s = schedule_with(
+        "0 2,14 * * *",
+        "Asia/Seoul",
+        json!({ "misfire": "RUN_ONCE", "side_effects": false, "job": { "type": "noop", "payload": { "tenant": "kr" } } }),
+    );
+    let plan = Scenario::new(&s, "2026-01-02T05:00:00Z", "2026-01-03T05:30:00Z").plan();
+    assert_eq!(plan.tier, Some(GapTier::Backfill));
+    let created = utc("2026-01-03T05:30:00Z");
+    let runs: Vec<_> = plan
+        .entries
+        .iter()
+        .map(|e| plan.to_run(&s, e, created, 7))
+        .collect();
+    assert_eq!(runs.len(), 2);
+    let fired = &runs[1];
+    assert_eq!(
+        fired.key,
+        RunKey::expected("job", utc("2026-01-03T05:00:00Z"))
+    );
+    assert_eq!(
+        (fired.trigger, fired.status, fired.lane),
+        (Trigger::CatchUp, RunStatus::Pending, Some(Lane::Correction))
+    );
+    assert_eq!((fired.schedule_version, fired.created_at), (7, created));
+    assert_eq!(fired.window.start, utc("2026-01-02T17:00:00Z"));
+    assert_eq!(fired.business_date.to_string(), "2026-01-03", "02:00 KST");
+    assert_eq!(
+        fired.idempotency_key.as_str(),
+        "job:2026-01-02T17:00:00Z/2026-01-03T05:00:00Z:kr"
+    );
+    assert_eq!(
+        fired.replay_group_id.as_deref(),
+        Some("catchup:job:2026-01-02T17:00:00Z")
+    );
+    assert_eq!(
+        runs[0].business_date.to_string(),
+        "2026-01-02",
+        "14:00 KST the day before"
+    );
+    let coalesced = runs[0].ledger_entry();
+    assert_eq!(coalesced.status, RunStatus::Coalesced);
+    assert_eq!(coalesced.reason, Some(Reason::Coalesced));
+    assert_eq!(
+        coalesced.coalesced_into.as_deref(),
+        Some("2026-01-03T05:00:00Z")
+    );
+    assert_eq!(coalesced.window_start, "2026-01-02T05:00:00Z");
+    let json: Value = serde_json::to_value(&coalesced).unwrap();
+    for field in [
+        "schedule",
+        "scheduled_for",
+        "trigger",
+        "status",
+        "reason",
+        "attempts",
+        "window_start",
+        "window_end",
+        "idempotency_key",
+        "replay_group_id",
+    ] {
+        assert!(json.get(field).is_some(), "ledger entry lacks {field}");
+    }
+    // Status changes go through the table.
+    let mut run = runs[1].clone();
+    assert_eq!(
+        run.apply(cronledger_core::RunEvent::Enqueue),
+        Ok(RunStatus::Queued)
+    );
+    assert!(run.apply(cronledger_core::RunEvent::Approve).is_err());
+    assert_eq!(
+        run.status,
+        RunStatus::Queued,
+        "a refused event changes nothing"
+    );
+}
+
+#[test]
+fn range_records_print_range_end_and_count() {
+    let s = schedule("* * * * *", "SKIP", false, 5);
+    let plan = Scenario::new(&s, WATERMARK, NOW_BACKFILL).plan();
+    let entry = plan
+        .to_run(&s, &plan.entries[0], utc(NOW_BACKFILL), 1)
+        .ledger_entry();
+    assert_eq!(entry.range_end.as_deref(), Some("2026-01-01T11:59:00Z"));
+    assert_eq!(entry.count, Some(119));
+    let single = Scenario::new(&s, WATERMARK, NOW_IMMEDIATE).plan();
+    let entry = single
+        .to_run(&s, &single.entries[0], utc(NOW_IMMEDIATE), 1)
+        .ledger_entry();
+    assert_eq!((entry.range_end, entry.count), (None, None));
+}
+
+#[test]
+fn now_before_the_watermark_is_refused() {
+    let s = schedule("* * * * *", "SKIP", false, 5);
+    let err = plan(PlanInput {
+        schedule: &s,
+        watermark: utc(NOW_SERIAL),
+        now: utc(WATERMARK),
+        existing: &Coverage::new(),
+        pauses: &[],
+        config: PlannerConfig::default(),
+    })
+    .unwrap_err();
+    assert_eq!(err.code, Code::PlanInvalidInput);
+}
+
+#[test]
+fn dst_fall_back_day_plans_both_passes_of_an_hourly_job() {
+    let s = schedule_with(
+        "0 * * * *",
+        "America/New_York",
+        json!({ "misfire": "SKIP" }),
+    );
+    let plan = Scenario::new(&s, "2026-11-01T04:00:00Z", "2026-11-02T04:10:00Z").plan();
+    assert_eq!(
+        plan.totals.expected, 24,
+        "05:00Z .. 04:00Z next day: 25 local hours, minus the watermark"
+    );
+    let fixed = schedule_with(
+        "30 1 * * *",
+        "America/New_York",
+        json!({ "misfire": "SKIP" }),
+    );
+    let plan = Scenario::new(&fixed, "2026-10-31T12:00:00Z", "2026-11-02T12:00:00Z").plan();
+    assert_eq!(
+        summary(&plan),
+        vec![
+            (utc("2026-11-01T05:30:00Z"), 1, MISSED),
+            (utc("2026-11-02T06:30:00Z"), 1, MISSED)
+        ]
+    );
+}
+
+// ---------------------------------------------------------------- properties
+
+const SHAPES: &[&str] = &[
+    "*/5 * * * *",
+    "0 * * * *",
+    "*/20 * * * *",
+    "30 2 * * *",
+    "30 1 * * *",
+    "0 9 * * 1-5",
+    "rate(45 minutes)",
+];
+const PROP_ZONES: &[&str] = &[
+    "America/New_York",
+    "Europe/Berlin",
+    "Australia/Lord_Howe",
+    "Asia/Kathmandu",
+];
+/// Watermarks are drawn around these: 2026's transitions and an ordinary day.
+const ANCHORS: &[&str] = &[
+    "2026-03-07T20:00:00Z",
+    "2026-10-31T20:00:00Z",
+    "2026-03-28T20:00:00Z",
+    "2026-10-03T10:00:00Z",
+    "2026-04-04T10:00:00Z",
+    "2026-06-15T00:00:00Z",
+];
+const POLICIES: &[&str] = &["SKIP", "RUN_ONCE", "CATCH_UP_ALL", "MANUAL"];
+
+#[derive(Debug, Clone)]
+struct Case {
+    shape: usize,
+    zone: usize,
+    anchor: usize,
+    offset_secs: i64,
+    gap_secs: i64,
+    policy: usize,
+    side_effects: bool,
+    cap: u32,
+    grace_minutes: u64,
+    /// One bit per expected window (cycled): set means the ledger already has it.
+    recorded_bits: u64,
+    /// An optional recorded range and an optional pause, as fractions of the gap.
+    range: Option<(u8, u8)>,
+    pause: Option<(u8, u8, bool)>,
+    range_threshold: usize,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (
+        (
+            0..SHAPES.len(),
+            0..PROP_ZONES.len(),
+            0..ANCHORS.len(),
+            0i64..86_400,
+            0i64..3 * 86_400,
+        ),
+        (
+            0..POLICIES.len(),
+            any::<bool>(),
+            0u32..6,
+            prop::sample::select(vec![0u64, 2, 30, 90]),
+        ),
+        (
+            prop_oneof![Just(0u64), Just(u64::MAX), any::<u64>()],
+            prop::option::of((0u8..=100, 0u8..=100)),
+            prop::option::of((0u8..=100, 0u8..=100, any::<bool>())),
+            prop::sample::select(vec![0usize, 3, 10]),
+        ),
+    )
+        .prop_map(
+            |(
+                (shape, zone, anchor, offset_secs, gap_secs),
+                (policy, side_effects, cap, grace_minutes),
+                (recorded_bits, range, pause, range_threshold),
+            )| Case {
+                shape,
+                zone,
+                anchor,
+                offset_secs,
+                gap_secs,
+                policy,
+                side_effects,
+                cap,
+                grace_minutes,
+                recorded_bits,
+                range,
+                pause,
+                range_threshold,
+            },
+        )
+}
+
+fn at_fraction(from: DateTime<Utc>, to: DateTime<Utc>, percent: u8) -> DateTime<Utc> {
+    from + (to - from) * i32::from(percent) / 100
+}
+
+/// The set of windows an entry covers, found on the schedule's own calendar.
+fn windows_of(s: &Schedule, entry: &cronledger_core::planner::PlannedEntry) -> Vec<DateTime<Utc>> {
+    match entry.range_end {
+        None => vec![entry.scheduled_for],
+        Some(last) => s
+            .timing()
+            .between(entry.scheduled_for - Duration::seconds(1), last)
+            .collect(),
+    }
+}
+
+/// Adds what a plan writes to the ledger's coverage.
+fn apply(coverage: &mut Coverage, plan: &Plan) {
+    for entry in &plan.entries {
+        match entry.range_end {
+            None => coverage.add(entry.scheduled_for),
+            Some(last) => coverage.add_range(entry.scheduled_for, last),
+        }
+    }
+}
+
+fn check_case(case: &Case) -> Result<(), TestCaseError> {
+    let s = schedule_with(
+        SHAPES[case.shape],
+        PROP_ZONES[case.zone],
+        json!({
+            "misfire": POLICIES[case.policy],
+            "side_effects": case.side_effects,
+            "max_auto_catch_up": case.cap,
+            "grace": format!("{}m", case.grace_minutes),
+        }),
+    );
+    let timing = s.timing();
+    let watermark = utc(ANCHORS[case.anchor]) + Duration::seconds(case.offset_secs);
+    let now = watermark + Duration::seconds(case.gap_secs);
+    let config = PlannerConfig {
+        range_threshold: case.range_threshold,
+        ..PlannerConfig::default()
+    };
+    let through = (now
+        - Span::minutes(case.grace_minutes)
+            .max(config.settle)
+            .as_delta())
+    .max(watermark);
+    let expected: Vec<DateTime<Utc>> = timing.between(watermark, through).collect();
+
+    let mut existing = Coverage::new();
+    let mut recorded: BTreeSet<DateTime<Utc>> = BTreeSet::new();
+    for (i, at) in expected.iter().enumerate() {
+        if case.recorded_bits >> (i % 64) & 1 == 1 {
+            existing.add(*at);
+            recorded.insert(*at);
+        }
+    }
+    if let Some((a, b)) = case.range {
+        let (first, last) = (
+            at_fraction(watermark, now, a.min(b)),
+            at_fraction(watermark, now, a.max(b)),
+        );
+        existing.add_range(first, last);
+        recorded.extend(expected.iter().filter(|t| **t >= first && **t <= last));
+    }
+    let pauses: Vec<Pause> = case
+        .pause
+        .map(|(a, b, open)| Pause {
+            from: at_fraction(watermark, now, a.min(b)),
+            until: (!open).then(|| at_fraction(watermark, now, a.max(b))),
+            reason: Reason::Paused,
+        })
+        .into_iter()
+        .collect();
+
+    let input = PlanInput {
+        schedule: &s,
+        watermark,
+        now,
+        existing: &existing,
+        pauses: &pauses,
+        config,
+    };
+    let first = plan(input).unwrap();
+    let plan = &first;
+    prop_assert_eq!(plan.through, through);
+    prop_assert_eq!(plan.totals.expected as usize, expected.len());
+    prop_assert_eq!(plan.totals.recorded as usize, recorded.len());
+
+    // Every expected window exactly once: recorded, or in exactly one entry.
+    let mut planned: BTreeSet<DateTime<Utc>> = BTreeSet::new();
+    let mut counted = 0u32;
+    for entry in &plan.entries {
+        let covered = windows_of(&s, entry);
+        // Ranges only join contiguous windows: nothing recorded inside, count matches.
+        prop_assert_eq!(covered.len(), entry.count as usize, "entry {:?}", entry);
+        prop_assert!(
+            entry.range_end.is_none() || entry.count as usize > case.range_threshold.max(1)
+        );
+        for at in &covered {
+            prop_assert!(!recorded.contains(at), "{} planned although recorded", at);
+            prop_assert!(planned.insert(*at), "{} in two entries", at);
+        }
+        counted += entry.count;
+        // Windows are the business windows the schedule itself computes.
+        prop_assert_eq!(entry.window.start, s.window_for(entry.scheduled_for).start);
+        prop_assert_eq!(entry.window.end, *covered.last().unwrap());
+        if pauses.iter().any(|p| {
+            p.from <= entry.scheduled_for && p.until.is_none_or(|u| entry.scheduled_for < u)
+        }) {
+            prop_assert_eq!(
+                entry.action,
+                Action::Skip {
+                    reason: Reason::Paused
+                }
+            );
+        }
+        if let Action::Coalesce { into } = entry.action {
+            let target = plan
+                .entries
+                .iter()
+                .find(|e| e.scheduled_for == into && e.range_end.is_none());
+            let fires_or_waits = target
+                .is_some_and(|t| matches!(t.action, Action::Fire { .. } | Action::Hold { .. }));
+            prop_assert!(
+                fires_or_waits,
+                "coalesced into {} which neither fires nor waits",
+                into
+            );
+        }
+    }
+    prop_assert_eq!(counted + plan.totals.recorded, plan.totals.expected);
+    let all: BTreeSet<_> = planned.union(&recorded).copied().collect();
+    prop_assert_eq!(all, expected.iter().copied().collect::<BTreeSet<_>>());
+
+    // Never more automatic fires than the cap.
+    let fires = plan
+        .entries
+        .iter()
+        .filter(|e| matches!(e.action, Action::Fire { .. }))
+        .count();
+    prop_assert_eq!(fires as u32, plan.totals.fire);
+    prop_assert!(plan.totals.fire <= case.cap);
+    if case.side_effects && plan.tier.is_some_and(|t| t > GapTier::Immediate) {
+        prop_assert_eq!(plan.totals.fire, 0);
+    }
+    // A backfill that starts on its own replays nothing beyond the cap either.
+    if let Some(backfill) = &plan.backfill {
+        prop_assert!(backfill.start_paused || backfill.windows <= case.cap);
+    }
+    let by_status =
+        plan.totals.fire + plan.totals.skipped + plan.totals.coalesced + plan.totals.manual;
+    prop_assert_eq!(by_status, counted);
+
+    // Applying the plan leaves nothing to plan, from the new or the old watermark.
+    let mut applied = existing.clone();
+    apply(&mut applied, plan);
+    let again = cronledger_core::plan(PlanInput {
+        watermark: plan.through,
+        existing: &applied,
+        ..input
+    })
+    .unwrap();
+    prop_assert!(again.is_empty(), "{:?}", again.entries);
+    let replay = cronledger_core::plan(PlanInput {
+        existing: &applied,
+        ..input
+    })
+    .unwrap();
+    prop_assert!(replay.is_empty(), "{:?}", replay.entries);
+    prop_assert_eq!(replay.totals.recorded, plan.totals.expected);
+    // Planning later from the new watermark only sees windows after it.
+    let later = cronledger_core::plan(PlanInput {
+        watermark: plan.through,
+        existing: &applied,
+        now: now + Duration::hours(3),
+        ..input
+    })
+    .unwrap();
+    prop_assert!(later.entries.iter().all(|e| e.scheduled_for > plan.through));
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn every_window_is_accounted_for_exactly_once(case in case()) {
+        check_case(&case)?;
+    }
+}
+
+// ---------------------------------------------------------------- overlap
+
+fn run_key(at: &str) -> RunKey {
+    RunKey::expected("s", utc(at))
+}
+
+fn active(at: &str, status: RunStatus) -> ActiveRun {
+    ActiveRun {
+        key: run_key(at),
+        status,
+    }
+}
+
+#[test]
+fn overlap_decisions() {
+    let candidate = run_key("2026-01-01T10:05:00Z");
+    let running = [active("2026-01-01T10:00:00Z", RunStatus::Running)];
+    assert_eq!(
+        decide_overlap(OverlapPolicy::Allow, &candidate, &running),
+        OverlapDecision::Proceed
+    );
+    assert_eq!(
+        decide_overlap(OverlapPolicy::SkipNew, &candidate, &running),
+        OverlapDecision::Skip {
+            blocker: run_key("2026-01-01T10:00:00Z")
+        }
+    );
+    assert_eq!(
+        decide_overlap(OverlapPolicy::QueueNew, &candidate, &running),
+        OverlapDecision::Queue {
+            blocker: run_key("2026-01-01T10:00:00Z")
+        }
+    );
+    // Every active status blocks, including a stalled run nobody resolved yet.
+    for status in [
+        RunStatus::Pending,
+        RunStatus::Queued,
+        RunStatus::Running,
+        RunStatus::RetryPending,
+        RunStatus::Stalled,
+    ] {
+        let others = [active("2026-01-01T10:00:00Z", status)];
+        assert_ne!(
+            decide_overlap(OverlapPolicy::SkipNew, &candidate, &others),
+            OverlapDecision::Proceed,
+            "{status}"
+        );
+    }
+    // Finished and held runs do not.
+    for status in [
+        RunStatus::Success,
+        RunStatus::Failed,
+        RunStatus::Skipped,
+        RunStatus::Cancelled,
+        RunStatus::ManualRequired,
+        RunStatus::Coalesced,
+    ] {
+        let others = [active("2026-01-01T10:00:00Z", status)];
+        assert_eq!(
+            decide_overlap(OverlapPolicy::QueueNew, &candidate, &others),
+            OverlapDecision::Proceed,
+            "{status}"
+        );
+    }
+    // The candidate itself and later runs never block it.
+    let others = [
+        ActiveRun {
+            key: candidate.clone(),
+            status: RunStatus::Pending,
+        },
+        active("2026-01-01T10:10:00Z", RunStatus::Running),
+    ];
+    assert_eq!(
+        decide_overlap(OverlapPolicy::SkipNew, &candidate, &others),
+        OverlapDecision::Proceed
+    );
+    // An operator's run at the same instant waits for the expected one, not the reverse.
+    let manual = RunKey {
+        origin: Origin::Manual("req-1".into()),
+        ..candidate.clone()
+    };
+    let both = [ActiveRun {
+        key: candidate.clone(),
+        status: RunStatus::Running,
+    }];
+    assert_eq!(
+        decide_overlap(OverlapPolicy::QueueNew, &manual, &both),
+        OverlapDecision::Queue {
+            blocker: candidate.clone()
+        }
+    );
+    let manual_active = [ActiveRun {
+        key: manual,
+        status: RunStatus::Running,
+    }];
+    assert_eq!(
+        decide_overlap(OverlapPolicy::QueueNew, &candidate, &manual_active),
+        OverlapDecision::Proceed
+    );
+}
+
+#[test]
+fn queued_runs_release_in_order_without_waiting_on_each_other() {
+    // Three runs pile up behind a running one: each waits on the earliest active run, and
+    // once that ends only the oldest waiting run may proceed.
+    let mut active_runs = vec![
+        active("2026-01-01T10:00:00Z", RunStatus::Running),
+        active("2026-01-01T10:05:00Z", RunStatus::Pending),
+        active("2026-01-01T10:10:00Z", RunStatus::Pending),
+    ];
+    for waiting in ["2026-01-01T10:05:00Z", "2026-01-01T10:10:00Z"] {
+        assert_eq!(
+            decide_overlap(OverlapPolicy::QueueNew, &run_key(waiting), &active_runs),
+            OverlapDecision::Queue {
+                blocker: run_key("2026-01-01T10:00:00Z")
+            }
+        );
+    }
+    active_runs[0].status = RunStatus::Success;
+    assert_eq!(
+        decide_overlap(
+            OverlapPolicy::QueueNew,
+            &run_key("2026-01-01T10:05:00Z"),
+            &active_runs
+        ),
+        OverlapDecision::Proceed
+    );
+    assert_eq!(
+        decide_overlap(
+            OverlapPolicy::QueueNew,
+            &run_key("2026-01-01T10:10:00Z"),
+            &active_runs
+        ),
+        OverlapDecision::Queue {
+            blocker: run_key("2026-01-01T10:05:00Z")
+        }
+    );
+}
+
+// ---------------------------------------------------------------- change risk
+
+fn spec_with(cron: &str, tz: &str) -> cronledger_core::ScheduleSpec {
+    schedule_with(cron, tz, json!({})).spec
+}
+
+const RISK_NOW: &str = "2026-01-01T02:30:00Z";
+
+fn risk(old: (&str, &str), new: (&str, &str)) -> cronledger_core::risk::RiskReport {
+    assess_change(
+        &spec_with(old.0, old.1),
+        &spec_with(new.0, new.1),
+        utc(RISK_NOW),
+        None,
+        3,
+    )
+    .unwrap()
+}
+
+#[test]
+fn frequency_risk_levels() {
+    let x5 = risk(("*/5 * * * *", "UTC"), ("* * * * *", "UTC"));
+    assert_eq!(x5.level, RiskLevel::Medium);
+    assert!((x5.frequency_ratio - 5.0).abs() < 1e-9);
+    // x10 exactly is HIGH, even across DST days (both sides lose and gain the same hours).
+    let x10 = risk(
+        ("0 * * * *", "America/New_York"),
+        ("*/6 * * * *", "America/New_York"),
+    );
+    assert!(
+        (x10.frequency_ratio - 10.0).abs() < 1e-9,
+        "{}",
+        x10.frequency_ratio
+    );
+    assert_eq!(x10.level, RiskLevel::High);
+    assert_eq!(x10.after.max_per_day, 250);
+    let x9 = risk(("0 * * * *", "UTC"), ("*/7 * * * *", "UTC"));
+    assert_eq!(x9.level, RiskLevel::Medium);
+    let x12 = risk(("*/5 * * * *", "UTC"), ("*/5 * * * *", "UTC"));
+    assert_eq!(x12.level, RiskLevel::Low);
+    assert!(x12.findings.is_empty());
+    let slower = risk(("* * * * *", "UTC"), ("0 * * * *", "UTC"));
+    assert_eq!(slower.level, RiskLevel::Medium);
+    let daily_to_minutely = risk(("0 9 * * *", "UTC"), ("* * * * *", "UTC"));
+    assert_eq!(daily_to_minutely.level, RiskLevel::High);
+    assert!(
+        daily_to_minutely.findings[0].contains("1440.0x"),
+        "{:?}",
+        daily_to_minutely.findings
+    );
+}
+
+#[test]
+fn zone_change_and_previews() {
+    let report = risk(("0 9 * * *", "Asia/Seoul"), ("0 9 * * *", "Europe/Berlin"));
+    assert_eq!(report.level, RiskLevel::Medium);
+    assert!(report
+        .findings
+        .iter()
+        .any(|f| f.contains("Asia/Seoul -> Europe/Berlin")));
+    let at = |v: &[cronledger_core::risk::FireTime]| v.iter().map(|f| f.at).collect::<Vec<_>>();
+    assert_eq!(
+        at(&report.next_before),
+        vec![
+            utc("2026-01-02T00:00:00Z"),
+            utc("2026-01-03T00:00:00Z"),
+            utc("2026-01-04T00:00:00Z")
+        ]
+    );
+    assert_eq!(
+        at(&report.next_after),
+        vec![
+            utc("2026-01-01T08:00:00Z"),
+            utc("2026-01-02T08:00:00Z"),
+            utc("2026-01-03T08:00:00Z")
+        ]
+    );
+    assert_eq!(report.next_after[0].local, "2026-01-01T09:00:00+01:00");
+    assert!(!report.refires_past_window);
+}
+
+#[test]
+fn a_change_never_refires_a_recorded_window() {
+    // Hourly to half-hourly at 02:30: the last recorded fire is 02:00; the new rule's first
+    // fire is 03:00, whose window starts at 02:30: nothing recorded is covered twice.
+    let finer = risk(("0 * * * *", "UTC"), ("*/30 * * * *", "UTC"));
+    assert_eq!(finer.first_new_fire, Some(utc("2026-01-01T03:00:00Z")));
+    assert!(!finer.overlaps_recorded);
+    assert!(!finer.refires_past_window);
+    // Daily 02:00 to 03:00: the first new window reaches back over the 02:00 run's data.
+    let later = risk(("0 2 * * *", "UTC"), ("0 3 * * *", "UTC"));
+    assert_eq!(later.first_new_fire, Some(utc("2026-01-01T03:00:00Z")));
+    assert_eq!(
+        later.first_new_window.unwrap().start,
+        utc("2025-12-31T03:00:00Z")
+    );
+    assert!(later.overlaps_recorded);
+    assert!(!later.refires_past_window);
+    // A recorded fire later than now pushes the first new fire past it.
+    let old = spec_with("0 * * * *", "UTC");
+    let new = spec_with("*/30 * * * *", "UTC");
+    let ahead = assess_change(
+        &old,
+        &new,
+        utc(RISK_NOW),
+        Some(utc("2026-01-01T04:00:00Z")),
+        3,
+    )
+    .unwrap();
+    assert_eq!(ahead.first_new_fire, Some(utc("2026-01-01T04:30:00Z")));
+    assert!(!ahead.refires_past_window);
+}
