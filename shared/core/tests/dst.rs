@@ -894,3 +894,24 @@ fn never_firing_expressions_have_no_next() {
         (0, 0, None)
     );
 }
+
+#[test]
+fn eventbridge_cron_follows_the_same_dst_rules() {
+    assert_single_fire(
+        "cron(30 2 * * ? *)",
+        "America/New_York",
+        "2026-03-08",
+        "2026-03-08T07:00:00Z",
+        Some(DstNote::ShiftedPastGap),
+    );
+    assert_single_fire(
+        "cron(30 1 * * ? *)",
+        "America/New_York",
+        "2026-11-01",
+        "2026-11-01T05:30:00Z",
+        Some(DstNote::FirstPass),
+    );
+    let hourly = timing("cron(0 * * * ? *)", "America/New_York");
+    assert_eq!(fires_on(&hourly, "2026-03-08").len(), 23);
+    assert_eq!(fires_on(&hourly, "2026-11-01").len(), 25);
+}
