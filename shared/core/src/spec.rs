@@ -55,6 +55,12 @@ pub enum JobSpec {
         #[serde(default, skip_serializing_if = "Value::is_null")]
         payload: Value,
     },
+    /// A handler compiled into the worker, looked up by `name`.
+    Handler {
+        name: String,
+        #[serde(default, skip_serializing_if = "Value::is_null")]
+        payload: Value,
+    },
     /// Succeeds after `duration`, failing the first `fail_times` attempts (demos, simulation).
     Noop {
         #[serde(default)]
@@ -75,6 +81,7 @@ impl JobSpec {
         match self {
             JobSpec::Http { .. } => "http",
             JobSpec::Lambda { .. } => "lambda",
+            JobSpec::Handler { .. } => "handler",
             JobSpec::Noop { .. } => "noop",
         }
     }
@@ -83,6 +90,7 @@ impl JobSpec {
         match self {
             JobSpec::Http { payload, .. }
             | JobSpec::Lambda { payload, .. }
+            | JobSpec::Handler { payload, .. }
             | JobSpec::Noop { payload, .. } => payload,
         }
     }
@@ -583,6 +591,13 @@ fn validate_job(
                 ));
             }
         }
+        JobSpec::Handler { name, .. } if name.trim().is_empty() => {
+            issues.push(Issue::new(
+                Code::ScheduleInvalidJob,
+                format!("{path}.name"),
+                "name must name a handler compiled into the worker",
+            ));
+        }
         JobSpec::Lambda { function, .. } if function.trim().is_empty() => {
             issues.push(Issue::new(
                 Code::ScheduleInvalidJob,
@@ -601,8 +616,7 @@ fn find_secret_keys(value: &Value, path: &str, markers: &[String], issues: &mut 
         Value::Object(map) => {
             for (key, child) in map {
                 let child_path = format!("{path}.{key}");
-                let lower = key.to_ascii_lowercase().replace('-', "_");
-                if markers.iter().any(|m| lower.contains(m.as_str())) {
+                if looks_secret(key, markers) {
                     issues.push(Issue::new(
                         Code::SchedulePayloadSecret,
                         child_path.clone(),
@@ -621,6 +635,38 @@ fn find_secret_keys(value: &Value, path: &str, markers: &[String], issues: &mut 
         }
         _ => {}
     }
+}
+
+/// Whether a key names a secret: a marker as whole words of the key, so `db_password`,
+/// `accessToken` and `X-Api-Key` match but `max_tokens` does not.
+fn looks_secret(key: &str, markers: &[String]) -> bool {
+    let words = snake_words(key);
+    let padded = format!("_{words}_");
+    markers
+        .iter()
+        .any(|m| padded.contains(&format!("_{}_", snake_words(m))))
+}
+
+/// `accessToken`, `access-token` and `ACCESS_TOKEN` all become `access_token`.
+fn snake_words(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 4);
+    let mut prev_lower = false;
+    for ch in text.chars() {
+        if ch == '-' || ch == '_' || ch == ' ' || ch == '.' {
+            out.push('_');
+            prev_lower = false;
+        } else if ch.is_uppercase() {
+            if prev_lower {
+                out.push('_');
+            }
+            out.extend(ch.to_lowercase());
+            prev_lower = false;
+        } else {
+            out.push(ch);
+            prev_lower = ch.is_lowercase() || ch.is_ascii_digit();
+        }
+    }
+    out
 }
 
 pub fn valid_id(id: &str) -> bool {

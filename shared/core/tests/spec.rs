@@ -515,3 +515,38 @@ fn codes_are_stable_strings() {
         .to_string()
         .starts_with("1 problem(s): MANIFEST_INVALID"));
 }
+
+#[test]
+fn secret_markers_match_whole_words_only() {
+    let rules = ValidationRules::default();
+    let job = json!({
+        "type": "noop",
+        "payload": { "max_tokens": 100, "tokenizer": "bpe", "secretary": "x", "accessToken": "t" },
+    });
+    let issues = schedule_issues(
+        with(schedule_value("x", "0 9 * * *", "UTC"), "job", job),
+        &rules,
+    );
+    let found: Vec<&str> = issues.iter().map(|i| i.field.as_str()).collect();
+    assert_eq!(found, vec!["s.job.payload.accessToken"]);
+}
+
+#[test]
+fn handler_jobs_name_a_compiled_in_handler() {
+    let rules = ValidationRules::default();
+    let ok = with(
+        schedule_value("x", "0 9 * * *", "UTC"),
+        "job",
+        json!({ "type": "handler", "name": "settle", "payload": { "tenant": "kr" } }),
+    );
+    assert!(validate_schedule(&ok, "s", &rules, validation_now()).is_ok());
+    let blank = with(
+        schedule_value("x", "0 9 * * *", "UTC"),
+        "job",
+        json!({ "type": "handler", "name": " " }),
+    );
+    assert_eq!(
+        codes(&schedule_issues(blank, &rules)),
+        vec![(Code::ScheduleInvalidJob, "s.job.name")]
+    );
+}
