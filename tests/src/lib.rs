@@ -1,1 +1,209 @@
-//! Helpers for the emulator-backed integration tests (filled in below).
+//! Helpers for the integration tests, which run against an AWS API emulator.
+//!
+//! Start the emulators and run everything with `infra/local/test`. Each test makes its own
+//! uniquely named table and queues, so `cargo test` runs them in parallel, and removes them
+//! when it ends (on panic too).
+
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use chrono::{DateTime, Utc};
+use cronledger_aws::lanes::{LaneSettings, SqsLanes};
+use cronledger_aws::{AwsClients, AwsSettings, DynamoLedger, TableDefinition};
+use cronledger_core::run::Origin;
+use cronledger_core::{
+    Lane, Run, RunKey, RunStatus, Schedule, ScheduleSpec, Trigger, ValidationRules,
+};
+
+/// Shards the test ledgers use (small, so per-shard queries see several schedules).
+pub const SHARDS: u32 = 4;
+
+/// Fails the test, loudly, when no emulator endpoint is configured: these tests must never
+/// create tables in a real account, and must never pass by skipping.
+pub fn require_emulator() {
+    let any = |names: &[&str]| {
+        names
+            .iter()
+            .any(|n| std::env::var(n).is_ok_and(|v| !v.is_empty()))
+    };
+    let dynamodb = any(&["AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB"]);
+    let sqs = any(&["AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SQS"]);
+    assert!(
+        dynamodb && sqs,
+        "no AWS emulator endpoint is set (AWS_ENDPOINT_URL, or AWS_ENDPOINT_URL_DYNAMODB and \
+         AWS_ENDPOINT_URL_SQS). Run the tests with `infra/local/test`, which starts the \
+         emulators, or point AWS_ENDPOINT_URL at a LocalStack."
+    );
+}
+
+pub async fn clients() -> AwsClients {
+    require_emulator();
+    AwsClients::from_env(&AwsSettings::default()).await
+}
+
+/// `{prefix}-{random}`: unique across parallel tests and repeated runs.
+pub fn unique_name(prefix: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let random = RandomState::new().hash_one((std::process::id(), n));
+    format!("{prefix}-{:012x}", random & 0xffff_ffff_ffff)
+}
+
+/// A ledger on a fresh table, deleted on drop.
+pub struct TestLedger {
+    pub clients: AwsClients,
+    pub ledger: DynamoLedger,
+    pub table: String,
+}
+
+impl TestLedger {
+    pub async fn new() -> TestLedger {
+        let clients = clients().await;
+        let table = unique_name("cl-test");
+        TableDefinition::bundled()
+            .expect("the bundled table definition parses")
+            .create(&clients.dynamodb, &table)
+            .await
+            .expect("creating the test table");
+        let ledger = DynamoLedger::new(&clients, &table, SHARDS);
+        TestLedger {
+            clients,
+            ledger,
+            table,
+        }
+    }
+}
+
+impl Drop for TestLedger {
+    fn drop(&mut self) {
+        let table = self.table.clone();
+        // The test's runtime is busy dropping us: clean up from a thread with its own
+        // runtime and its own clients (the test's are bound to the test's runtime).
+        cleanup(move |clients| async move {
+            let _ = TableDefinition::delete(&clients.dynamodb, &table).await;
+        });
+    }
+}
+
+/// The five lanes under a fresh prefix, deleted on drop.
+pub struct TestLanes {
+    pub clients: AwsClients,
+    pub lanes: SqsLanes,
+    pub prefix: String,
+}
+
+impl TestLanes {
+    pub async fn new(settings: LaneSettings) -> TestLanes {
+        let clients = clients().await;
+        let prefix = unique_name("cl-test");
+        let lanes = SqsLanes::create(clients.sqs.clone(), &prefix, settings)
+            .await
+            .expect("creating the test lanes");
+        TestLanes {
+            clients,
+            lanes,
+            prefix,
+        }
+    }
+}
+
+impl Drop for TestLanes {
+    fn drop(&mut self) {
+        let prefix = self.prefix.clone();
+        cleanup(move |clients| async move {
+            if let Ok(lanes) = SqsLanes::resolve(clients.sqs.clone(), &prefix).await {
+                let _ = lanes.delete_all().await;
+            }
+        });
+    }
+}
+
+fn cleanup<F, Fut>(work: F)
+where
+    F: FnOnce(AwsClients) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()>,
+{
+    let joined = std::thread::spawn(move || {
+        let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        runtime.block_on(async move {
+            let clients = AwsClients::from_env(&AwsSettings::default()).await;
+            work(clients).await;
+        });
+    })
+    .join();
+    drop(joined);
+}
+
+pub fn t(text: &str) -> DateTime<Utc> {
+    text.parse().expect("a valid RFC3339 instant")
+}
+
+/// A validated spec, through the same validation the API and CLI use.
+pub fn spec(id: &str, cron: &str) -> ScheduleSpec {
+    let doc = serde_json::json!({
+        "id": id,
+        "cron": cron,
+        "timezone": "UTC",
+        "owner": "tests",
+        "job": { "type": "noop" },
+    });
+    cronledger_core::spec::validate_schedule(
+        &doc,
+        "",
+        &ValidationRules::default(),
+        t("2026-01-01T00:00:00Z"),
+    )
+    .expect("a valid test spec")
+}
+
+/// The run the ticker would write for one occurrence, marked with who wrote it.
+pub fn scheduled_run(
+    spec: &ScheduleSpec,
+    scheduled_for: DateTime<Utc>,
+    created_at: DateTime<Utc>,
+    writer: &str,
+) -> Run {
+    let schedule = Schedule::new(spec.clone()).expect("the spec compiles");
+    let window = schedule.window_for(scheduled_for);
+    Run {
+        key: RunKey::expected(spec.id.clone(), scheduled_for),
+        trigger: Trigger::Scheduled,
+        status: RunStatus::Pending,
+        reason: None,
+        window,
+        business_date: schedule.business_date(&window),
+        idempotency_key: schedule.idempotency_key(&window),
+        replay_group_id: Some(writer.to_string()),
+        range_end: None,
+        count: 1,
+        coalesced_into: None,
+        lane: Some(Lane::Normal),
+        attempts: 0,
+        lease: None,
+        lease_epoch: 0,
+        created_at,
+        queued_at: None,
+        started_at: None,
+        completed_at: None,
+        last_heartbeat_at: None,
+        schedule_version: 1,
+        cron: spec.cron.clone(),
+        timezone: spec.timezone.name().to_string(),
+        job_id: None,
+        result: None,
+    }
+}
+
+/// An operator's run at the same instant as an expected one (its own key).
+pub fn manual_run(base: &Run, request_id: &str) -> Run {
+    let mut run = base.clone();
+    run.key.origin = Origin::Manual(request_id.to_string());
+    run.trigger = Trigger::Manual;
+    run
+}
