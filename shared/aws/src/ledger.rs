@@ -264,7 +264,7 @@ pub trait LedgerStore: Send + Sync {
 
     /// The ticker's write: the run (if absent) and the advanced `next_run_at` (if unchanged),
     /// in one transaction.
-    async fn fire(&self, fire: &Fire, at: DateTime<Utc>) -> Result<FireOutcome, StoreError>;
+    async fn fire(&self, fire: &Fire) -> Result<FireOutcome, StoreError>;
 
     /// Moves `next_run_at` on alone (when the run already existed), if unchanged.
     async fn advance_next_run(
@@ -272,7 +272,6 @@ pub trait LedgerStore: Send + Sync {
         id: &str,
         expected: DateTime<Utc>,
         next: Option<DateTime<Utc>>,
-        at: DateTime<Utc>,
     ) -> Result<bool, StoreError>;
 
     /// Moves the reconciler's watermark forward, if unchanged.
@@ -281,7 +280,6 @@ pub trait LedgerStore: Send + Sync {
         id: &str,
         expected: DateTime<Utc>,
         through: DateTime<Utc>,
-        at: DateTime<Utc>,
     ) -> Result<bool, StoreError>;
 
     /// Puts the run unless one exists for its key; returns whichever is stored.

@@ -23,6 +23,14 @@ tokio::task_local! {
     static SCOPE: &'static str;
 }
 
+const WRITE_OPERATIONS: &[&str] = &[
+    "PutItem",
+    "UpdateItem",
+    "DeleteItem",
+    "TransactWriteItems",
+    "BatchWriteItem",
+];
+
 /// Scope name for calls made outside any [`metered`] block.
 pub const UNSCOPED: &str = "-";
 
@@ -105,20 +113,28 @@ impl RequestMeter {
         }
     }
 
-    /// Adds DynamoDB's reported capacity to the current scope.
+    /// Adds DynamoDB's reported capacity to the current scope. Emulators (and TOTAL mode)
+    /// may report only the aggregate `CapacityUnits`, so the operation decides its kind.
     pub(crate) fn record_capacity<'a>(
         &self,
         operation: &str,
         capacity: impl IntoIterator<Item = &'a ConsumedCapacity>,
     ) {
-        let (mut read, mut write) = (0.0, 0.0);
-        for c in capacity {
-            read += c.read_capacity_units().unwrap_or(0.0);
-            write += c.write_capacity_units().unwrap_or(0.0);
-        }
+        let units: f64 = capacity
+            .into_iter()
+            .map(|c| {
+                c.capacity_units().unwrap_or_else(|| {
+                    c.read_capacity_units().unwrap_or(0.0) + c.write_capacity_units().unwrap_or(0.0)
+                })
+            })
+            .sum();
+        let writes = WRITE_OPERATIONS.contains(&operation);
         self.update(&format!("DynamoDB.{operation}"), |u| {
-            u.read_units += read;
-            u.write_units += write;
+            if writes {
+                u.write_units += units;
+            } else {
+                u.read_units += units;
+            }
         });
     }
 

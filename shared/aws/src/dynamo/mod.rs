@@ -230,8 +230,8 @@ impl LedgerStore for DynamoLedger {
         .await
     }
 
-    async fn fire(&self, fire: &Fire, at: DateTime<Utc>) -> Result<FireOutcome, StoreError> {
-        metered("fire", self.fire_impl(fire, at)).await
+    async fn fire(&self, fire: &Fire) -> Result<FireOutcome, StoreError> {
+        metered("fire", self.fire_impl(fire)).await
     }
 
     async fn advance_next_run(
@@ -239,11 +239,10 @@ impl LedgerStore for DynamoLedger {
         id: &str,
         expected: DateTime<Utc>,
         next: Option<DateTime<Utc>>,
-        at: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
         metered(
             "advance_next_run",
-            self.advance_next_run_impl(id, expected, next, at),
+            self.advance_next_run_impl(id, expected, next),
         )
         .await
     }
@@ -253,11 +252,10 @@ impl LedgerStore for DynamoLedger {
         id: &str,
         expected: DateTime<Utc>,
         through: DateTime<Utc>,
-        at: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
         metered(
             "advance_watermark",
-            self.advance_watermark_impl(id, expected, through, at),
+            self.advance_watermark_impl(id, expected, through),
         )
         .await
     }

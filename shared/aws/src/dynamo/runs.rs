@@ -173,11 +173,7 @@ impl DynamoLedger {
         e
     }
 
-    pub(super) async fn fire_impl(
-        &self,
-        fire: &Fire,
-        _at: DateTime<Utc>,
-    ) -> Result<FireOutcome, StoreError> {
+    pub(super) async fn fire_impl(&self, fire: &Fire) -> Result<FireOutcome, StoreError> {
         let run = &fire.run;
         check_new(run)?;
         let id = &run.key.schedule_id;

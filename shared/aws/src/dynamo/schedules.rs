@@ -185,10 +185,10 @@ impl DynamoLedger {
         action: AuditAction,
         apply: impl Fn(&StoredSchedule) -> Result<StoredSchedule, StoreError>,
     ) -> Result<StoredSchedule, StoreError> {
-        let mut expected_version = expected_version;
         for _ in 0..CHANGE_TRIES {
             let current = self.get_schedule_impl(id).await?;
-            let expected = *expected_version.get_or_insert(current.version);
+            // Without an expected version the change applies to whatever is current.
+            let expected = expected_version.unwrap_or(current.version);
             if current.version != expected {
                 return Err(StoreError::VersionConflict {
                     id: id.to_string(),
@@ -316,7 +316,6 @@ impl DynamoLedger {
         id: &str,
         expected: DateTime<Utc>,
         next: Option<DateTime<Utc>>,
-        _at: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
         let mut expr = Expr::new();
         self.advance_expr(&mut expr, id, expected, next);
@@ -328,7 +327,6 @@ impl DynamoLedger {
         id: &str,
         expected: DateTime<Utc>,
         through: DateTime<Utc>,
-        _at: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
         if through < expected {
             return Err(StoreError::InvalidRequest(format!(
