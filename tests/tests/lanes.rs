@@ -70,17 +70,13 @@ async fn poison_messages_are_dead_lettered_without_failing_their_batch() {
 
     let received = receive_n(&env, lane, false, 6).await;
     assert_eq!(received.len(), 6);
-    let records: Vec<SqsRecord> = received
-        .iter()
-        .map(|m| SqsRecord {
-            message_id: m.message_id.clone(),
-            body: m.body.clone(),
-        })
-        .collect();
+    let records: Vec<SqsRecord> = received.iter().map(SqsRecord::from).collect();
+    assert!(records.iter().all(|r| r.receive_count == 1));
 
     // The handler fails minute 3 for a retryable reason, and succeeds on the rest.
     let handled = Mutex::new(BTreeSet::new());
-    let report = process_batch(lane, &records, queue, |msg: LaneMessage| {
+    let report = process_batch(lane, &records, queue, |msg: LaneMessage, record| {
+        assert!(!record.receipt_handle.is_empty());
         let minute = msg.run.scheduled_for.format("%M").to_string();
         handled.lock().expect("lock").insert(minute.clone());
         async move {

@@ -7,13 +7,28 @@ use cronledger_core::Lane;
 use serde::{Deserialize, Serialize};
 
 use crate::lanes::envelope::LaneMessage;
-use crate::lanes::sqs::LaneQueue;
+use crate::lanes::sqs::{LaneQueue, Received};
 
 /// The part of an SQS event record the lanes need.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SqsRecord {
     pub message_id: String,
+    /// For extending the message's visibility (heartbeats, retry backoff).
+    pub receipt_handle: String,
     pub body: String,
+    /// SQS's `ApproximateReceiveCount`: 1 on the first delivery.
+    pub receive_count: u32,
+}
+
+impl From<&Received> for SqsRecord {
+    fn from(m: &Received) -> SqsRecord {
+        SqsRecord {
+            message_id: m.message_id.clone(),
+            receipt_handle: m.receipt_handle.clone(),
+            body: m.body.clone(),
+            receive_count: m.receive_count,
+        }
+    }
 }
 
 /// How a handler ended with one message.
@@ -86,20 +101,21 @@ impl BatchReport {
 
 /// Parses and handles each record on its own. Poison (unknown version, malformed, or a
 /// handler's permanent failure) goes to the lane's DLQ at once and is acknowledged.
-pub async fn process_batch<H, Fut>(
+/// The handler gets the record too (receipt handle, receive count).
+pub async fn process_batch<'r, H, Fut>(
     lane: Lane,
-    records: &[SqsRecord],
+    records: &'r [SqsRecord],
     queue: &dyn LaneQueue,
     handler: H,
 ) -> BatchReport
 where
-    H: Fn(LaneMessage) -> Fut,
+    H: Fn(LaneMessage, &'r SqsRecord) -> Fut,
     Fut: Future<Output = Result<(), HandlerFailure>>,
 {
     let mut report = BatchReport::default();
     for record in records {
         let outcome = match LaneMessage::parse(&record.body) {
-            Ok(message) => match handler(message).await {
+            Ok(message) => match handler(message, record).await {
                 Ok(()) => MessageOutcome::Done,
                 Err(HandlerFailure::Retry(reason)) => MessageOutcome::Retry(reason),
                 Err(HandlerFailure::Permanent { code, detail }) => {

@@ -36,6 +36,14 @@ pub trait LaneQueue: Send + Sync {
         code: &str,
         detail: &str,
     ) -> Result<(), LaneError>;
+
+    /// Hides a received message for `timeout` more (heartbeats, retry backoff).
+    async fn extend_visibility(
+        &self,
+        lane: Lane,
+        receipt_handle: &str,
+        timeout: Duration,
+    ) -> Result<(), LaneError>;
 }
 
 /// Redrive and visibility settings for creating the queues (the template has the same).
@@ -206,28 +214,6 @@ impl SqsLanes {
         })
         .await
     }
-
-    /// Hides a received message for `timeout` more (heartbeats, retry backoff).
-    pub async fn extend_visibility(
-        &self,
-        lane: Lane,
-        receipt_handle: &str,
-        timeout: Duration,
-    ) -> Result<(), LaneError> {
-        let url = &self.urls(lane)?.queue;
-        metered("extend_visibility", async {
-            self.client
-                .change_message_visibility()
-                .queue_url(url)
-                .receipt_handle(receipt_handle)
-                .visibility_timeout(timeout.as_secs().min(43_200) as i32)
-                .send()
-                .await
-                .map_err(|e| LaneError::request("ChangeMessageVisibility", e))?;
-            Ok(())
-        })
-        .await
-    }
 }
 
 #[async_trait]
@@ -270,6 +256,28 @@ impl LaneQueue for SqsLanes {
                 .send()
                 .await
                 .map_err(|e| LaneError::request("SendMessage", e))?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Hides a received message for `timeout` more (heartbeats, retry backoff).
+    async fn extend_visibility(
+        &self,
+        lane: Lane,
+        receipt_handle: &str,
+        timeout: Duration,
+    ) -> Result<(), LaneError> {
+        let url = &self.urls(lane)?.queue;
+        metered("extend_visibility", async {
+            self.client
+                .change_message_visibility()
+                .queue_url(url)
+                .receipt_handle(receipt_handle)
+                .visibility_timeout(timeout.as_secs().min(43_200) as i32)
+                .send()
+                .await
+                .map_err(|e| LaneError::request("ChangeMessageVisibility", e))?;
             Ok(())
         })
         .await
