@@ -1,0 +1,10 @@
+//! cronledger's function logic. Each Lambda binary in `functions/` is a thin `main` around one
+//! of these handlers; the local runner and the simulator call the very same code.
+
+pub mod backoff;
+pub mod clock;
+pub mod faults;
+pub mod jobs;
+pub mod runs;
+pub mod ticker;
+pub mod worker;

@@ -1,0 +1,383 @@
+//! The ticker: once a minute (EventBridge Scheduler), fire every due window exactly once.
+//!
+//! For each due schedule, one transaction writes the run (if absent) and advances
+//! `next_run_at` (if unchanged): racing tickers produce one run and one advance, and the
+//! loser learns it lost. Windows older than their grace period are not fired here; the
+//! ticker only moves past them and leaves them to the reconciler's misfire policy.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use cronledger_aws::ledger::{Fire, FireOutcome, RunChange, StoredSchedule};
+use cronledger_aws::{LaneMessage, LaneQueue, LedgerStore, StoreError};
+use cronledger_core::overlap::{decide_overlap, ActiveRun, OverlapDecision};
+use cronledger_core::{OverlapPolicy, Reason, Run, RunEvent, RunStatus, Span, Trigger};
+use futures_util::stream::{self, StreamExt};
+use serde::{Deserialize, Serialize};
+
+use crate::faults::{CrashPoint, Faults};
+use crate::runs::{new_run, ScheduleCache};
+
+/// The ticker's input: the time it fires for (EventBridge's scheduled time, never the wall
+/// clock) and optionally the shards it owns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TickEvent {
+    pub time: DateTime<Utc>,
+    #[serde(default)]
+    pub shards: Option<Vec<u32>>,
+}
+
+impl TickEvent {
+    /// Reads an EventBridge Scheduler input (`{"time": ..., "shards": [...]}`) or a classic
+    /// EventBridge rule event (`time` at the top, shards under `detail`).
+    pub fn from_json(value: &serde_json::Value) -> Result<TickEvent, String> {
+        let time = value
+            .get("time")
+            .and_then(serde_json::Value::as_str)
+            .ok_or("the event has no `time`")?;
+        let time = DateTime::parse_from_rfc3339(time)
+            .map_err(|e| format!("`time` {time} is not RFC3339: {e}"))?
+            .with_timezone(&Utc);
+        let shards = value
+            .get("shards")
+            .or_else(|| value.get("detail").and_then(|d| d.get("shards")))
+            .filter(|s| !s.is_null())
+            .map(|s| serde_json::from_value::<Vec<u32>>(s.clone()))
+            .transpose()
+            .map_err(|e| format!("`shards` must be a list of shard numbers: {e}"))?;
+        Ok(TickEvent { time, shards })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct TickerConfig {
+    /// Shards the table's schedules are spread over (all of them unless the event names some).
+    pub shards: u32,
+    /// Fire windows due up to this far ahead, with an SQS delay so they start on time.
+    pub lookahead: Span,
+    /// Due schedules processed at once.
+    pub concurrency: usize,
+    /// Due schedules read per shard per tick.
+    pub due_limit: u32,
+    /// Windows fired per schedule per tick at most (a schedule far behind catches up over
+    /// several ticks; anything past its grace is the reconciler's anyway).
+    pub max_windows_per_schedule: usize,
+}
+
+impl Default for TickerConfig {
+    fn default() -> Self {
+        TickerConfig {
+            shards: 1,
+            lookahead: Span::seconds(60),
+            concurrency: 16,
+            due_limit: 1000,
+            max_windows_per_schedule: 10,
+        }
+    }
+}
+
+/// What one tick did, for logs, metrics and tests.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct TickReport {
+    pub due_schedules: u32,
+    /// Runs this tick created (PENDING, SKIPPED for overlap, or waiting behind QUEUE_NEW).
+    pub created: u32,
+    /// Windows another ticker or the reconciler recorded first.
+    pub lost_race: u32,
+    pub skipped_overlap: u32,
+    pub queued_behind: u32,
+    /// Windows past their grace period, left to the reconciler.
+    pub left_for_reconciler: u32,
+    pub sent: u32,
+    /// Runs left PENDING because the send failed or the ticker "crashed"; the reconciler
+    /// sends them.
+    pub unsent: u32,
+    pub errors: Vec<String>,
+}
+
+impl TickReport {
+    fn merge(&mut self, other: TickReport) {
+        self.due_schedules += other.due_schedules;
+        self.created += other.created;
+        self.lost_race += other.lost_race;
+        self.skipped_overlap += other.skipped_overlap;
+        self.queued_behind += other.queued_behind;
+        self.left_for_reconciler += other.left_for_reconciler;
+        self.sent += other.sent;
+        self.unsent += other.unsent;
+        self.errors.extend(other.errors);
+    }
+}
+
+pub struct Ticker {
+    store: Arc<dyn LedgerStore>,
+    lanes: Arc<dyn LaneQueue>,
+    config: TickerConfig,
+    schedules: ScheduleCache,
+    faults: Option<Arc<dyn Faults>>,
+}
+
+impl Ticker {
+    pub fn new(
+        store: Arc<dyn LedgerStore>,
+        lanes: Arc<dyn LaneQueue>,
+        config: TickerConfig,
+    ) -> Ticker {
+        Ticker {
+            store,
+            lanes,
+            config,
+            schedules: ScheduleCache::default(),
+            faults: None,
+        }
+    }
+
+    pub fn with_faults(mut self, faults: Arc<dyn Faults>) -> Ticker {
+        self.faults = Some(faults);
+        self
+    }
+
+    pub async fn tick(&self, event: &TickEvent) -> TickReport {
+        let now = event.time;
+        let until = now + self.config.lookahead.as_delta();
+        let shards: Vec<u32> = match &event.shards {
+            Some(s) => s.clone(),
+            None => (0..self.config.shards).collect(),
+        };
+        let mut report = TickReport::default();
+        let mut due = Vec::new();
+        for shard in shards {
+            match self
+                .store
+                .due_schedules(shard, until, self.config.due_limit)
+                .await
+            {
+                Ok(mut found) => due.append(&mut found),
+                Err(e) => report.errors.push(format!("shard {shard}: {e}")),
+            }
+        }
+        report.due_schedules = due.len() as u32;
+        let reports: Vec<TickReport> = stream::iter(due)
+            .map(|schedule| self.fire_schedule(schedule, now, until))
+            .buffer_unordered(self.config.concurrency.max(1))
+            .collect()
+            .await;
+        for r in reports {
+            report.merge(r);
+        }
+        report
+    }
+
+    /// Fires the due windows of one schedule, oldest first.
+    async fn fire_schedule(
+        &self,
+        stored: StoredSchedule,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> TickReport {
+        let mut report = TickReport::default();
+        let schedule = match self.schedules.get(&stored) {
+            Ok(s) => s,
+            Err(e) => {
+                report.errors.push(format!("{}: {e}", stored.id()));
+                return report;
+            }
+        };
+        let grace = schedule.spec.grace.as_delta();
+        let mut expected = match stored.next_run_at {
+            Some(t) => t,
+            None => return report,
+        };
+        for _ in 0..self.config.max_windows_per_schedule {
+            if expected > until {
+                break;
+            }
+            let next = schedule.timing().next_after(expected);
+            if now - expected > grace {
+                // Too late to fire on time: the reconciler applies the misfire policy.
+                match self
+                    .store
+                    .advance_next_run(stored.id(), expected, next)
+                    .await
+                {
+                    Ok(true) => report.left_for_reconciler += 1,
+                    Ok(false) => break,
+                    Err(e) => {
+                        report.errors.push(format!("{}: {e}", stored.id()));
+                        break;
+                    }
+                }
+            } else {
+                let outcome = self
+                    .fire_window(&stored, &schedule, expected, next, now, &mut report)
+                    .await;
+                match outcome {
+                    Ok(true) => {}
+                    Ok(false) => break,
+                    Err(e) => {
+                        report.errors.push(format!("{}: {e}", stored.id()));
+                        break;
+                    }
+                }
+            }
+            match next {
+                Some(n) => expected = n,
+                None => break,
+            }
+        }
+        report
+    }
+
+    /// Records one window and hands it to its lane. `Ok(false)` when another ticker moved
+    /// the schedule first (it owns the rest of this schedule's tick).
+    async fn fire_window(
+        &self,
+        stored: &StoredSchedule,
+        schedule: &cronledger_core::Schedule,
+        scheduled_for: DateTime<Utc>,
+        next: Option<DateTime<Utc>>,
+        now: DateTime<Utc>,
+        report: &mut TickReport,
+    ) -> Result<bool, StoreError> {
+        let mut run = new_run(
+            schedule,
+            stored.version,
+            scheduled_for,
+            Trigger::Scheduled,
+            now,
+        );
+        let mut send = true;
+        if stored.paused_at(scheduled_for) {
+            run.status = RunStatus::Skipped;
+            run.reason = Some(Reason::Paused);
+            send = false;
+        } else if schedule.spec.overlap != OverlapPolicy::Allow {
+            let active = self.active_runs_of(stored.id()).await?;
+            match decide_overlap(schedule.spec.overlap, &run.key, &active) {
+                OverlapDecision::Proceed => {}
+                OverlapDecision::Skip { .. } => {
+                    run.status = RunStatus::Skipped;
+                    run.reason = Some(Reason::Overlap);
+                    send = false;
+                }
+                OverlapDecision::Queue { .. } => {
+                    run.reason = Some(Reason::QueuedBehind);
+                    send = false;
+                }
+            }
+        }
+        let fire = Fire {
+            run,
+            expected_next_run_at: scheduled_for,
+            next_run_at: next,
+        };
+        match self.store.fire(&fire).await? {
+            FireOutcome::Created => {
+                report.created += 1;
+                match fire.run.reason {
+                    Some(Reason::Overlap) => report.skipped_overlap += 1,
+                    Some(Reason::QueuedBehind) => report.queued_behind += 1,
+                    _ => {}
+                }
+                tracing::info!(
+                    schedule = stored.id(),
+                    run = %fire.run.key,
+                    status = %fire.run.status,
+                    "run created"
+                );
+            }
+            FireOutcome::Lost {
+                schedule_moved: true,
+                ..
+            } => {
+                tracing::debug!(schedule = stored.id(), "another ticker fired this window");
+                report.lost_race += 1;
+                return Ok(false);
+            }
+            FireOutcome::Lost { .. } => {
+                // The reconciler (or an operator) recorded this window first: move on.
+                report.lost_race += 1;
+                return self
+                    .store
+                    .advance_next_run(stored.id(), scheduled_for, next)
+                    .await;
+            }
+        }
+        if send {
+            if self.enqueue(&fire.run, now).await {
+                report.sent += 1;
+            } else {
+                report.unsent += 1;
+            }
+        }
+        Ok(true)
+    }
+
+    /// Sends a PENDING run to its lane and marks it QUEUED. A failure leaves it PENDING for
+    /// the reconciler to send; it never loses the run.
+    async fn enqueue(&self, run: &Run, now: DateTime<Utc>) -> bool {
+        let crash = |point| {
+            self.faults
+                .as_ref()
+                .is_some_and(|f| f.crash_at(point, &run.key, run.attempts))
+        };
+        if crash(CrashPoint::AfterRunWrite) {
+            return false;
+        }
+        let Some(lane) = run.lane else {
+            return false;
+        };
+        let delay = (run.key.scheduled_for - now)
+            .to_std()
+            .unwrap_or(Duration::ZERO);
+        let message = LaneMessage::new(
+            run.key.clone(),
+            run.idempotency_key.clone(),
+            run.window,
+            lane,
+            1,
+        );
+        let job_id = match self.lanes.send(&message, delay).await {
+            Ok(id) => id,
+            Err(e) => {
+                tracing::warn!(run = %run.key, error = %e, "send failed; the reconciler will resend");
+                return false;
+            }
+        };
+        if crash(CrashPoint::AfterSend) {
+            return true;
+        }
+        let mut change = RunChange::new(RunEvent::Enqueue, RunStatus::Pending, 0, now);
+        change.job_id = Some(job_id);
+        change.lane = Some(lane);
+        if let Err(e) = self.store.transition_run(&run.key, &change).await {
+            // A fast worker may already have started it; that is fine.
+            tracing::debug!(run = %run.key, error = %e, "not marked QUEUED");
+        }
+        true
+    }
+
+    async fn active_runs_of(&self, schedule_id: &str) -> Result<Vec<ActiveRun>, StoreError> {
+        active_runs_of(self.store.as_ref(), schedule_id).await
+    }
+}
+
+/// The schedule's runs still in flight, newest first (its recent history is enough: an
+/// active run is never older than the schedule's last few windows in practice, and QUEUE_NEW
+/// releases in order).
+pub async fn active_runs_of(
+    store: &dyn LedgerStore,
+    schedule_id: &str,
+) -> Result<Vec<ActiveRun>, StoreError> {
+    let page = store.run_history(schedule_id, 25, None).await?;
+    Ok(page
+        .items
+        .into_iter()
+        .filter(|r| r.status.is_active())
+        .map(|r| ActiveRun {
+            key: r.key,
+            status: r.status,
+        })
+        .collect())
+}

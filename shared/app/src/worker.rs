@@ -1,0 +1,470 @@
+//! The worker: takes a run from its lane, runs the job once per attempt, records the outcome.
+//!
+//! At-least-once delivery becomes effectively-once execution through the ledger: a conditional
+//! PENDING/QUEUED -> RUNNING opens a new attempt under a new lease epoch, every later write is
+//! conditioned on that epoch, and a window whose idempotency key already succeeded is not run
+//! again. Duplicate deliveries of a run that is running under a live lease, or finished, are
+//! acknowledged without touching the job.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use cronledger_aws::lanes::{process_batch, BatchReport, HandlerFailure, SqsRecord};
+use cronledger_aws::ledger::{RunChange, StoredSchedule};
+use cronledger_aws::{LaneMessage, LaneQueue, LedgerStore, StoreError};
+use cronledger_core::run::RunResult;
+use cronledger_core::{Lane, OverlapPolicy, Reason, Run, RunEvent, RunStatus, Schedule, Span};
+
+use crate::backoff::Backoff;
+use crate::clock::Clock;
+use crate::faults::{CrashPoint, Faults};
+use crate::jobs::{JobContext, JobFailure, JobOutcome, JobTargets};
+use crate::runs::ScheduleCache;
+use crate::ticker::active_runs_of;
+
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// Who holds leases taken by this worker (e.g. the Lambda request id).
+    pub owner: String,
+    /// How long a lease lasts without a heartbeat.
+    pub lease: Span,
+    /// How often a running job renews its lease and its message's visibility.
+    pub heartbeat_every: Span,
+    pub backoff: Backoff,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        WorkerConfig {
+            owner: "worker".to_string(),
+            lease: Span::seconds(60),
+            heartbeat_every: Span::seconds(20),
+            backoff: Backoff::default(),
+        }
+    }
+}
+
+/// One delivery of a message, as the SQS event source hands it over.
+#[derive(Debug, Clone)]
+pub struct Delivery<'a> {
+    pub message: LaneMessage,
+    pub record: &'a SqsRecord,
+}
+
+pub struct Worker {
+    store: Arc<dyn LedgerStore>,
+    lanes: Arc<dyn LaneQueue>,
+    jobs: JobTargets,
+    clock: Arc<dyn Clock>,
+    config: WorkerConfig,
+    schedules: ScheduleCache,
+    faults: Option<Arc<dyn Faults>>,
+}
+
+/// What a worker decided about a delivery before running anything.
+enum Admission {
+    /// Acknowledge without running: duplicate, finished, or owned by someone else.
+    Ack(&'static str),
+    /// Try later (the message comes back after `Duration`).
+    Defer(Duration, &'static str),
+    /// End the run without executing it.
+    Skip(Reason),
+    Start(RunEvent),
+}
+
+impl Worker {
+    pub fn new(
+        store: Arc<dyn LedgerStore>,
+        lanes: Arc<dyn LaneQueue>,
+        jobs: JobTargets,
+        clock: Arc<dyn Clock>,
+        config: WorkerConfig,
+    ) -> Worker {
+        Worker {
+            store,
+            lanes,
+            jobs,
+            clock,
+            config,
+            schedules: ScheduleCache::default(),
+            faults: None,
+        }
+    }
+
+    pub fn with_faults(mut self, faults: Arc<dyn Faults>) -> Worker {
+        self.faults = Some(faults);
+        self
+    }
+
+    /// Handles one SQS batch of one lane; the report becomes the partial batch response.
+    pub async fn handle_batch(&self, lane: Lane, records: &[SqsRecord]) -> BatchReport {
+        process_batch(lane, records, self.lanes.as_ref(), |message, record| {
+            self.handle(Delivery { message, record })
+        })
+        .await
+    }
+
+    pub async fn handle(&self, delivery: Delivery<'_>) -> Result<(), HandlerFailure> {
+        let key = &delivery.message.run;
+        let run = match self.store.get_run(key).await {
+            Ok(run) => run,
+            Err(StoreError::RunNotFound(_)) => {
+                return Err(HandlerFailure::Permanent {
+                    code: "RUN_NOT_FOUND".into(),
+                    detail: format!("no run {key} for this message"),
+                })
+            }
+            Err(e) if e.code() == "STORE_MALFORMED_ITEM" => {
+                return Err(HandlerFailure::Permanent {
+                    code: e.code().into(),
+                    detail: e.to_string(),
+                })
+            }
+            Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
+        };
+        let stored = match self.store.get_schedule(&key.schedule_id).await {
+            Ok(s) => s,
+            Err(StoreError::ScheduleNotFound(id)) => {
+                return Err(HandlerFailure::Permanent {
+                    code: "SCHEDULE_NOT_FOUND".into(),
+                    detail: format!("run {key} belongs to unknown schedule {id}"),
+                })
+            }
+            Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
+        };
+        let schedule = self
+            .schedules
+            .get(&stored)
+            .map_err(|e| HandlerFailure::Permanent {
+                code: e.code.to_string(),
+                detail: e.message,
+            })?;
+        let now = self.clock.now();
+        let event = match self.admit(&run, &schedule, now).await {
+            Ok(Admission::Start(event)) => event,
+            Ok(Admission::Ack(why)) => {
+                tracing::info!(run = %key, status = %run.status, why, "acknowledged without running");
+                return Ok(());
+            }
+            Ok(Admission::Skip(reason)) => return self.skip(&run, reason, now).await,
+            Ok(Admission::Defer(delay, why)) => {
+                self.hide(&delivery, delay).await;
+                return Err(HandlerFailure::Retry(why.to_string()));
+            }
+            Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
+        };
+        if let Some(reason) = self.already_done(&run).await {
+            return self.skip(&run, reason, now).await;
+        }
+
+        let change = RunChange::new(event, run.status, run.lease_epoch, now)
+            .with_lease(&self.config.owner, now + self.config.lease.as_delta());
+        let started = match self.store.transition_run(key, &change).await {
+            Ok(r) => r,
+            Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => {
+                tracing::info!(run = %key, "another worker took this run first");
+                return Ok(());
+            }
+            Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
+        };
+        tracing::info!(
+            run = %key,
+            attempt = started.attempts,
+            epoch = started.lease_epoch,
+            start_delay_ms = (now - key.scheduled_for).num_milliseconds(),
+            "run started"
+        );
+        if self.crashes(CrashPoint::MidJob, &started) {
+            // The process "dies": no outcome, the lease runs out, the message comes back.
+            return Err(HandlerFailure::Retry("injected crash mid-job".into()));
+        }
+        let outcome = self.execute(&delivery, &stored, &schedule, &started).await;
+        if self.crashes(CrashPoint::BeforeCompletionWrite, &started) {
+            return Err(HandlerFailure::Retry(
+                "injected crash before the completion write".into(),
+            ));
+        }
+        let Some(outcome) = outcome else {
+            tracing::warn!(run = %key, "lease lost while running; this worker writes nothing");
+            return Ok(());
+        };
+        self.record(&delivery, &stored, &started, outcome).await
+    }
+
+    /// Decides whether a delivery starts an attempt.
+    async fn admit(
+        &self,
+        run: &Run,
+        schedule: &Schedule,
+        now: DateTime<Utc>,
+    ) -> Result<Admission, StoreError> {
+        let lease_live = run.lease.as_ref().is_some_and(|l| l.until > now);
+        let event = match run.status {
+            RunStatus::Pending | RunStatus::Queued | RunStatus::RetryPending => RunEvent::Start,
+            RunStatus::Running if lease_live => {
+                return Ok(Admission::Ack("running under a live lease"))
+            }
+            RunStatus::Running => RunEvent::Reclaim,
+            _ => return Ok(Admission::Ack("not runnable")),
+        };
+        if schedule.spec.overlap == OverlapPolicy::Allow || event == RunEvent::Reclaim {
+            return Ok(Admission::Start(event));
+        }
+        // The ticker decided overlap when it wrote the run; check again, things moved since.
+        let others: Vec<_> = active_runs_of(self.store.as_ref(), schedule.id())
+            .await?
+            .into_iter()
+            .filter(|r| r.key != run.key)
+            .collect();
+        let running_other = others.iter().any(|r| r.status == RunStatus::Running);
+        let earlier_waiting = others
+            .iter()
+            .any(|r| r.key.scheduled_for < run.key.scheduled_for);
+        Ok(match schedule.spec.overlap {
+            OverlapPolicy::SkipNew if running_other => Admission::Skip(Reason::Overlap),
+            OverlapPolicy::QueueNew if running_other || earlier_waiting => Admission::Defer(
+                self.config.lease.as_std(),
+                "an earlier run of this QUEUE_NEW schedule is still active",
+            ),
+            _ => Admission::Start(event),
+        })
+    }
+
+    /// ALREADY_DONE when another run of the same window (an operator's, say) already succeeded
+    /// with the same idempotency key. Runs that can share a key share `scheduled_for`, so one
+    /// query of that instant finds them all.
+    async fn already_done(&self, run: &Run) -> Option<Reason> {
+        let same_instant = self
+            .store
+            .runs_between(
+                &run.key.schedule_id,
+                run.key.scheduled_for,
+                run.key.scheduled_for,
+            )
+            .await
+            .ok()?;
+        same_instant
+            .iter()
+            .any(|r| {
+                r.key != run.key
+                    && r.idempotency_key == run.idempotency_key
+                    && r.status.is_success()
+            })
+            .then_some(Reason::AlreadyDone)
+    }
+
+    async fn skip(
+        &self,
+        run: &Run,
+        reason: Reason,
+        now: DateTime<Utc>,
+    ) -> Result<(), HandlerFailure> {
+        let mut change = RunChange::new(RunEvent::Skip, run.status, run.lease_epoch, now);
+        change.reason = Some(reason);
+        match self.store.transition_run(&run.key, &change).await {
+            Ok(_) => {
+                tracing::info!(run = %run.key, %reason, "run skipped");
+                Ok(())
+            }
+            Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => Ok(()),
+            Err(StoreError::InvalidTransition(_)) => Ok(()),
+            Err(e) => Err(HandlerFailure::Retry(e.to_string())),
+        }
+    }
+
+    /// Runs the job with heartbeats and the runtime limit. `None` if the lease was lost.
+    async fn execute(
+        &self,
+        delivery: &Delivery<'_>,
+        stored: &StoredSchedule,
+        schedule: &Schedule,
+        run: &Run,
+    ) -> Option<JobOutcome> {
+        let now = self.clock.now();
+        let ctx = JobContext {
+            run: run.key.clone(),
+            window: run.window,
+            business_date: run.business_date,
+            idempotency_key: run.idempotency_key.clone(),
+            attempt: run.attempts,
+            payload: schedule.spec.job.payload().clone(),
+            deadline: now + schedule.spec.max_runtime.as_delta(),
+        };
+        let job = self.jobs.run(&schedule.spec.job, &ctx);
+        let limit = tokio::time::sleep(schedule.spec.max_runtime.as_std());
+        let heartbeat = self.heartbeat(delivery, run);
+        tokio::select! {
+            outcome = job => Some(outcome),
+            () = limit => Some(Err(JobFailure::retryable(
+                "MAX_RUNTIME_EXCEEDED",
+                format!("the attempt ran past max_runtime {}", stored.spec.max_runtime),
+            ))),
+            () = heartbeat => None,
+        }
+    }
+
+    /// Renews the lease and the message's visibility until the lease is lost (then returns).
+    async fn heartbeat(&self, delivery: &Delivery<'_>, run: &Run) {
+        let every = self
+            .config
+            .heartbeat_every
+            .as_std()
+            .max(Duration::from_millis(100));
+        loop {
+            tokio::time::sleep(every).await;
+            let now = self.clock.now();
+            let change = RunChange::new(
+                RunEvent::Heartbeat,
+                RunStatus::Running,
+                run.lease_epoch,
+                now,
+            )
+            .with_lease(&self.config.owner, now + self.config.lease.as_delta());
+            match self.store.transition_run(&run.key, &change).await {
+                Ok(_) => self.hide(delivery, self.config.lease.as_std()).await,
+                Err(StoreError::LeaseLost { .. } | StoreError::StatusConflict { .. }) => return,
+                Err(e) => tracing::warn!(run = %run.key, error = %e, "heartbeat failed; retrying"),
+            }
+        }
+    }
+
+    /// Writes the attempt's outcome under its epoch and tells SQS what to do with the message.
+    async fn record(
+        &self,
+        delivery: &Delivery<'_>,
+        stored: &StoredSchedule,
+        run: &Run,
+        outcome: JobOutcome,
+    ) -> Result<(), HandlerFailure> {
+        let now = self.clock.now();
+        let last_attempt = run.attempts >= stored.spec.max_attempts;
+        let (event, reason, result) = match &outcome {
+            Ok(s) if s.partial => (RunEvent::SucceedPartially, None, s.result.clone()),
+            Ok(s) => (RunEvent::Succeed, None, s.result.clone()),
+            Err(f @ JobFailure::Retryable { .. }) if !last_attempt => {
+                (RunEvent::FailRetryable, None, failure_result(f))
+            }
+            Err(f @ JobFailure::Retryable { .. }) => (
+                RunEvent::Fail,
+                Some(Reason::RetriesExhausted),
+                failure_result(f),
+            ),
+            Err(f @ JobFailure::Permanent { .. }) => (
+                RunEvent::Fail,
+                Some(Reason::PermanentError),
+                failure_result(f),
+            ),
+        };
+        let mut change = RunChange::new(event, RunStatus::Running, run.lease_epoch, now);
+        change.reason = reason;
+        change.result = Some(result);
+        match self.store.transition_run(&run.key, &change).await {
+            Ok(done) => tracing::info!(
+                run = %run.key,
+                attempt = done.attempts,
+                status = %done.status,
+                duration_ms = run.started_at.map(|s| (now - s).num_milliseconds()),
+                "attempt recorded"
+            ),
+            Err(StoreError::LeaseLost { .. } | StoreError::StatusConflict { .. }) => {
+                tracing::warn!(run = %run.key, "lease lost before the outcome was written; discarded");
+                return Ok(());
+            }
+            Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
+        }
+        if event != RunEvent::FailRetryable {
+            self.release_next_queued(stored, now).await;
+        }
+        match (event, outcome) {
+            (RunEvent::FailRetryable, Err(f)) => {
+                let delay = self.config.backoff.delay(&run.key, run.attempts);
+                self.hide(delivery, delay).await;
+                Err(HandlerFailure::Retry(format!(
+                    "attempt {} failed ({}); retry in {}s",
+                    run.attempts,
+                    f.code(),
+                    delay.as_secs()
+                )))
+            }
+            (RunEvent::Fail, Err(f)) => Err(HandlerFailure::Permanent {
+                code: if last_attempt && matches!(f, JobFailure::Retryable { .. }) {
+                    "RUN_RETRIES_EXHAUSTED".to_string()
+                } else {
+                    f.code().to_string()
+                },
+                detail: f.message().to_string(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// QUEUE_NEW: once a run ends, the oldest run waiting behind it goes to its lane.
+    async fn release_next_queued(&self, stored: &StoredSchedule, now: DateTime<Utc>) {
+        if stored.spec.overlap != OverlapPolicy::QueueNew {
+            return;
+        }
+        let Ok(page) = self.store.run_history(stored.id(), 25, None).await else {
+            return;
+        };
+        let Some(next) = page
+            .items
+            .into_iter()
+            .filter(|r| r.status == RunStatus::Pending && r.reason == Some(Reason::QueuedBehind))
+            .min_by_key(|r| r.key.clone())
+        else {
+            return;
+        };
+        let lane = next.lane.unwrap_or(stored.spec.priority.live_lane());
+        let message = LaneMessage::new(
+            next.key.clone(),
+            next.idempotency_key.clone(),
+            next.window,
+            lane,
+            next.attempts + 1,
+        );
+        match self.lanes.send(&message, Duration::ZERO).await {
+            Ok(job_id) => {
+                let mut change =
+                    RunChange::new(RunEvent::Enqueue, RunStatus::Pending, next.lease_epoch, now);
+                change.job_id = Some(job_id);
+                change.lane = Some(lane);
+                if let Err(e) = self.store.transition_run(&next.key, &change).await {
+                    tracing::debug!(run = %next.key, error = %e, "released run not marked QUEUED");
+                }
+                tracing::info!(run = %next.key, "queued run released");
+            }
+            Err(e) => {
+                tracing::warn!(run = %next.key, error = %e, "release failed; the reconciler will send it")
+            }
+        }
+    }
+
+    async fn hide(&self, delivery: &Delivery<'_>, delay: Duration) {
+        if let Err(e) = self
+            .lanes
+            .extend_visibility(
+                delivery.message.lane,
+                &delivery.record.receipt_handle,
+                delay,
+            )
+            .await
+        {
+            tracing::warn!(error = %e, "could not change message visibility");
+        }
+    }
+
+    fn crashes(&self, point: CrashPoint, run: &Run) -> bool {
+        self.faults
+            .as_ref()
+            .is_some_and(|f| f.crash_at(point, &run.key, run.attempts))
+    }
+}
+
+fn failure_result(f: &JobFailure) -> RunResult {
+    RunResult {
+        error_code: Some(f.code().to_string()),
+        message: Some(f.message().chars().take(1000).collect()),
+        ..RunResult::default()
+    }
+}
