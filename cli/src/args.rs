@@ -26,6 +26,21 @@ pub enum Command {
     Plan(PlanArgs),
     /// Compare two versions of a schedule: frequency, fire times, risk.
     Diff(DiffArgs),
+    /// Run the whole system on this machine: emulators, ticker, workers, webhook receiver.
+    Local(LocalArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LocalArgs {
+    /// The schedules to load.
+    #[arg(short = 'f', long = "file")]
+    pub file: PathBuf,
+    /// Port of the local webhook receiver (`http://127.0.0.1:PORT/hooks/{name}`).
+    #[arg(long, default_value_t = 8089)]
+    pub port: u16,
+    /// Stop on its own after this long (e.g. `5m`); default: until Ctrl-C.
+    #[arg(long = "for", value_parser = crate::commands::local::parse_run_for)]
+    pub run_for: Option<cronledger_core::Span>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -54,6 +54,7 @@ fn main() -> ExitCode {
         Command::Preview(a) => commands::preview::run(a),
         Command::Plan(a) => commands::plan::run(a),
         Command::Diff(a) => commands::diff::run(a),
+        Command::Local(a) => commands::local::run(a),
     };
     match result {
         Ok(code) => code,

@@ -1,4 +1,5 @@
 pub mod diff;
+pub mod local;
 pub mod plan;
 pub mod preview;
 pub mod validate;
@@ -8,7 +9,7 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use cronledger_core::{spec, ScheduleSpec, ValidationRules};
 
-use crate::CliError;
+pub use crate::CliError;
 
 /// Parses an RFC3339 instant given on the command line.
 pub fn instant(flag: &str, text: &str) -> Result<DateTime<Utc>, CliError> {

@@ -3,8 +3,11 @@
 
 pub mod backoff;
 pub mod clock;
+pub mod deployment;
 pub mod faults;
 pub mod jobs;
+pub mod local;
 pub mod runs;
+pub mod sqs_event;
 pub mod ticker;
 pub mod worker;

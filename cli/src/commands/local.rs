@@ -1,0 +1,278 @@
+//! `cronledger local`: the whole system on one machine. Starts the AWS emulators (unless
+//! `AWS_ENDPOINT_URL` points somewhere already), creates a fresh table and lanes, loads the
+//! schedules, and runs the real handlers: the ticker on a minute clock, one poller per lane as
+//! the SQS event source, and a webhook receiver for `http` jobs. Ctrl-C stops it cleanly.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+use cronledger_app::clock::SystemClock;
+use cronledger_app::jobs::{HttpJob, JobTargets};
+use cronledger_app::local::poller::{run_poller, PollerConfig};
+use cronledger_app::local::receiver::{self, Executions};
+use cronledger_app::ticker::{TickEvent, Ticker, TickerConfig};
+use cronledger_app::worker::{Worker, WorkerConfig};
+use cronledger_aws::lanes::LaneSettings;
+use cronledger_aws::ledger::ChangeMeta;
+use cronledger_aws::{
+    AwsClients, AwsSettings, DynamoLedger, LedgerStore, SqsLanes, TableDefinition,
+};
+use cronledger_core::{Lane, RunStatus, Span};
+use tokio::sync::watch;
+
+use super::{load_manifest, CliError};
+use crate::args::LocalArgs;
+
+pub fn run(args: LocalArgs) -> Result<ExitCode, CliError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::msg(format!("LOCAL_RUNTIME: {e}")))?;
+    runtime.block_on(run_local(args))
+}
+
+/// The emulators this process started, stopped again when it ends.
+struct Emulators {
+    infra: PathBuf,
+    state: PathBuf,
+}
+
+impl Drop for Emulators {
+    fn drop(&mut self) {
+        let _ = Command::new(self.infra.join("local/down"))
+            .env("CRONLEDGER_LOCAL_DIR", &self.state)
+            .status();
+    }
+}
+
+fn infra_dir() -> PathBuf {
+    std::env::var_os("CRONLEDGER_INFRA_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../infra"))
+}
+
+/// Starts the emulators through the same script the tests use and adopts its environment.
+fn start_emulators() -> Result<Emulators, CliError> {
+    let infra = infra_dir();
+    let state = std::env::temp_dir().join(format!("cronledger-local-{}", std::process::id()));
+    let status = Command::new(infra.join("local/up"))
+        .env("CRONLEDGER_LOCAL_DIR", &state)
+        .status()
+        .map_err(|e| CliError::msg(format!("LOCAL_EMULATOR: cannot run infra/local/up: {e}")))?;
+    let emulators = Emulators { infra, state };
+    if !status.success() {
+        return Err(CliError::msg(
+            "LOCAL_EMULATOR: infra/local/up failed (see above)",
+        ));
+    }
+    let env = std::fs::read_to_string(emulators.state.join("env"))
+        .map_err(|e| CliError::msg(format!("LOCAL_EMULATOR: no env file: {e}")))?;
+    for line in env.lines() {
+        if let Some((name, value)) = line.strip_prefix("export ").and_then(|l| l.split_once('=')) {
+            // Single-threaded here: the runtime's workers have not touched the environment.
+            std::env::set_var(name, value);
+        }
+    }
+    Ok(emulators)
+}
+
+async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
+    init_console_logs();
+    let now = Utc::now();
+    let specs = load_manifest(&args.file, now)?;
+    let _emulators = match std::env::var_os("AWS_ENDPOINT_URL") {
+        Some(_) => None,
+        None => Some(start_emulators()?),
+    };
+
+    let clients = AwsClients::from_env(&AwsSettings::default()).await;
+    let name = format!("cronledger-local-{}", now.timestamp());
+    let failed =
+        |what: &str, e: &dyn std::fmt::Display| CliError::msg(format!("LOCAL_SETUP: {what}: {e}"));
+    TableDefinition::bundled()
+        .map_err(|e| failed("table definition", &e))?
+        .create(&clients.dynamodb, &name)
+        .await
+        .map_err(|e| failed("create table", &e))?;
+    let lanes = Arc::new(
+        SqsLanes::create(clients.sqs.clone(), &name, LaneSettings::default())
+            .await
+            .map_err(|e| failed("create lanes", &e))?,
+    );
+    let ledger = Arc::new(DynamoLedger::new(&clients, name.clone(), 1));
+    for spec in specs {
+        let id = spec.id.clone();
+        let meta = ChangeMeta {
+            actor: "local".into(),
+            reason: format!("loaded from {}", args.file.display()),
+            at: now,
+        };
+        let stored = ledger
+            .create_schedule(spec, meta)
+            .await
+            .map_err(|e| failed("create schedule", &e))?;
+        tracing::info!(
+            target: "local",
+            schedule = %id,
+            next_run_at = ?stored.next_run_at,
+            "schedule loaded"
+        );
+    }
+
+    let executions = Executions::default();
+    let addr = SocketAddr::from(([127, 0, 0, 1], args.port));
+    let listener_router = receiver::router(executions.clone());
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut tasks = tokio::task::JoinSet::new();
+    tasks.spawn(async move {
+        if let Err(e) = receiver::serve(addr, listener_router).await {
+            tracing::error!(target: "local", error = %e, "webhook receiver stopped");
+        }
+    });
+
+    let worker = Arc::new(Worker::new(
+        ledger.clone(),
+        lanes.clone(),
+        JobTargets::new(HttpJob::new().map_err(|e| failed("http client", &e))?),
+        Arc::new(SystemClock),
+        WorkerConfig {
+            owner: format!("local-{}", std::process::id()),
+            ..WorkerConfig::default()
+        },
+    ));
+    for &lane in Lane::ALL {
+        tasks.spawn(run_poller(
+            lanes.clone(),
+            worker.clone(),
+            lane,
+            PollerConfig::default(),
+            stop_rx.clone(),
+        ));
+    }
+    let ticker = Ticker::new(ledger.clone(), lanes.clone(), TickerConfig::default());
+    tasks.spawn(tick_every_minute(ticker, stop_rx.clone()));
+
+    println!(
+        "cronledger local: table {name}, webhook receiver on http://{addr}/hooks/{{name}}; Ctrl-C to stop"
+    );
+    let until = args.run_for.map(|s| Duration::from_secs(s.as_secs()));
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = sleep_or_forever(until) => {}
+    }
+    let _ = stop_tx.send(true);
+    tasks.abort_all();
+    summarize(ledger.as_ref(), &executions).await;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn sleep_or_forever(limit: Option<Duration>) {
+    match limit {
+        Some(d) => tokio::time::sleep(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Ticks at every minute boundary with that boundary as the event time, the way EventBridge
+/// Scheduler invokes the ticker.
+async fn tick_every_minute(ticker: Ticker, mut stop: watch::Receiver<bool>) {
+    let minute = TimeDelta::minutes(1);
+    let mut next = Utc::now()
+        .duration_trunc(minute)
+        .unwrap_or_else(|_| Utc::now());
+    loop {
+        let wait = (next - Utc::now()).to_std().unwrap_or(Duration::ZERO);
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            _ = stop.changed() => return,
+        }
+        let report = ticker
+            .tick(&TickEvent {
+                time: next,
+                shards: None,
+            })
+            .await;
+        tracing::info!(
+            target: "local",
+            time = %next,
+            due = report.due_schedules,
+            created = report.created,
+            sent = report.sent,
+            left_for_reconciler = report.left_for_reconciler,
+            errors = report.errors.len(),
+            "tick"
+        );
+        next += minute;
+    }
+}
+
+/// Prints what ran: runs per status and start delay (started_at - scheduled_for).
+async fn summarize(ledger: &dyn LedgerStore, executions: &Executions) {
+    let mut delays_ms: Vec<i64> = Vec::new();
+    let mut by_status: std::collections::BTreeMap<RunStatus, u32> = Default::default();
+    let mut cursor: Option<String> = None;
+    let schedules = loop {
+        match ledger.list_schedules(100, cursor.as_deref()).await {
+            Ok(page) => {
+                if page.next.is_none() {
+                    break page.items;
+                }
+                cursor = page.next;
+            }
+            Err(e) => {
+                eprintln!("summary unavailable: {e}");
+                return;
+            }
+        }
+    };
+    for schedule in &schedules {
+        let Ok(history) = ledger.run_history(schedule.id(), 1000, None).await else {
+            continue;
+        };
+        for run in history.items {
+            *by_status.entry(run.status).or_default() += 1;
+            if let Some(started) = run.started_at {
+                delays_ms.push(start_delay_ms(run.key.scheduled_for, started));
+            }
+        }
+    }
+    println!(
+        "\nsummary: runs by status {by_status:?}; webhook executions {}",
+        executions.total()
+    );
+    if !delays_ms.is_empty() {
+        delays_ms.sort_unstable();
+        let pct = |p: f64| delays_ms[((delays_ms.len() - 1) as f64 * p).round() as usize];
+        println!(
+            "start delay (started_at - scheduled_for) over {} runs: p50 {} ms, p99 {} ms, max {} ms",
+            delays_ms.len(),
+            pct(0.50),
+            pct(0.99),
+            delays_ms[delays_ms.len() - 1]
+        );
+    }
+}
+
+fn start_delay_ms(scheduled_for: DateTime<Utc>, started: DateTime<Utc>) -> i64 {
+    (started - scheduled_for).num_milliseconds()
+}
+
+fn init_console_logs() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new("warn,local=info,receiver=info,cronledger_app=info")
+    });
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .compact()
+        .with_target(false)
+        .try_init();
+}
+
+/// `--for 90s`: how long to run before stopping on its own.
+pub fn parse_run_for(text: &str) -> Result<Span, String> {
+    text.parse::<Span>().map_err(|e| e.to_string())
+}
