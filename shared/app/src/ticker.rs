@@ -16,6 +16,7 @@ use cronledger_core::{OverlapPolicy, Reason, Run, RunEvent, RunStatus, Span, Tri
 use futures_util::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
 
+use crate::clock::{Clock, SystemClock};
 use crate::faults::{CrashPoint, Faults};
 use crate::runs::{new_run, ScheduleCache};
 
@@ -116,6 +117,9 @@ pub struct Ticker {
     config: TickerConfig,
     schedules: ScheduleCache,
     faults: Option<Arc<dyn Faults>>,
+    /// Only for the SQS delay: when the message must become visible is physical time, not a
+    /// scheduling decision, and a tick that runs late must not make every run late with it.
+    send_clock: Arc<dyn Clock>,
 }
 
 impl Ticker {
@@ -130,11 +134,18 @@ impl Ticker {
             config,
             schedules: ScheduleCache::default(),
             faults: None,
+            send_clock: Arc::new(SystemClock),
         }
     }
 
     pub fn with_faults(mut self, faults: Arc<dyn Faults>) -> Ticker {
         self.faults = Some(faults);
+        self
+    }
+
+    /// The clock that times SQS delays (the simulator's virtual clock; the system clock by default).
+    pub fn with_send_clock(mut self, clock: Arc<dyn Clock>) -> Ticker {
+        self.send_clock = clock;
         self
     }
 
@@ -252,7 +263,9 @@ impl Ticker {
             run.status = RunStatus::Skipped;
             run.reason = Some(Reason::Paused);
             send = false;
-        } else if schedule.spec.overlap != OverlapPolicy::Allow {
+        } else if schedule.spec.overlap != OverlapPolicy::Allow && scheduled_for <= now {
+            // Only a window already due can overlap anything now; a window inside the
+            // lookahead is judged by the worker when it starts, when the earlier run may be done.
             let active = self.active_runs_of(stored.id()).await?;
             match decide_overlap(schedule.spec.overlap, &run.key, &active) {
                 OverlapDecision::Proceed => {}
@@ -328,7 +341,7 @@ impl Ticker {
         let Some(lane) = run.lane else {
             return false;
         };
-        let delay = (run.key.scheduled_for - now)
+        let delay = (run.key.scheduled_for - self.send_clock.now())
             .to_std()
             .unwrap_or(Duration::ZERO);
         let message = LaneMessage::new(
