@@ -7,6 +7,7 @@ pub mod deployment;
 pub mod faults;
 pub mod jobs;
 pub mod local;
+pub mod metrics;
 pub mod runs;
 pub mod sqs_event;
 pub mod ticker;
