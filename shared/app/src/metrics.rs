@@ -32,6 +32,8 @@ impl Unit {
 }
 
 type Key = (Option<String>, &'static str, Unit);
+/// The values of one EMF document: per metric name and unit.
+type Samples = BTreeMap<(&'static str, Unit), Vec<f64>>;
 
 /// Collects metric values during one invocation and writes them as EMF lines at the end.
 #[derive(Clone, Default)]
@@ -77,8 +79,7 @@ impl Metrics {
         let kept: std::collections::BTreeSet<&String> =
             schedules.into_iter().take(PER_SCHEDULE_LIMIT).collect();
         // Group by the dimension value each document carries.
-        let mut docs: BTreeMap<Option<String>, BTreeMap<(&'static str, Unit), Vec<f64>>> =
-            BTreeMap::new();
+        let mut docs: BTreeMap<Option<String>, Samples> = BTreeMap::new();
         for ((schedule, name, unit), v) in &values {
             let dim = schedule.as_ref().map(|s| {
                 if kept.contains(s) {
@@ -112,12 +113,7 @@ impl Metrics {
     }
 }
 
-fn document(
-    function: &str,
-    schedule: Option<&str>,
-    at: DateTime<Utc>,
-    metrics: &BTreeMap<(&'static str, Unit), Vec<f64>>,
-) -> Value {
+fn document(function: &str, schedule: Option<&str>, at: DateTime<Utc>, metrics: &Samples) -> Value {
     let dimensions: Vec<&str> = match schedule {
         Some(_) => vec!["Function", "Schedule"],
         None => vec!["Function"],
