@@ -72,7 +72,7 @@ impl Default for TickerConfig {
             shards: 1,
             lookahead: Span::seconds(60),
             concurrency: 16,
-            due_limit: 1000,
+            due_limit: 10_000,
             max_windows_per_schedule: 10,
         }
     }
