@@ -8,6 +8,7 @@ pub mod faults;
 pub mod jobs;
 pub mod local;
 pub mod metrics;
+pub mod reconciler;
 pub mod runs;
 pub mod sqs_event;
 pub mod ticker;

@@ -4,6 +4,7 @@
 
 pub mod codec;
 pub mod config;
+pub mod control;
 pub mod cursor;
 pub mod dynamo;
 pub mod error;
@@ -16,9 +17,10 @@ pub mod table;
 mod text_enum;
 
 pub use config::{AwsClients, AwsSettings};
+pub use control::{ReleaseState, ReleaseStateStore};
 pub use dynamo::DynamoLedger;
 pub use error::{LaneError, StoreError};
-pub use lanes::{LaneMessage, LaneQueue, SqsLanes};
+pub use lanes::{LaneMessage, LaneQueue, QueueDepth, SqsLanes};
 pub use ledger::{
     AuditAction, AuditEntry, ChangeMeta, Created, Fire, FireOutcome, LedgerStore, Page, Pause,
     RunChange, ScheduleState, StoredSchedule,

@@ -1,5 +1,6 @@
 //! The ledger on one DynamoDB table.
 
+mod control;
 mod expr;
 mod runs;
 mod schedules;

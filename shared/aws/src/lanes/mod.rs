@@ -8,4 +8,4 @@ pub use batch::{
     process_batch, BatchReport, BatchResponse, HandlerFailure, MessageOutcome, SqsRecord,
 };
 pub use envelope::LaneMessage;
-pub use sqs::{queue_names, LaneQueue, LaneSettings, LaneUrls, Received, SqsLanes};
+pub use sqs::{queue_names, LaneQueue, LaneSettings, LaneUrls, QueueDepth, Received, SqsLanes};

@@ -78,6 +78,17 @@ pub struct Received {
     pub attributes: BTreeMap<String, String>,
 }
 
+/// A queue's approximate message counts (`GetQueueAttributes`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueDepth {
+    /// Waiting to be received.
+    pub visible: u64,
+    /// Received and not yet deleted.
+    pub in_flight: u64,
+    /// Sent with a delay that has not passed.
+    pub delayed: u64,
+}
+
 /// Queue and DLQ names of a lane under a prefix: `{prefix}-{lane}` and `{prefix}-{lane}-dlq`.
 pub fn queue_names(prefix: &str, lane: Lane) -> (String, String) {
     let queue = format!("{prefix}-{lane}");
@@ -200,6 +211,36 @@ impl SqsLanes {
         .await
     }
 
+    /// The approximate depth of a lane's queue (or its DLQ): one `GetQueueAttributes`.
+    pub async fn depth(&self, lane: Lane, dlq: bool) -> Result<QueueDepth, LaneError> {
+        let urls = self.urls(lane)?;
+        let url = if dlq { &urls.dlq } else { &urls.queue };
+        metered("depth", async {
+            let out = self
+                .client
+                .get_queue_attributes()
+                .queue_url(url)
+                .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+                .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+                .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesDelayed)
+                .send()
+                .await
+                .map_err(|e| LaneError::request("GetQueueAttributes", e))?;
+            let count = |name: QueueAttributeName| {
+                out.attributes()
+                    .and_then(|a| a.get(&name))
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .unwrap_or(0)
+            };
+            Ok(QueueDepth {
+                visible: count(QueueAttributeName::ApproximateNumberOfMessages),
+                in_flight: count(QueueAttributeName::ApproximateNumberOfMessagesNotVisible),
+                delayed: count(QueueAttributeName::ApproximateNumberOfMessagesDelayed),
+            })
+        })
+        .await
+    }
+
     pub async fn delete(&self, lane: Lane, receipt_handle: &str) -> Result<(), LaneError> {
         let url = &self.urls(lane)?.queue;
         metered("delete", async {
@@ -226,7 +267,7 @@ impl LaneQueue for SqsLanes {
                 .send_message()
                 .queue_url(url)
                 .message_body(message.to_body())
-                .delay_seconds(delay.min(MAX_DELAY).as_secs() as i32)
+                .delay_seconds(whole_seconds(delay.min(MAX_DELAY)) as i32)
                 .send()
                 .await
                 .map_err(|e| LaneError::request("SendMessage", e))?;
@@ -274,7 +315,7 @@ impl LaneQueue for SqsLanes {
                 .change_message_visibility()
                 .queue_url(url)
                 .receipt_handle(receipt_handle)
-                .visibility_timeout(timeout.as_secs().min(43_200) as i32)
+                .visibility_timeout(whole_seconds(timeout).min(43_200) as i32)
                 .send()
                 .await
                 .map_err(|e| LaneError::request("ChangeMessageVisibility", e))?;
@@ -282,6 +323,12 @@ impl LaneQueue for SqsLanes {
         })
         .await
     }
+}
+
+/// SQS takes whole seconds: round up, so a backoff or a delay is never cut short (0.7 s
+/// must not become "visible now", and a run delayed to its second must not start before it).
+fn whole_seconds(d: Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }
 
 fn string_attribute(value: &str) -> Result<MessageAttributeValue, LaneError> {

@@ -1,0 +1,321 @@
+//! Missed windows of one schedule: fence, read once, plan, write, advance the watermark.
+//!
+//! Safe beside tickers and other reconcilers:
+//! - **Tickers.** Before reading, the schedule's `next_run_at` is moved past the horizon if a
+//!   lagging ticker still points at a window inside it (conditional on the value read). Every
+//!   ticker write is conditioned on `next_run_at`, so once the fence holds no ticker can fire
+//!   a window the plan is about to judge, and the read that follows sees every run a ticker
+//!   wrote before it. Without the fence, a ticker running on an old event time could fire a
+//!   window inside a range record, whose key it does not collide with.
+//! - **Reconcilers.** Every entry is a conditional put keyed by its first window. Entries are
+//!   written oldest first; an entry found to exist already is left as it is, and the windows
+//!   it covers are not written again. When it covers fewer windows than the plan's entry
+//!   (the other reconciler planned with an earlier "now"), the runs are read again and the
+//!   rest planned again. The watermark moves last, conditional on its old value.
+
+use chrono::{DateTime, Utc};
+use cronledger_aws::ledger::{ScheduleState, StoredSchedule};
+use cronledger_core::planner::{Action, Pause, PlannedEntry, Release};
+use cronledger_core::run::Origin;
+use cronledger_core::{plan, Coverage, Lane, Plan, PlanInput, Reason, Run, Schedule};
+
+use super::{ReconcileError, ReconcileReport, Reconciler};
+
+/// Read-plan-write rounds per schedule per pass when other writers keep interleaving.
+const PLAN_ROUNDS: usize = 3;
+/// Fence attempts when tickers keep moving `next_run_at` under us.
+const FENCE_TRIES: usize = 5;
+
+/// What writing one plan learned.
+#[derive(Default)]
+struct Written {
+    /// Some planned entry was only partly covered by what another writer stored first.
+    partial: bool,
+    /// The last window covered by an entry another writer stored first.
+    covered_until: Option<DateTime<Utc>>,
+    /// New FIRE runs not sent yet (left for the throttled release).
+    pending: Vec<Run>,
+}
+
+impl Reconciler {
+    /// Accounts for the schedule's windows up to `now` minus its settle/grace hold-back.
+    /// Returns the report and the new catch-up runs still PENDING.
+    pub(super) async fn reconcile_schedule(
+        &self,
+        stored: StoredSchedule,
+        now: DateTime<Utc>,
+        correction_open: bool,
+    ) -> (ReconcileReport, Vec<Run>) {
+        let mut report = ReconcileReport::default();
+        if stored.state == ScheduleState::Archived {
+            return (report, Vec::new());
+        }
+        report.schedules = 1;
+        let id = stored.id().to_string();
+        let pending = match self
+            .plan_and_write(stored, now, correction_open, &mut report)
+            .await
+        {
+            Ok(p) => p,
+            Err(e) => {
+                report.error(&format!("schedule {id}"), &e);
+                Vec::new()
+            }
+        };
+        (report, pending)
+    }
+
+    async fn plan_and_write(
+        &self,
+        stored: StoredSchedule,
+        now: DateTime<Utc>,
+        correction_open: bool,
+        report: &mut ReconcileReport,
+    ) -> Result<Vec<Run>, ReconcileError> {
+        let schedule = self
+            .schedules
+            .get(&stored)
+            .map_err(|e| ReconcileError::Plan(e.to_string()))?;
+        let hold_back = self.config.planner.settle.max(schedule.spec.grace);
+        let horizon = now - hold_back.as_delta();
+        if horizon <= stored.reconciled_through {
+            return Ok(Vec::new());
+        }
+        let stored = self.fence(stored, &schedule, horizon, report).await?;
+        if horizon <= stored.reconciled_through {
+            return Ok(Vec::new());
+        }
+        let pauses = pauses_of(&stored);
+        let watermark = stored.reconciled_through;
+        let mut pending = Vec::new();
+        let mut covered_until: Option<DateTime<Utc>> = None;
+        for round in 0..PLAN_ROUNDS {
+            let runs = self
+                .store
+                .runs_between(stored.id(), watermark, horizon)
+                .await?;
+            let coverage = coverage_of(&runs);
+            let plan = plan(PlanInput {
+                schedule: &schedule,
+                watermark,
+                now,
+                existing: &coverage,
+                pauses: &pauses,
+                config: self.config.planner,
+            })
+            .map_err(|e| ReconcileError::Plan(e.to_string()))?;
+            if round == 0 {
+                self.report_missed(&schedule, &plan, report);
+            }
+            let written = self
+                .write_plan(&stored, &schedule, &plan, now, correction_open, report)
+                .await?;
+            pending.extend(written.pending);
+            covered_until = covered_until.max(written.covered_until);
+            if !written.partial {
+                let through = plan.through.max(covered_until.unwrap_or(plan.through));
+                if self
+                    .store
+                    .advance_watermark(stored.id(), watermark, through)
+                    .await?
+                {
+                    report.watermarks_advanced += 1;
+                } else {
+                    report.watermark_races += 1;
+                }
+                return Ok(pending);
+            }
+        }
+        Err(ReconcileError::Contended(format!(
+            "schedule {}: other writers kept recording overlapping entries; the watermark stays at {watermark}",
+            stored.id()
+        )))
+    }
+
+    /// Moves `next_run_at` past `horizon` if it is at or before it (see the module docs).
+    async fn fence(
+        &self,
+        mut stored: StoredSchedule,
+        schedule: &Schedule,
+        horizon: DateTime<Utc>,
+        report: &mut ReconcileReport,
+    ) -> Result<StoredSchedule, ReconcileError> {
+        for _ in 0..FENCE_TRIES {
+            let next = match stored.next_run_at {
+                Some(next) if next <= horizon && stored.state == ScheduleState::Active => next,
+                _ => return Ok(stored),
+            };
+            let after = schedule.timing().next_after(horizon);
+            if self
+                .store
+                .advance_next_run(stored.id(), next, after)
+                .await?
+            {
+                report.fenced += 1;
+                stored.next_run_at = after;
+                return Ok(stored);
+            }
+            stored = self.store.get_schedule(stored.id()).await?;
+        }
+        Err(ReconcileError::Contended(format!(
+            "schedule {}: next_run_at kept moving",
+            stored.id()
+        )))
+    }
+
+    /// The silent-failure signal: a metric and a log line per missed window (per range
+    /// record for long gaps), whether or not anything else looks wrong.
+    fn report_missed(&self, schedule: &Schedule, plan: &Plan, report: &mut ReconcileReport) {
+        let id = schedule.id();
+        let mut missed = 0u32;
+        for entry in &plan.entries {
+            if matches!(
+                entry.action,
+                Action::Skip {
+                    reason: Reason::Paused | Reason::Disabled
+                }
+            ) {
+                continue;
+            }
+            missed += entry.count;
+            tracing::warn!(
+                schedule = id,
+                scheduled_for = %entry.scheduled_for,
+                window_start = %entry.window.start,
+                window_end = %entry.window.end,
+                range_end = ?entry.range_end,
+                count = entry.count,
+                action = ?entry.action,
+                tier = ?plan.tier,
+                "missed window: no run recorded after its grace period"
+            );
+        }
+        if missed > 0 {
+            self.metrics
+                .count_for(id, "MissedWindows", u64::from(missed));
+        }
+        report.missed_windows += missed;
+        for alert in &plan.alerts {
+            tracing::warn!(schedule = id, owner = ?alert.owner, alert = %alert.message, "owner alert");
+            report.alerts.push(alert.message.clone());
+        }
+        if let Some(b) = &plan.backfill {
+            tracing::warn!(
+                schedule = id,
+                first = %b.first,
+                last = %b.last,
+                windows = b.windows,
+                start_paused = b.start_paused,
+                "long gap: catch-up goes through the throttled backfill lane"
+            );
+        }
+    }
+
+    async fn write_plan(
+        &self,
+        stored: &StoredSchedule,
+        schedule: &Schedule,
+        plan: &Plan,
+        now: DateTime<Utc>,
+        correction_open: bool,
+        report: &mut ReconcileReport,
+    ) -> Result<Written, ReconcileError> {
+        let mut written = Written::default();
+        // Entries other writers stored first: `[first, last]` windows they cover.
+        let mut theirs: Vec<(DateTime<Utc>, DateTime<Utc>)> = Vec::new();
+        let mut immediate: Vec<Run> = Vec::new();
+        for entry in &plan.entries {
+            let last = entry.range_end.unwrap_or(entry.scheduled_for);
+            if let Some(&(_, end)) = theirs
+                .iter()
+                .find(|(s, e)| *s <= entry.scheduled_for && entry.scheduled_for <= *e)
+            {
+                written.partial |= end < last;
+                continue;
+            }
+            let run = plan.to_run(schedule, entry, now, stored.version);
+            match self.store.create_run(&run).await? {
+                cronledger_aws::Created::New(run) => {
+                    report.entries_written += 1;
+                    count(entry, report);
+                    if let Action::Fire { release, .. } = entry.action {
+                        if release == Release::Immediate && correction_open {
+                            immediate.push(run);
+                        } else {
+                            written.pending.push(run);
+                        }
+                    }
+                }
+                cronledger_aws::Created::Existing(existing) => {
+                    report.already_recorded += 1;
+                    let end = existing.range_end.unwrap_or(existing.key.scheduled_for);
+                    theirs.push((existing.key.scheduled_for, end));
+                    written.partial |= end < last;
+                    written.covered_until = written.covered_until.max(Some(end));
+                }
+            }
+        }
+        // Immediate release: the few windows of a gap still "just now" go at once.
+        for run in immediate {
+            let lane = super::lane_of(&run);
+            match self.dispatch(&run, lane, now).await {
+                Ok(true) => {
+                    report.released += 1;
+                    tracing::info!(run = %run.key, %lane, "catch-up released (immediate)");
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    report.error(&format!("release {}", run.key), &e);
+                }
+            }
+        }
+        Ok(written)
+    }
+}
+
+fn count(entry: &PlannedEntry, report: &mut ReconcileReport) {
+    let n = entry.count;
+    match entry.action {
+        Action::Fire { .. } => report.windows_fired += n,
+        Action::Skip { .. } => report.windows_skipped += n,
+        Action::Coalesce { .. } => report.windows_coalesced += n,
+        Action::Hold { .. } => report.windows_held += n,
+    }
+}
+
+/// The windows the ledger accounts for: expected occurrences only (an operator's run at the
+/// same instant is its own request, not the occurrence), range records as ranges.
+fn coverage_of(runs: &[Run]) -> Coverage {
+    let mut coverage = Coverage::new();
+    for run in runs.iter().filter(|r| r.key.origin == Origin::Expected) {
+        match run.range_end {
+            Some(end) => coverage.add_range(run.key.scheduled_for, end),
+            None => coverage.add(run.key.scheduled_for),
+        }
+    }
+    coverage
+}
+
+/// The stored pauses, plus a disabled schedule's open DISABLED stretch (from its last change).
+fn pauses_of(stored: &StoredSchedule) -> Vec<Pause> {
+    let mut pauses: Vec<Pause> = stored
+        .pauses
+        .iter()
+        .map(|p| Pause {
+            from: p.from,
+            until: p.until,
+            reason: Reason::Paused,
+        })
+        .collect();
+    if !stored.spec.enabled {
+        pauses.push(Pause {
+            from: stored.updated_at,
+            until: None,
+            reason: Reason::Disabled,
+        });
+    }
+    pauses
+}
+
+/// Catch-up lanes, in release order.
+pub(super) const CATCH_UP_LANES: [Lane; 2] = [Lane::Correction, Lane::Backfill];

@@ -1,0 +1,402 @@
+//! The reconciler: every few minutes (EventBridge Scheduler), account for every expected
+//! window, resolve stuck runs, and release catch-up work gradually.
+//!
+//! One pass, with the event's time as "now" (never the wall clock, so the simulator can drive
+//! it on a virtual clock):
+//! 1. checks that the ticker's own EventBridge schedules exist and are ENABLED;
+//! 2. reads the active runs of its shards (the `active` index) once;
+//! 3. decides per catch-up lane whether release is paused (realtime backlog, DLQ growth,
+//!    catch-up error rate, CloudWatch alarms), recording pauses and resumes with their cause;
+//! 4. per schedule: fences lagging tickers off the windows it is about to judge, reads the
+//!    runs since its watermark with one query, plans the missed windows with the core's
+//!    misfire planner, writes the plan with conditional puts, then advances the watermark
+//!    (conditional on its old value) — see [`missed`];
+//! 5. resolves stuck runs (PENDING without a message, QUEUED too long, RUNNING with a stale
+//!    lease or past `max_runtime`, STALLED) — see [`stuck`];
+//! 6. releases PENDING catch-up runs into their lane within the per-schedule and per-lane
+//!    budgets — see [`release`].
+
+pub mod config;
+pub mod error;
+mod missed;
+mod release;
+pub mod signals;
+mod stuck;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use cronledger_aws::keys::shard_of;
+use cronledger_aws::ledger::RunChange;
+use cronledger_aws::{LaneMessage, LaneQueue, LedgerStore, ReleaseStateStore, StoreError};
+use cronledger_core::{Lane, Run, RunEvent, RunStatus, Trigger};
+use futures_util::stream::{self, StreamExt};
+use serde::{Deserialize, Serialize};
+
+use crate::metrics::Metrics;
+use crate::runs::ScheduleCache;
+use crate::ticker::TickEvent;
+
+pub use config::{PauseConfig, ReconcilerConfig, ReleaseConfig, StuckConfig};
+pub use error::ReconcileError;
+pub use release::LaneGate;
+pub use signals::{AwsSignals, QuietSignals, SchedulerTickers, Signals, TickerSchedules};
+
+/// The reconciler's input: the time it runs for, and optionally the shards it owns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReconcileEvent {
+    pub time: DateTime<Utc>,
+    #[serde(default)]
+    pub shards: Option<Vec<u32>>,
+}
+
+impl ReconcileEvent {
+    pub fn at(time: DateTime<Utc>) -> ReconcileEvent {
+        ReconcileEvent { time, shards: None }
+    }
+
+    /// The same event shapes the ticker reads (Scheduler input or a classic rule event).
+    pub fn from_json(value: &serde_json::Value) -> Result<ReconcileEvent, ReconcileError> {
+        let tick = TickEvent::from_json(value).map_err(ReconcileError::Event)?;
+        Ok(ReconcileEvent {
+            time: tick.time,
+            shards: tick.shards,
+        })
+    }
+}
+
+/// What the stuck-run scan did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct StuckReport {
+    /// PENDING live runs without a message, sent.
+    pub pending_sent: u32,
+    /// QUEUE_NEW runs left waiting with nothing ahead of them, sent.
+    pub queued_behind_released: u32,
+    /// QUEUED runs re-sent with the same message identity.
+    pub queued_resent: u32,
+    /// RETRY_PENDING runs whose message was lost, re-sent.
+    pub retry_resent: u32,
+    /// RUNNING runs marked STALLED.
+    pub stalled: u32,
+    /// STALLED runs of idempotent jobs sent back for a new attempt.
+    pub retried: u32,
+    /// STALLED runs held for an operator (not idempotent, or out of attempts).
+    pub held: u32,
+}
+
+impl StuckReport {
+    fn merge(&mut self, o: &StuckReport) {
+        self.pending_sent += o.pending_sent;
+        self.queued_behind_released += o.queued_behind_released;
+        self.queued_resent += o.queued_resent;
+        self.retry_resent += o.retry_resent;
+        self.stalled += o.stalled;
+        self.retried += o.retried;
+        self.held += o.held;
+    }
+}
+
+/// What one pass did, for logs, metrics, tests and the simulator.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ReconcileReport {
+    /// Schedules looked at.
+    pub schedules: u32,
+    /// Expected windows past their grace period that had no ledger entry (paused and
+    /// disabled stretches excluded): the silent-failure signal.
+    pub missed_windows: u32,
+    /// Ledger entries written (a range record counts once).
+    pub entries_written: u32,
+    pub windows_fired: u32,
+    pub windows_skipped: u32,
+    pub windows_coalesced: u32,
+    pub windows_held: u32,
+    /// Planned entries whose window another writer had recorded first (left untouched).
+    pub already_recorded: u32,
+    pub watermarks_advanced: u32,
+    /// Watermarks another reconciler moved first.
+    pub watermark_races: u32,
+    /// Schedules whose `next_run_at` was moved past the judged windows, so no lagging
+    /// ticker can fire them after they were judged.
+    pub fenced: u32,
+    /// Catch-up runs sent to their lane.
+    pub released: u32,
+    pub lanes: Vec<LaneGate>,
+    pub stuck: StuckReport,
+    /// The ticker's EventBridge schedules that are missing, disabled or unreadable.
+    pub ticker_problems: Vec<String>,
+    pub alerts: Vec<String>,
+    pub errors: Vec<String>,
+}
+
+impl ReconcileReport {
+    fn merge(&mut self, o: ReconcileReport) {
+        self.schedules += o.schedules;
+        self.missed_windows += o.missed_windows;
+        self.entries_written += o.entries_written;
+        self.windows_fired += o.windows_fired;
+        self.windows_skipped += o.windows_skipped;
+        self.windows_coalesced += o.windows_coalesced;
+        self.windows_held += o.windows_held;
+        self.already_recorded += o.already_recorded;
+        self.watermarks_advanced += o.watermarks_advanced;
+        self.watermark_races += o.watermark_races;
+        self.fenced += o.fenced;
+        self.released += o.released;
+        self.lanes.extend(o.lanes);
+        self.stuck.merge(&o.stuck);
+        self.ticker_problems.extend(o.ticker_problems);
+        self.alerts.extend(o.alerts);
+        self.errors.extend(o.errors);
+    }
+
+    fn error(&mut self, context: &str, e: &ReconcileError) {
+        tracing::warn!(context, code = e.code(), error = %e, "reconciler error");
+        self.errors.push(format!("{context}: {e}"));
+    }
+}
+
+pub struct Reconciler {
+    store: Arc<dyn LedgerStore>,
+    control: Arc<dyn ReleaseStateStore>,
+    lanes: Arc<dyn LaneQueue>,
+    signals: Arc<dyn Signals>,
+    tickers: Option<Arc<dyn TickerSchedules>>,
+    config: ReconcilerConfig,
+    metrics: Metrics,
+    schedules: ScheduleCache,
+}
+
+impl Reconciler {
+    pub fn new(
+        store: Arc<dyn LedgerStore>,
+        control: Arc<dyn ReleaseStateStore>,
+        lanes: Arc<dyn LaneQueue>,
+        signals: Arc<dyn Signals>,
+        config: ReconcilerConfig,
+    ) -> Reconciler {
+        Reconciler {
+            store,
+            control,
+            lanes,
+            signals,
+            tickers: None,
+            config,
+            metrics: Metrics::new(),
+            schedules: ScheduleCache::default(),
+        }
+    }
+
+    /// Checks these ticker schedules (`config.ticker_schedules`) on every pass.
+    pub fn with_ticker_check(mut self, tickers: Arc<dyn TickerSchedules>) -> Reconciler {
+        self.tickers = Some(tickers);
+        self
+    }
+
+    /// The metrics collected so far (flush them once per invocation).
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    pub fn config(&self) -> &ReconcilerConfig {
+        &self.config
+    }
+
+    pub async fn reconcile(&self, event: &ReconcileEvent) -> ReconcileReport {
+        let now = event.time;
+        let shards: Vec<u32> = match &event.shards {
+            Some(s) => s.clone(),
+            None => (0..self.config.shards).collect(),
+        };
+        let mut report = ReconcileReport::default();
+        self.check_tickers(&mut report).await;
+
+        let active = self.scan_active(&shards, &mut report).await;
+        let mut gates = self.gates(now, &active, &mut report).await;
+        let correction_open = gates.get(&Lane::Correction).is_some_and(|g| !g.paused);
+
+        // Missed windows, schedule by schedule.
+        let mut cursor: Option<String> = None;
+        let mut created: Vec<Run> = Vec::new();
+        loop {
+            let page = match self
+                .store
+                .list_schedules(self.config.page_size, cursor.as_deref())
+                .await
+            {
+                Ok(p) => p,
+                Err(e) => {
+                    report.error("list schedules", &e.into());
+                    break;
+                }
+            };
+            let mine: Vec<_> = page
+                .items
+                .into_iter()
+                .filter(|s| shards.contains(&shard_of(s.id(), self.config.shards)))
+                .collect();
+            let outcomes: Vec<(ReconcileReport, Vec<Run>)> = stream::iter(mine)
+                .map(|s| self.reconcile_schedule(s, now, correction_open))
+                .buffer_unordered(self.config.concurrency.max(1))
+                .collect()
+                .await;
+            for (r, runs) in outcomes {
+                report.merge(r);
+                created.extend(runs);
+            }
+            match page.next {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+
+        self.resolve_stuck(now, &active, &mut report).await;
+        self.release(now, &active, created, &mut gates, &mut report)
+            .await;
+        report.lanes = gates.into_values().collect();
+
+        self.metrics
+            .count("MissedWindows", u64::from(report.missed_windows));
+        self.metrics
+            .count("CatchUpReleased", u64::from(report.released));
+        self.metrics
+            .count("ReconcileErrors", report.errors.len() as u64);
+        report
+    }
+
+    /// Every active run of the shards, oldest window first per shard.
+    async fn scan_active(&self, shards: &[u32], report: &mut ReconcileReport) -> Vec<Run> {
+        let mut runs = Vec::new();
+        for &shard in shards {
+            let mut cursor: Option<String> = None;
+            let mut read = 0usize;
+            loop {
+                match self
+                    .store
+                    .active_runs(shard, None, 500, cursor.as_deref())
+                    .await
+                {
+                    Ok(page) => {
+                        read += page.items.len();
+                        runs.extend(page.items);
+                        match page.next {
+                            Some(n) if read < self.config.stuck.scan_limit => cursor = Some(n),
+                            _ => break,
+                        }
+                    }
+                    Err(e) => {
+                        report.error(&format!("active runs of shard {shard}"), &e.into());
+                        break;
+                    }
+                }
+            }
+        }
+        runs
+    }
+
+    async fn check_tickers(&self, report: &mut ReconcileReport) {
+        let Some(tickers) = &self.tickers else {
+            return;
+        };
+        for name in &self.config.ticker_schedules {
+            let problem = match tickers.enabled(name).await {
+                Ok(Some(true)) => continue,
+                Ok(Some(false)) => format!("TICKER_SCHEDULE_DISABLED: {name}"),
+                Ok(None) => format!("TICKER_SCHEDULE_MISSING: {name}"),
+                Err(e) => format!("TICKER_SCHEDULE_UNREADABLE: {name}: {e}"),
+            };
+            tracing::error!(ticker_schedule = %name, problem = %problem, "the ticker is not scheduled: nothing fires on time");
+            self.metrics.count("TickerScheduleUnhealthy", 1);
+            report.ticker_problems.push(problem);
+        }
+    }
+
+    /// Claims a PENDING run (PENDING -> QUEUED, conditioned on status and epoch, so racing
+    /// reconcilers send it once), sends it, and records the message id. `false` when another
+    /// writer moved the run first. A crash after the claim leaves it QUEUED without a
+    /// message, which the QUEUED-too-long rule sends again.
+    async fn dispatch(
+        &self,
+        run: &Run,
+        lane: Lane,
+        now: DateTime<Utc>,
+    ) -> Result<bool, ReconcileError> {
+        let mut claim = RunChange::new(RunEvent::Enqueue, RunStatus::Pending, run.lease_epoch, now);
+        claim.lane = Some(lane);
+        claim.reason = None;
+        match self.store.transition_run(&run.key, &claim).await {
+            Ok(_) => {}
+            Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => {
+                return Ok(false)
+            }
+            Err(e) => return Err(e.into()),
+        }
+        self.send(run, RunStatus::Queued, lane, now).await?;
+        Ok(true)
+    }
+
+    /// Sends the run's message (same identity: run key, idempotency key, window) and records
+    /// its id with an ENQUEUE from `status` (best effort: a worker may have started it).
+    async fn send(
+        &self,
+        run: &Run,
+        status: RunStatus,
+        lane: Lane,
+        now: DateTime<Utc>,
+    ) -> Result<(), ReconcileError> {
+        let message = LaneMessage::new(
+            run.key.clone(),
+            run.idempotency_key.clone(),
+            run.window,
+            lane,
+            run.attempts + 1,
+        );
+        let job_id = self.lanes.send(&message, Duration::ZERO).await?;
+        let mut change = RunChange::new(RunEvent::Enqueue, status, run.lease_epoch, now);
+        change.job_id = Some(job_id);
+        change.lane = Some(lane);
+        change.reason = None;
+        if let Err(e) = self.store.transition_run(&run.key, &change).await {
+            tracing::debug!(run = %run.key, error = %e, "message id not recorded");
+        }
+        Ok(())
+    }
+}
+
+/// The lane a run's message goes to: its own, and never realtime for catch-up.
+fn lane_of(run: &Run) -> Lane {
+    match (run.trigger, run.lane) {
+        (Trigger::CatchUp, Some(Lane::Realtime) | None) => Lane::Correction,
+        (_, Some(lane)) => lane,
+        (_, None) => Lane::Normal,
+    }
+}
+
+/// Catch-up runs in flight, per lane and per schedule.
+#[derive(Debug, Default)]
+struct InFlight {
+    lanes: BTreeMap<Lane, usize>,
+    schedules: BTreeMap<(Lane, String), usize>,
+}
+
+impl InFlight {
+    fn add(&mut self, lane: Lane, schedule: &str) {
+        *self.lanes.entry(lane).or_default() += 1;
+        *self
+            .schedules
+            .entry((lane, schedule.to_string()))
+            .or_default() += 1;
+    }
+
+    fn lane(&self, lane: Lane) -> usize {
+        self.lanes.get(&lane).copied().unwrap_or(0)
+    }
+
+    fn schedule(&self, lane: Lane, schedule: &str) -> usize {
+        self.schedules
+            .get(&(lane, schedule.to_string()))
+            .copied()
+            .unwrap_or(0)
+    }
+}

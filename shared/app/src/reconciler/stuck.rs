@@ -1,0 +1,260 @@
+//! Stuck runs, from one read of the `active` index. Nothing is re-run blindly: every change
+//! is a conditional transition on the status and lease epoch that were read, so a worker
+//! that moved the run meanwhile wins and the reconciler leaves it alone.
+//!
+//! | found | after | becomes |
+//! |---|---|---|
+//! | PENDING live run, no message (`job_id` absent) | `pending_after` from creation | sent (QUEUED) |
+//! | PENDING QUEUE_NEW run with nothing active ahead of it | `pending_after` | sent (QUEUED) |
+//! | QUEUED | `queued_after` from queueing (or from its window, if later) | sent again, same message identity |
+//! | RETRY_PENDING | `retry_pending_after` from its last activity | sent again, same message identity |
+//! | RUNNING, lease expired | `stall_grace` past the lease | STALLED (HEARTBEAT_LOST), then resolved |
+//! | RUNNING past `max_runtime` | `stall_grace` past it | STALLED (MAX_RUNTIME_EXCEEDED), then resolved |
+//! | STALLED (a crash between marking and resolving) | at once | resolved |
+//!
+//! Resolving a STALLED run: RETRY_PENDING and sent as a new attempt only when the schedule
+//! says `idempotent: true` and attempts remain; otherwise MANUAL_REQUIRED with reason
+//! STALLED_NOT_IDEMPOTENT (or RETRIES_EXHAUSTED).
+//!
+//! PENDING catch-up runs are not stuck: they wait for the throttled release.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use cronledger_aws::ledger::{RunChange, StoredSchedule};
+use cronledger_aws::StoreError;
+use cronledger_core::{Reason, Run, RunEvent, RunStatus, Trigger};
+
+use super::{lane_of, ReconcileError, ReconcileReport, Reconciler, StuckReport};
+
+/// What to do about one active run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    Fine,
+    SendPending,
+    ReleaseQueuedBehind,
+    Resend,
+    Stall(Reason),
+    Resolve,
+}
+
+impl Reconciler {
+    pub(super) async fn resolve_stuck(
+        &self,
+        now: DateTime<Utc>,
+        active: &[Run],
+        report: &mut ReconcileReport,
+    ) {
+        let mut schedules: HashMap<String, Option<StoredSchedule>> = HashMap::new();
+        for run in active {
+            let verdict = self.verdict(run, now, active, &mut schedules).await;
+            if verdict == Verdict::Fine {
+                continue;
+            }
+            let mut stuck = StuckReport::default();
+            let outcome = self
+                .unstick(run, verdict, now, &mut schedules, &mut stuck)
+                .await;
+            match outcome {
+                Ok(()) => {
+                    if stuck != StuckReport::default() {
+                        self.metrics.count_for(&run.key.schedule_id, "StuckRuns", 1);
+                        tracing::warn!(
+                            run = %run.key,
+                            status = %run.status,
+                            verdict = ?verdict,
+                            "stuck run resolved"
+                        );
+                    }
+                }
+                Err(e) => report.error(&format!("stuck run {}", run.key), &e),
+            }
+            report.stuck.merge(&stuck);
+        }
+    }
+
+    async fn verdict(
+        &self,
+        run: &Run,
+        now: DateTime<Utc>,
+        active: &[Run],
+        schedules: &mut HashMap<String, Option<StoredSchedule>>,
+    ) -> Verdict {
+        let cfg = &self.config.stuck;
+        let older_than = |t: DateTime<Utc>, span: cronledger_core::Span| now - t >= span.as_delta();
+        match run.status {
+            RunStatus::Pending if run.trigger == Trigger::CatchUp => Verdict::Fine,
+            RunStatus::Pending if run.reason == Some(Reason::QueuedBehind) => {
+                // Anything of the schedule in flight, or waiting since an earlier window.
+                let ahead = active.iter().any(|o| {
+                    o.key.schedule_id == run.key.schedule_id
+                        && o.key != run.key
+                        && (o.status != RunStatus::Pending
+                            || o.key.scheduled_for < run.key.scheduled_for)
+                });
+                if !ahead && older_than(run.created_at, cfg.pending_after) {
+                    Verdict::ReleaseQueuedBehind
+                } else {
+                    Verdict::Fine
+                }
+            }
+            RunStatus::Pending
+                if run.job_id.is_none() && older_than(run.created_at, cfg.pending_after) =>
+            {
+                Verdict::SendPending
+            }
+            RunStatus::Queued => {
+                let since = run
+                    .queued_at
+                    .unwrap_or(run.created_at)
+                    .max(run.key.scheduled_for);
+                if older_than(since, cfg.queued_after) {
+                    Verdict::Resend
+                } else {
+                    Verdict::Fine
+                }
+            }
+            RunStatus::RetryPending => {
+                let since = [run.queued_at, run.started_at, run.last_heartbeat_at]
+                    .into_iter()
+                    .flatten()
+                    .fold(run.created_at, DateTime::max);
+                if older_than(since, cfg.retry_pending_after) {
+                    Verdict::Resend
+                } else {
+                    Verdict::Fine
+                }
+            }
+            RunStatus::Running => {
+                let grace = cfg.stall_grace.as_delta();
+                let lease_until = run
+                    .lease
+                    .as_ref()
+                    .map(|l| l.until)
+                    .or(run.last_heartbeat_at)
+                    .unwrap_or(run.created_at);
+                if lease_until + grace <= now {
+                    return Verdict::Stall(Reason::HeartbeatLost);
+                }
+                let Some(started) = run.started_at else {
+                    return Verdict::Fine;
+                };
+                let Some(stored) = self.schedule_of(&run.key.schedule_id, schedules).await else {
+                    return Verdict::Fine;
+                };
+                if started + stored.spec.max_runtime.as_delta() + grace <= now {
+                    Verdict::Stall(Reason::MaxRuntimeExceeded)
+                } else {
+                    Verdict::Fine
+                }
+            }
+            RunStatus::Stalled => Verdict::Resolve,
+            _ => Verdict::Fine,
+        }
+    }
+
+    async fn unstick(
+        &self,
+        run: &Run,
+        verdict: Verdict,
+        now: DateTime<Utc>,
+        schedules: &mut HashMap<String, Option<StoredSchedule>>,
+        stuck: &mut StuckReport,
+    ) -> Result<(), ReconcileError> {
+        let lane = lane_of(run);
+        match verdict {
+            Verdict::Fine => {}
+            Verdict::SendPending => {
+                if self.dispatch(run, lane, now).await? {
+                    stuck.pending_sent += 1;
+                }
+            }
+            Verdict::ReleaseQueuedBehind => {
+                if self.dispatch(run, lane, now).await? {
+                    stuck.queued_behind_released += 1;
+                }
+            }
+            Verdict::Resend => {
+                self.send(run, run.status, lane, now).await?;
+                match run.status {
+                    RunStatus::Queued => stuck.queued_resent += 1,
+                    _ => stuck.retry_resent += 1,
+                }
+            }
+            Verdict::Stall(reason) => {
+                let mut change =
+                    RunChange::new(RunEvent::Stall, RunStatus::Running, run.lease_epoch, now);
+                change.reason = Some(reason);
+                let stalled = match self.store.transition_run(&run.key, &change).await {
+                    Ok(r) => r,
+                    // The worker heartbeated, finished or was replaced meanwhile: not stuck.
+                    Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => {
+                        return Ok(())
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+                stuck.stalled += 1;
+                tracing::warn!(run = %run.key, %reason, epoch = run.lease_epoch, "run stalled");
+                self.resolve_stalled(&stalled, now, schedules, stuck)
+                    .await?;
+            }
+            Verdict::Resolve => self.resolve_stalled(run, now, schedules, stuck).await?,
+        }
+        Ok(())
+    }
+
+    async fn resolve_stalled(
+        &self,
+        run: &Run,
+        now: DateTime<Utc>,
+        schedules: &mut HashMap<String, Option<StoredSchedule>>,
+        stuck: &mut StuckReport,
+    ) -> Result<(), ReconcileError> {
+        let Some(stored) = self.schedule_of(&run.key.schedule_id, schedules).await else {
+            return Err(ReconcileError::Store(StoreError::ScheduleNotFound(
+                run.key.schedule_id.clone(),
+            )));
+        };
+        let retry = stored.spec.idempotent && run.attempts < stored.spec.max_attempts;
+        let (event, reason) = if retry {
+            (RunEvent::RetryAfterStall, None)
+        } else if stored.spec.idempotent {
+            (RunEvent::HoldForApproval, Some(Reason::RetriesExhausted))
+        } else {
+            (
+                RunEvent::HoldForApproval,
+                Some(Reason::StalledNotIdempotent),
+            )
+        };
+        let mut change = RunChange::new(event, RunStatus::Stalled, run.lease_epoch, now);
+        change.reason = reason;
+        let moved = match self.store.transition_run(&run.key, &change).await {
+            Ok(r) => r,
+            Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        if retry {
+            stuck.retried += 1;
+            tracing::warn!(run = %moved.key, attempt = moved.attempts + 1, "stalled run retried (idempotent job)");
+            self.send(&moved, RunStatus::RetryPending, lane_of(&moved), now)
+                .await?;
+        } else {
+            stuck.held += 1;
+            tracing::warn!(run = %moved.key, reason = ?reason, "stalled run held for an operator");
+        }
+        Ok(())
+    }
+
+    async fn schedule_of(
+        &self,
+        id: &str,
+        cache: &mut HashMap<String, Option<StoredSchedule>>,
+    ) -> Option<StoredSchedule> {
+        if let Some(s) = cache.get(id) {
+            return s.clone();
+        }
+        let found = self.store.get_schedule(id).await.ok();
+        cache.insert(id.to_string(), found.clone());
+        found
+    }
+}

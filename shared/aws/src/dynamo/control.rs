@@ -1,0 +1,95 @@
+//! The release-state items (see [`crate::control`]).
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
+use cronledger_core::Lane;
+
+use super::{DynamoLedger, Expr};
+use crate::control::{ReleaseState, ReleaseStateStore};
+use crate::error::StoreError;
+use crate::item::{key, n, ItemReader, ItemWriter};
+use crate::keys::{PK, SK};
+
+const TYPE: &str = "type";
+const RELEASE_TYPE: &str = "RELEASE_STATE";
+const STATE_SK: &str = "STATE";
+const LANE: &str = "lane";
+const PAUSED: &str = "paused";
+const CAUSE: &str = "cause";
+const SINCE: &str = "since";
+const LAST_RELEASE_AT: &str = "last_release_at";
+const DLQ_DEPTH: &str = "dlq_depth";
+const VERSION: &str = "version";
+
+pub fn release_pk(lane: Lane) -> String {
+    format!("RELEASE#{lane}")
+}
+
+#[async_trait]
+impl ReleaseStateStore for DynamoLedger {
+    async fn release_state(&self, lane: Lane) -> Result<Option<ReleaseState>, StoreError> {
+        let Some(item) = self.get_item(key(release_pk(lane), STATE_SK)).await? else {
+            return Ok(None);
+        };
+        let r = ItemReader::new(&item);
+        r.expect_type(TYPE, RELEASE_TYPE)?;
+        Ok(Some(ReleaseState {
+            lane: r.parsed(LANE)?,
+            paused: r.bool(PAUSED)?,
+            cause: r.opt_s(CAUSE)?.map(str::to_string),
+            since: r.time(SINCE)?,
+            last_release_at: r.opt_time(LAST_RELEASE_AT)?,
+            dlq_depth: r.opt_n(DLQ_DEPTH)?,
+            version: r.n(VERSION)?,
+        }))
+    }
+
+    async fn put_release_state(&self, state: &ReleaseState) -> Result<bool, StoreError> {
+        let item = ItemWriter::new()
+            .s(PK, release_pk(state.lane))
+            .s(SK, STATE_SK)
+            .s(TYPE, RELEASE_TYPE)
+            .s(LANE, state.lane.as_str())
+            .bool(PAUSED, state.paused)
+            .opt_s(CAUSE, state.cause.clone())
+            .time(SINCE, state.since)
+            .opt_time(LAST_RELEASE_AT, state.last_release_at)
+            .opt_n(DLQ_DEPTH, state.dlq_depth)
+            .n(VERSION, state.version + 1)
+            .build();
+        let mut cond = Expr::new();
+        if state.version == 0 {
+            cond.not_exists(PK);
+        } else {
+            cond.eq(VERSION, n(state.version));
+        }
+        let sent = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .set_condition_expression(cond.condition())
+            .set_expression_attribute_names(cond.names())
+            .set_expression_attribute_values(cond.values())
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await;
+        match sent {
+            Ok(out) => {
+                self.meter
+                    .record_capacity("PutItem", out.consumed_capacity());
+                Ok(true)
+            }
+            Err(err)
+                if matches!(
+                    err.as_service_error(),
+                    Some(PutItemError::ConditionalCheckFailedException(_))
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(err) => Err(StoreError::request("PutItem", err)),
+        }
+    }
+}
