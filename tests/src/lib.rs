@@ -4,6 +4,8 @@
 //! uniquely named table and queues, so `cargo test` runs them in parallel, and removes them
 //! when it ends (on panic too).
 
+pub mod reconcile;
+
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
