@@ -1,0 +1,292 @@
+//! The reconciler's stuck-run rules and the catch-up pause, against the emulator: every
+//! stuck case, each resolved by conditional transitions only, and catch-up release paused by
+//! a realtime backlog, DLQ growth and an alarm, then resumed when they clear.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use cronledger_app::faults::CrashPoint;
+use cronledger_aws::lanes::LaneSettings;
+use cronledger_aws::ledger::RunChange;
+use cronledger_aws::ReleaseStateStore;
+use cronledger_core::{Lane, Reason, RunEvent, RunKey, RunStatus, Schedule};
+use cronledger_tests::app::{AppEnv, CrashAt, LaneCall};
+use cronledger_tests::reconcile::{
+    assert_every_window_once, reconcile, reconciler, reconciler_config, FakeSignals,
+};
+use cronledger_tests::{spec_with, t};
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_stuck_run_is_resolved_by_its_rule_and_nothing_else() {
+    let created = t("2026-03-06T09:59:00Z");
+    let ten = t("2026-03-06T10:00:00Z");
+    let env = AppEnv::new(LaneSettings::default(), ten).await;
+    let cases = [
+        ("stuck-pending", false, "15m"),
+        ("stuck-queued", false, "15m"),
+        ("stale-idempotent", true, "15m"),
+        ("stale-not-idempotent", false, "15m"),
+        ("overrun", true, "10m"),
+        ("stalled-found", false, "15m"),
+        ("retry-lost", true, "15m"),
+    ];
+    for (id, idempotent, max_runtime) in cases {
+        let fields = json!({"idempotent": idempotent, "max_runtime": max_runtime, "overlap": "ALLOW", "grace": "5m"});
+        env.create(spec_with(id, "0 * * * *", fields), created)
+            .await;
+    }
+    // The ticker dies after every run write: seven PENDING runs, no messages.
+    let crashing = env
+        .ticker()
+        .with_faults(CrashAt::new(CrashPoint::AfterRunWrite, 100));
+    let tick = crashing
+        .tick(&cronledger_app::ticker::TickEvent {
+            time: ten,
+            shards: None,
+        })
+        .await;
+    assert_eq!((tick.created, tick.sent), (7, 0));
+    let key = |id: &str| RunKey::expected(id, ten);
+    let apply = |id: &'static str, change: RunChange| {
+        let store = env.store.clone();
+        async move {
+            store
+                .transition_run(&RunKey::expected(id, ten), &change)
+                .await
+                .expect("setup transition")
+        }
+    };
+    let start = |until: &str| {
+        RunChange::new(RunEvent::Start, RunStatus::Pending, 0, ten).with_lease("w1", t(until))
+    };
+    // QUEUED, but its message was lost.
+    let mut queued = RunChange::new(RunEvent::Enqueue, RunStatus::Pending, 0, ten);
+    queued.job_id = Some("lost".into());
+    queued.lane = Some(Lane::Normal);
+    apply("stuck-queued", queued).await;
+    // Workers that died: leases ran out at 10:01.
+    apply("stale-idempotent", start("2026-03-06T10:01:00Z")).await;
+    apply("stale-not-idempotent", start("2026-03-06T10:01:00Z")).await;
+    // A worker still heartbeating (live lease) but far past max_runtime.
+    apply("overrun", start("2026-03-06T11:00:00Z")).await;
+    // A reconciler that died between STALLED and resolving it.
+    apply("stalled-found", start("2026-03-06T10:01:00Z")).await;
+    let mut stall = RunChange::new(
+        RunEvent::Stall,
+        RunStatus::Running,
+        1,
+        t("2026-03-06T10:04:00Z"),
+    );
+    stall.reason = Some(Reason::HeartbeatLost);
+    apply("stalled-found", stall).await;
+    // An attempt failed retryably, and its message was lost.
+    apply("retry-lost", start("2026-03-06T10:01:00Z")).await;
+    apply(
+        "retry-lost",
+        RunChange::new(RunEvent::FailRetryable, RunStatus::Running, 1, ten),
+    )
+    .await;
+
+    let mut config = reconciler_config();
+    config.stuck.retry_pending_after = cronledger_core::Span::minutes(30);
+    let r = reconciler(&env, Arc::new(FakeSignals::default()), config);
+
+    // 10:01: inside every threshold but the STALLED one (resolved at once).
+    let early = reconcile(&r, t("2026-03-06T10:01:00Z")).await;
+    assert_eq!(early.stuck.held, 1, "{:?}", early.stuck);
+    assert_eq!(
+        early.stuck.pending_sent + early.stuck.stalled + early.stuck.queued_resent,
+        0
+    );
+
+    let report = reconcile(&r, t("2026-03-06T10:20:00Z")).await;
+    let s = &report.stuck;
+    assert_eq!(s.pending_sent, 1, "{s:?}");
+    assert_eq!(s.stalled, 3, "{s:?}");
+    assert_eq!((s.retried, s.held), (2, 1), "{s:?}");
+    assert_eq!((s.queued_resent, s.retry_resent), (0, 0), "{s:?}");
+
+    let run = env.run(&key("stuck-pending")).await;
+    assert_eq!(run.status, RunStatus::Queued);
+    assert!(run.job_id.is_some());
+    let idem = env.run(&key("stale-idempotent")).await;
+    assert_eq!((idem.status, idem.attempts), (RunStatus::RetryPending, 1));
+    let not_idem = env.run(&key("stale-not-idempotent")).await;
+    assert_eq!(not_idem.status, RunStatus::ManualRequired);
+    assert_eq!(not_idem.reason, Some(Reason::StalledNotIdempotent));
+    let overrun = env.run(&key("overrun")).await;
+    assert_eq!(overrun.status, RunStatus::RetryPending);
+    let found = env.run(&key("stalled-found")).await;
+    assert_eq!(found.status, RunStatus::ManualRequired);
+    assert_eq!(found.reason, Some(Reason::StalledNotIdempotent));
+
+    // Messages: the PENDING run once, each retried stall as its next attempt, all on the
+    // schedule's live lane; nothing for the held ones.
+    let sends: Vec<(RunKey, Lane)> = env
+        .queue
+        .calls()
+        .into_iter()
+        .filter_map(|c| match c {
+            LaneCall::Send { run, lane, .. } => Some((run, lane)),
+            _ => None,
+        })
+        .collect();
+    let mut sent: Vec<&str> = sends.iter().map(|(k, _)| k.schedule_id.as_str()).collect();
+    sent.sort_unstable();
+    assert_eq!(sent, vec!["overrun", "stale-idempotent", "stuck-pending"]);
+    assert!(sends.iter().all(|(_, lane)| *lane == Lane::Normal));
+    let received = env
+        .receive(Lane::Normal, false, 3, std::time::Duration::from_secs(5))
+        .await;
+    let attempts: Vec<(String, u32)> = {
+        let mut a: Vec<(String, u32)> = received
+            .iter()
+            .map(|m| {
+                let msg = cronledger_aws::LaneMessage::parse(&m.body).expect("envelope");
+                (msg.run.schedule_id, msg.attempt)
+            })
+            .collect();
+        a.sort();
+        a
+    };
+    assert_eq!(
+        attempts,
+        vec![
+            ("overrun".to_string(), 2),
+            ("stale-idempotent".to_string(), 2),
+            ("stuck-pending".to_string(), 1)
+        ]
+    );
+
+    // 10:55: QUEUED far too long (and the lost retry) are sent again, same identity.
+    let before = env.queue.sends().len();
+    let late = reconcile(&r, t("2026-03-06T10:55:00Z")).await;
+    assert!(late.stuck.queued_resent >= 1, "{:?}", late.stuck);
+    assert!(late.stuck.retry_resent >= 1, "{:?}", late.stuck);
+    let resent: Vec<RunKey> = env.queue.sends()[before..].to_vec();
+    assert!(resent.contains(&key("stuck-queued")));
+    assert!(resent.contains(&key("retry-lost")));
+    let queued = env.run(&key("stuck-queued")).await;
+    assert_eq!(queued.status, RunStatus::Queued);
+    assert_ne!(queued.job_id.as_deref(), Some("lost"));
+    let received = env
+        .receive(Lane::Normal, false, 10, std::time::Duration::from_secs(3))
+        .await;
+    let again = received
+        .iter()
+        .filter_map(|m| cronledger_aws::LaneMessage::parse(&m.body).ok())
+        .find(|m| m.run == key("stuck-queued"))
+        .expect("the QUEUED run's message again");
+    assert_eq!(again.idempotency_key, queued.idempotency_key);
+    assert_eq!(again.window, queued.window);
+    // Nothing terminal was touched, and no run was duplicated.
+    for (id, _, _) in cases {
+        let spec = env.store.get_schedule(id).await.expect("schedule").spec;
+        let schedule = Schedule::new(spec).expect("compiles");
+        assert_every_window_once(env.store.as_ref(), &schedule, created, ten).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn catch_up_pauses_while_live_work_is_in_trouble_and_resumes_when_it_clears() {
+    let now = t("2026-03-07T12:00:00Z");
+    let env = AppEnv::new(LaneSettings::default(), now).await;
+    let fields = json!({"misfire": "CATCH_UP_ALL", "grace": "1m", "side_effects": false, "overlap": "ALLOW", "max_auto_catch_up": 100});
+    // A 3-hour gap: the backfill tier, throttled on the backfill lane.
+    env.create(
+        spec_with("paused-backfill", "*/10 * * * *", fields),
+        t("2026-03-07T08:55:00Z"),
+    )
+    .await;
+    let signals = Arc::new(FakeSignals::default());
+    let mut config = reconciler_config();
+    config.pause.alarms = vec!["cronledger-errors".into()];
+    let r = reconciler(&env, signals.clone(), config);
+    let control = env.ledger.ledger.clone();
+
+    // The realtime lane is backed up: nothing is released, and the pause is recorded.
+    signals.backlog.store(500, Ordering::SeqCst);
+    let report = reconcile(&r, now).await;
+    assert_eq!(report.released, 0);
+    assert_eq!(
+        report.entries_written, 18,
+        "the plan is written even while paused"
+    );
+    let gate = report
+        .lanes
+        .iter()
+        .find(|g| g.lane == Lane::Backfill)
+        .expect("gate");
+    assert!(gate.paused);
+    assert!(gate
+        .cause
+        .as_deref()
+        .is_some_and(|c| c.starts_with("REALTIME_BACKLOG")));
+    let state = control
+        .release_state(Lane::Backfill)
+        .await
+        .expect("state")
+        .expect("stored");
+    assert!(state.paused);
+    assert_eq!(state.since, now);
+    assert!(state
+        .cause
+        .as_deref()
+        .is_some_and(|c| c.contains("500 visible")));
+    assert!(env.queue.sends().is_empty());
+
+    // It clears: release resumes (two in flight for the schedule), the resume is recorded.
+    signals.backlog.store(0, Ordering::SeqCst);
+    let resumed_at = t("2026-03-07T12:05:00Z");
+    let report = reconcile(&r, resumed_at).await;
+    let gate = report
+        .lanes
+        .iter()
+        .find(|g| g.lane == Lane::Backfill)
+        .expect("gate");
+    assert_eq!((gate.paused, gate.released), (false, 2));
+    // (plus the 12:00 window, missed by 5 minutes: the immediate tier, on the correction lane)
+    assert_eq!(report.released, 3);
+    let state = control
+        .release_state(Lane::Backfill)
+        .await
+        .expect("state")
+        .expect("stored");
+    assert!(!state.paused);
+    assert_eq!(state.since, resumed_at);
+    assert_eq!(state.last_release_at, Some(resumed_at));
+    assert!(env
+        .queue
+        .sends()
+        .iter()
+        .all(|k| k.schedule_id == "paused-backfill"));
+
+    // DLQ growth pauses; no further growth resumes.
+    signals.dlq.store(3, Ordering::SeqCst);
+    let report = reconcile(&r, t("2026-03-07T12:06:00Z")).await;
+    let gate = report
+        .lanes
+        .iter()
+        .find(|g| g.lane == Lane::Backfill)
+        .expect("gate");
+    assert!(
+        gate.cause
+            .as_deref()
+            .is_some_and(|c| c.starts_with("DLQ_GROWTH")),
+        "{gate:?}"
+    );
+    let report = reconcile(&r, t("2026-03-07T12:07:00Z")).await;
+    assert!(report.lanes.iter().all(|g| !g.paused), "{:?}", report.lanes);
+
+    // A named alarm in ALARM pauses both catch-up lanes.
+    if let Ok(mut a) = signals.alarms.lock() {
+        a.push("cronledger-errors".into());
+    }
+    let report = reconcile(&r, t("2026-03-07T12:08:00Z")).await;
+    assert!(report
+        .lanes
+        .iter()
+        .all(|g| g.paused && g.cause.as_deref() == Some("ALARM: cronledger-errors")));
+    assert_eq!(report.released, 0);
+}
