@@ -161,9 +161,13 @@ impl Intercept for RequestMeter {
         "cronledger.RequestMeter"
     }
 
-    fn read_before_execution(
+    // Once per call, like `read_before_execution`, but late enough that the operation's
+    // metadata is in the bag (a client-level interceptor runs `read_before_execution` before
+    // the operation's configuration is applied, so every call would count as `unknown`).
+    fn read_before_serialization(
         &self,
         _context: &BeforeSerializationInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         self.update(&operation_name(cfg), |u| u.calls += 1);
