@@ -14,7 +14,9 @@ use cronledger_aws::lanes::{process_batch, BatchReport, HandlerFailure, SqsRecor
 use cronledger_aws::ledger::{RunChange, StoredSchedule};
 use cronledger_aws::{LaneMessage, LaneQueue, LedgerStore, StoreError};
 use cronledger_core::run::RunResult;
-use cronledger_core::{Lane, OverlapPolicy, Reason, Run, RunEvent, RunStatus, Schedule, Span};
+use cronledger_core::{
+    Lane, OverlapPolicy, Reason, Run, RunEvent, RunKey, RunStatus, Schedule, Span,
+};
 
 use crate::backoff::Backoff;
 use crate::clock::Clock;
@@ -44,6 +46,9 @@ impl Default for WorkerConfig {
         }
     }
 }
+
+/// Reads of the run before an attempt starts, when the run keeps moving under the worker.
+const START_TRIES: u32 = 3;
 
 /// One delivery of a message, as the SQS event source hands it over.
 #[derive(Debug, Clone)]
@@ -107,22 +112,7 @@ impl Worker {
 
     pub async fn handle(&self, delivery: Delivery<'_>) -> Result<(), HandlerFailure> {
         let key = &delivery.message.run;
-        let run = match self.store.get_run(key).await {
-            Ok(run) => run,
-            Err(StoreError::RunNotFound(_)) => {
-                return Err(HandlerFailure::Permanent {
-                    code: "RUN_NOT_FOUND".into(),
-                    detail: format!("no run {key} for this message"),
-                })
-            }
-            Err(e) if e.code() == "STORE_MALFORMED_ITEM" => {
-                return Err(HandlerFailure::Permanent {
-                    code: e.code().into(),
-                    detail: e.to_string(),
-                })
-            }
-            Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
-        };
+        let mut run = self.load_run(key).await?;
         let stored = match self.store.get_schedule(&key.schedule_id).await {
             Ok(s) => s,
             Err(StoreError::ScheduleNotFound(id)) => {
@@ -140,33 +130,45 @@ impl Worker {
                 code: e.code.to_string(),
                 detail: e.message,
             })?;
-        let now = self.clock.now();
-        let event = match self.admit(&run, &schedule, now).await {
-            Ok(Admission::Start(event)) => event,
-            Ok(Admission::Ack(why)) => {
-                tracing::info!(run = %key, status = %run.status, why, "acknowledged without running");
-                return Ok(());
+        // The start is conditioned on the status read; when the run moved in between (the
+        // ticker marked it QUEUED just after sending, or another worker started it), look
+        // again rather than give up: acknowledging would drop the only message of the run.
+        let mut tries = 0;
+        let (started, now) = loop {
+            tries += 1;
+            let now = self.clock.now();
+            let event = match self.admit(&run, &schedule, now).await {
+                Ok(Admission::Start(event)) => event,
+                Ok(Admission::Ack(why)) => {
+                    tracing::info!(run = %key, status = %run.status, why, "acknowledged without running");
+                    return Ok(());
+                }
+                Ok(Admission::Skip(reason)) => return self.skip(&run, reason, now).await,
+                Ok(Admission::Defer(delay, why)) => {
+                    self.hide(&delivery, delay).await;
+                    return Err(HandlerFailure::Retry(why.to_string()));
+                }
+                Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
+            };
+            if let Some(reason) = self.already_done(&run).await {
+                return self.skip(&run, reason, now).await;
             }
-            Ok(Admission::Skip(reason)) => return self.skip(&run, reason, now).await,
-            Ok(Admission::Defer(delay, why)) => {
-                self.hide(&delivery, delay).await;
-                return Err(HandlerFailure::Retry(why.to_string()));
+            let change = RunChange::new(event, run.status, run.lease_epoch, now)
+                .with_lease(&self.config.owner, now + self.config.lease.as_delta());
+            match self.store.transition_run(key, &change).await {
+                Ok(started) => break (started, now),
+                Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. })
+                    if tries < START_TRIES =>
+                {
+                    run = self.load_run(key).await?;
+                }
+                Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => {
+                    return Err(HandlerFailure::Retry(format!(
+                        "run {key} kept changing while starting"
+                    )));
+                }
+                Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
             }
-            Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
-        };
-        if let Some(reason) = self.already_done(&run).await {
-            return self.skip(&run, reason, now).await;
-        }
-
-        let change = RunChange::new(event, run.status, run.lease_epoch, now)
-            .with_lease(&self.config.owner, now + self.config.lease.as_delta());
-        let started = match self.store.transition_run(key, &change).await {
-            Ok(r) => r,
-            Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => {
-                tracing::info!(run = %key, "another worker took this run first");
-                return Ok(());
-            }
-            Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
         };
         tracing::info!(
             run = %key,
@@ -190,6 +192,21 @@ impl Worker {
             return Ok(());
         };
         self.record(&delivery, &stored, &started, outcome).await
+    }
+
+    async fn load_run(&self, key: &RunKey) -> Result<Run, HandlerFailure> {
+        match self.store.get_run(key).await {
+            Ok(run) => Ok(run),
+            Err(StoreError::RunNotFound(_)) => Err(HandlerFailure::Permanent {
+                code: "RUN_NOT_FOUND".into(),
+                detail: format!("no run {key} for this message"),
+            }),
+            Err(e) if e.code() == "STORE_MALFORMED_ITEM" => Err(HandlerFailure::Permanent {
+                code: e.code().into(),
+                detail: e.to_string(),
+            }),
+            Err(e) => Err(HandlerFailure::Retry(e.to_string())),
+        }
     }
 
     /// Decides whether a delivery starts an attempt.
