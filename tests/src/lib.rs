@@ -4,7 +4,9 @@
 //! uniquely named table and queues, so `cargo test` runs them in parallel, and removes them
 //! when it ends (on panic too).
 
+pub mod app;
 pub mod reconcile;
+pub mod webhook;
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
@@ -97,7 +99,11 @@ pub struct TestLanes {
 
 impl TestLanes {
     pub async fn new(settings: LaneSettings) -> TestLanes {
-        let clients = clients().await;
+        TestLanes::with_clients(clients().await, settings).await
+    }
+
+    /// On given clients (to share a ledger's request meter).
+    pub async fn with_clients(clients: AwsClients, settings: LaneSettings) -> TestLanes {
         let prefix = unique_name("cl-test");
         let lanes = SqsLanes::create(clients.sqs.clone(), &prefix, settings)
             .await
@@ -148,13 +154,21 @@ pub fn t(text: &str) -> DateTime<Utc> {
 
 /// A validated spec, through the same validation the API and CLI use.
 pub fn spec(id: &str, cron: &str) -> ScheduleSpec {
-    let doc = serde_json::json!({
+    spec_with(id, cron, serde_json::json!({}))
+}
+
+/// A validated spec with more fields (`job`, `overlap`, ...) over the defaults of [`spec`].
+pub fn spec_with(id: &str, cron: &str, fields: serde_json::Value) -> ScheduleSpec {
+    let mut doc = serde_json::json!({
         "id": id,
         "cron": cron,
         "timezone": "UTC",
         "owner": "tests",
         "job": { "type": "noop" },
     });
+    if let (Some(doc), Some(fields)) = (doc.as_object_mut(), fields.as_object()) {
+        doc.extend(fields.clone());
+    }
     cronledger_core::spec::validate_schedule(
         &doc,
         "",

@@ -1,0 +1,222 @@
+//! The ticker against the emulator: racing tickers fire each window once, and a ticker that
+//! dies between its writes leaves a state nothing loses.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Duration as Delta;
+use cronledger_app::faults::CrashPoint;
+use cronledger_app::ticker::{TickEvent, TickReport, Ticker};
+use cronledger_aws::keys::shard_of;
+use cronledger_aws::lanes::{LaneSettings, MessageOutcome};
+use cronledger_aws::DynamoLedger;
+use cronledger_core::{Lane, RunKey, RunStatus};
+use cronledger_tests::app::{ticker_config, worker_config, AppEnv, CrashAt};
+use cronledger_tests::webhook::{Answer, Webhook};
+use cronledger_tests::{spec_with, t, SHARDS};
+use futures_util::stream::{self, StreamExt};
+
+const SCHEDULES: usize = 1000;
+const TICKERS: usize = 8;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn eight_tickers_on_the_same_minute_fire_each_window_exactly_once() {
+    let t0 = t("2026-03-01T09:59:30Z");
+    let minute = t("2026-03-01T10:00:00Z");
+    let env = AppEnv::new(LaneSettings::default(), minute).await;
+    let ids: Vec<String> = (0..SCHEDULES).map(|i| format!("race-{i:04}")).collect();
+    // Validated once (validation walks a real calendar), then copied under each id. ALLOW:
+    // the race is the subject here; overlap has its own tests.
+    let template = spec_with(
+        "race",
+        "0 * * * *",
+        serde_json::json!({ "overlap": "ALLOW" }),
+    );
+    stream::iter(&ids)
+        .for_each_concurrent(16, |id| {
+            let mut spec = template.clone();
+            spec.id = id.clone();
+            async {
+                let created = env.create(spec, t0).await;
+                assert_eq!(created.next_run_at, Some(minute));
+            }
+        })
+        .await;
+
+    // Eight tickers, each with its own store client as separate Lambdas would have, on the
+    // event time of the same minute (the wall clock is years away from it).
+    let tickers: Vec<Ticker> = (0..TICKERS)
+        .map(|_| {
+            let store = DynamoLedger::new(&env.ledger.clients, &env.ledger.table, SHARDS);
+            Ticker::new(Arc::new(store), env.queue.clone(), ticker_config())
+                .with_send_clock(Arc::new(env.clock.clone()))
+        })
+        .collect();
+    let event = TickEvent {
+        time: minute,
+        shards: None,
+    };
+    let reports: Vec<TickReport> =
+        futures_util::future::join_all(tickers.iter().map(|ticker| ticker.tick(&event))).await;
+
+    for r in &reports {
+        assert!(r.errors.is_empty(), "{:?}", r.errors);
+        assert_eq!(
+            r.due_schedules,
+            r.created + r.lost_race,
+            "every due schedule a ticker saw it either fired or lost: {r:?}"
+        );
+        assert_eq!((r.unsent, r.left_for_reconciler), (0, 0), "{r:?}");
+        assert_eq!(r.sent, r.created);
+    }
+    let created: u32 = reports.iter().map(|r| r.created).sum();
+    let lost: u32 = reports.iter().map(|r| r.lost_race).sum();
+    let seen: u32 = reports.iter().map(|r| r.due_schedules).sum();
+    assert_eq!(created as usize, SCHEDULES);
+    assert_eq!(lost, seen - created);
+    assert!(lost > 0, "the tickers raced: {reports:?}");
+    eprintln!(
+        "{TICKERS} tickers: created {:?}, lost {:?}",
+        reports.iter().map(|r| r.created).collect::<Vec<_>>(),
+        reports.iter().map(|r| r.lost_race).collect::<Vec<_>>()
+    );
+
+    // One message per window, and each schedule moved on exactly once, with one run.
+    let sent = env.queue.sends();
+    let distinct: BTreeSet<&RunKey> = sent.iter().collect();
+    assert_eq!((sent.len(), distinct.len()), (SCHEDULES, SCHEDULES));
+    let next_hour = minute + Delta::hours(1);
+    stream::iter(&ids)
+        .for_each_concurrent(16, |id| {
+            let store = env.store.clone();
+            async move {
+                let schedule = store.get_schedule(id).await.expect("get schedule");
+                assert_eq!(schedule.next_run_at, Some(next_hour), "{id}");
+                let runs = store
+                    .run_history(id, 10, None)
+                    .await
+                    .expect("history")
+                    .items;
+                assert_eq!(runs.len(), 1, "{id}: {runs:?}");
+                assert_eq!(runs[0].key, RunKey::expected(id.as_str(), minute));
+                assert_eq!(runs[0].status, RunStatus::Queued, "{id}");
+                assert_eq!(runs[0].attempts, 0);
+                assert!(runs[0].job_id.is_some());
+            }
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn a_crash_between_the_run_write_and_the_send_leaves_a_pending_run_that_is_found_and_run() {
+    let t0 = t("2026-03-01T09:59:30Z");
+    let minute = t("2026-03-01T10:00:00Z");
+    let env = AppEnv::new(LaneSettings::default(), minute).await;
+    let hook = Webhook::start(Answer::Succeed).await;
+    let id = "crash-after-write";
+    let job = serde_json::json!({ "job": { "type": "http", "url": hook.url } });
+    env.create(spec_with(id, "0 * * * *", job), t0).await;
+
+    let ticker = env
+        .ticker()
+        .with_faults(CrashAt::new(CrashPoint::AfterRunWrite, 1));
+    let event = TickEvent {
+        time: minute,
+        shards: None,
+    };
+    let report = ticker.tick(&event).await;
+    assert_eq!((report.created, report.sent, report.unsent), (1, 0, 1));
+
+    // The run is written, PENDING, with no message anywhere; the schedule moved on.
+    let key = RunKey::expected(id, minute);
+    let run = env.run(&key).await;
+    assert_eq!(
+        (run.status, run.job_id.as_deref()),
+        (RunStatus::Pending, None)
+    );
+    assert!(env.queue.sends().is_empty());
+    assert!(env
+        .receive(Lane::Normal, false, 1, Duration::from_secs(1))
+        .await
+        .is_empty());
+    let schedule = env.store.get_schedule(id).await.expect("schedule");
+    assert_eq!(schedule.next_run_at, Some(minute + Delta::hours(1)));
+    // The same event again (EventBridge retries) does not fire the window again.
+    let again = env.ticker().tick(&event).await;
+    assert_eq!((again.due_schedules, again.created), (0, 0));
+
+    // The reconciler's view: PENDING runs of the shard, found through the active index.
+    let pending = env
+        .store
+        .active_runs(shard_of(id, SHARDS), Some(RunStatus::Pending), 100, None)
+        .await
+        .expect("active runs");
+    assert_eq!(
+        pending.items.iter().map(|r| &r.key).collect::<Vec<_>>(),
+        [&key]
+    );
+
+    // Sending it (what the reconciler will do) is enough: a worker runs it once.
+    env.resend(&run).await;
+    let received = env
+        .receive(Lane::Normal, false, 1, Duration::from_secs(5))
+        .await;
+    let worker = env.worker(worker_config("w"));
+    let batch = env.deliver(&worker, Lane::Normal, &received).await;
+    assert_eq!(batch.outcomes[0].1, MessageOutcome::Done);
+    let done = env.run(&key).await;
+    assert_eq!((done.status, done.attempts), (RunStatus::Success, 1));
+    assert_eq!(hook.by_key()[run.idempotency_key.as_str()], (1, 1));
+}
+
+#[tokio::test]
+async fn a_crash_after_the_send_leaves_a_pending_run_with_a_message_that_runs_once() {
+    let t0 = t("2026-03-01T09:59:30Z");
+    let minute = t("2026-03-01T10:00:00Z");
+    let env = AppEnv::new(LaneSettings::default(), minute).await;
+    let hook = Webhook::start(Answer::Succeed).await;
+    let id = "crash-after-send";
+    let job = serde_json::json!({ "job": { "type": "http", "url": hook.url } });
+    env.create(spec_with(id, "0 * * * *", job), t0).await;
+
+    let ticker = env
+        .ticker()
+        .with_faults(CrashAt::new(CrashPoint::AfterSend, 1));
+    let report = ticker
+        .tick(&TickEvent {
+            time: minute,
+            shards: None,
+        })
+        .await;
+    assert_eq!((report.created, report.sent, report.unsent), (1, 1, 0));
+    let key = RunKey::expected(id, minute);
+    let run = env.run(&key).await;
+    assert_eq!(run.status, RunStatus::Pending, "never marked QUEUED");
+    assert_eq!(env.queue.sends(), std::slice::from_ref(&key));
+    let pending = env
+        .store
+        .active_runs(shard_of(id, SHARDS), Some(RunStatus::Pending), 100, None)
+        .await
+        .expect("active runs");
+    assert_eq!(pending.items.len(), 1);
+
+    // The reconciler cannot tell this PENDING run from an unsent one and sends it again:
+    // the worker gets two messages for it and runs the job once.
+    env.resend(&run).await;
+    let received = env
+        .receive(Lane::Normal, false, 2, Duration::from_secs(5))
+        .await;
+    assert_eq!(received.len(), 2);
+    let worker = env.worker(worker_config("w"));
+    for one in &received {
+        let batch = env
+            .deliver(&worker, Lane::Normal, std::slice::from_ref(one))
+            .await;
+        assert_eq!(batch.outcomes[0].1, MessageOutcome::Done);
+    }
+    let done = env.run(&key).await;
+    assert_eq!((done.status, done.attempts), (RunStatus::Success, 1));
+    assert_eq!(hook.calls().len(), 1);
+    assert_eq!(hook.by_key()[run.idempotency_key.as_str()], (1, 1));
+}
