@@ -400,3 +400,25 @@ impl InFlight {
             .unwrap_or(0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_scheduler_and_rule_events_and_refuses_garbage() {
+        let e = ReconcileEvent::from_json(&serde_json::json!({"time": "2026-03-01T10:05:00Z"}))
+            .unwrap();
+        assert_eq!(
+            e,
+            ReconcileEvent::at("2026-03-01T10:05:00Z".parse().unwrap())
+        );
+        let e = ReconcileEvent::from_json(
+            &serde_json::json!({"time": "2026-03-01T10:05:00Z", "detail": {"shards": [1, 3]}}),
+        )
+        .unwrap();
+        assert_eq!(e.shards, Some(vec![1, 3]));
+        let err = ReconcileEvent::from_json(&serde_json::json!({"when": 1})).unwrap_err();
+        assert_eq!(err.code(), "RECONCILE_EVENT_INVALID");
+    }
+}
