@@ -82,7 +82,12 @@ fn print_requests(label: &str, after: &MeterSnapshot, before: &MeterSnapshot, pe
     );
 }
 
-async fn create_schedules(ledger: &dyn LedgerStore, n: usize, job: serde_json::Value, created: DateTime<Utc>) {
+async fn create_schedules(
+    ledger: &dyn LedgerStore,
+    n: usize,
+    job: serde_json::Value,
+    created: DateTime<Utc>,
+) {
     stream::iter(0..n)
         .for_each_concurrent(CONCURRENCY, |i| {
             let job = job.clone();
@@ -232,7 +237,12 @@ async fn bench_worker(runs: usize) {
         "worker: {done} runs in {secs:.1}s = {:.0} runs/s (noop jobs, batches of 10, one poller)",
         done as f64 / secs
     );
-    print_requests("worker", &ledger.clients.meter.snapshot(), &before, done.max(1) as f64);
+    print_requests(
+        "worker",
+        &ledger.clients.meter.snapshot(),
+        &before,
+        done.max(1) as f64,
+    );
     println!("worker process peak RSS: {:.1} MiB", peak_rss_mib());
 }
 
