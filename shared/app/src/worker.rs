@@ -71,8 +71,9 @@ pub struct Worker {
 enum Admission {
     /// Acknowledge without running: duplicate, finished, or owned by someone else.
     Ack(&'static str),
-    /// Try later (the message comes back after `Duration`).
-    Defer(Duration, &'static str),
+    /// QUEUE_NEW behind an earlier active run: park the run PENDING (QUEUED_BEHIND) and let
+    /// the finishing run release it, rather than bounce the message until SQS dead-letters it.
+    WaitBehind,
     /// End the run without executing it.
     Skip(Reason),
     Start(RunEvent),
@@ -143,15 +144,12 @@ impl Worker {
                     tracing::info!(run = %key, status = %run.status, why, "acknowledged without running");
                     return Ok(());
                 }
-                Ok(Admission::Skip(reason)) => return self.skip(&run, reason, now).await,
-                Ok(Admission::Defer(delay, why)) => {
-                    self.hide(&delivery, delay).await;
-                    return Err(HandlerFailure::Retry(why.to_string()));
-                }
+                Ok(Admission::Skip(reason)) => return self.skip(&run, &stored, reason, now).await,
+                Ok(Admission::WaitBehind) => return self.wait_behind(&run, &stored, now).await,
                 Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
             };
             if let Some(reason) = self.already_done(&run).await {
-                return self.skip(&run, reason, now).await;
+                return self.skip(&run, &stored, reason, now).await;
             }
             let change = RunChange::new(event, run.status, run.lease_epoch, now)
                 .with_lease(&self.config.owner, now + self.config.lease.as_delta());
@@ -240,10 +238,7 @@ impl Worker {
             .any(|r| r.key.scheduled_for < run.key.scheduled_for);
         Ok(match schedule.spec.overlap {
             OverlapPolicy::SkipNew if running_other => Admission::Skip(Reason::Overlap),
-            OverlapPolicy::QueueNew if running_other || earlier_waiting => Admission::Defer(
-                self.config.lease.as_std(),
-                "an earlier run of this QUEUE_NEW schedule is still active",
-            ),
+            OverlapPolicy::QueueNew if running_other || earlier_waiting => Admission::WaitBehind,
             _ => Admission::Start(event),
         })
     }
@@ -274,6 +269,7 @@ impl Worker {
     async fn skip(
         &self,
         run: &Run,
+        stored: &StoredSchedule,
         reason: Reason,
         now: DateTime<Utc>,
     ) -> Result<(), HandlerFailure> {
@@ -282,10 +278,46 @@ impl Worker {
         match self.store.transition_run(&run.key, &change).await {
             Ok(_) => {
                 tracing::info!(run = %run.key, %reason, "run skipped");
+                // A skipped run ends like a finished one: the next QUEUE_NEW run may go.
+                self.release_next_queued(stored, now).await;
                 Ok(())
             }
             Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => Ok(()),
             Err(StoreError::InvalidTransition(_)) => Ok(()),
+            Err(e) => Err(HandlerFailure::Retry(e.to_string())),
+        }
+    }
+
+    /// Parks a QUEUE_NEW run behind the active one and acknowledges its message.
+    async fn wait_behind(
+        &self,
+        run: &Run,
+        stored: &StoredSchedule,
+        now: DateTime<Utc>,
+    ) -> Result<(), HandlerFailure> {
+        let mut change = RunChange::new(RunEvent::WaitBehind, run.status, run.lease_epoch, now);
+        change.reason = Some(Reason::QueuedBehind);
+        match self.store.transition_run(&run.key, &change).await {
+            Ok(_) => {
+                tracing::info!(run = %run.key, "waiting behind an earlier run (QUEUE_NEW)");
+                // The blocker may have finished between our check and our write, and released
+                // nothing: look once more, so the run cannot be left waiting on nobody.
+                let blocked = active_runs_of(self.store.as_ref(), &run.key.schedule_id)
+                    .await
+                    .map(|others| {
+                        others.iter().any(|r| {
+                            r.key != run.key && r.key.scheduled_for < run.key.scheduled_for
+                        })
+                    })
+                    .unwrap_or(true);
+                if !blocked {
+                    self.release_next_queued(stored, now).await;
+                }
+                Ok(())
+            }
+            Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => Err(
+                HandlerFailure::Retry("the run changed while parking it; look again".into()),
+            ),
             Err(e) => Err(HandlerFailure::Retry(e.to_string())),
         }
     }
@@ -339,7 +371,12 @@ impl Worker {
             )
             .with_lease(&self.config.owner, now + self.config.lease.as_delta());
             match self.store.transition_run(&run.key, &change).await {
-                Ok(_) => self.hide(delivery, self.config.lease.as_std()).await,
+                // Hidden a heartbeat longer than the lease: after a crash the lease has surely
+                // expired by the time the message comes back, so the redelivery reclaims it.
+                Ok(_) => {
+                    let hide = self.config.lease.as_std() + self.config.heartbeat_every.as_std();
+                    self.hide(delivery, hide).await
+                }
                 Err(StoreError::LeaseLost { .. } | StoreError::StatusConflict { .. }) => return,
                 Err(e) => tracing::warn!(run = %run.key, error = %e, "heartbeat failed; retrying"),
             }

@@ -131,6 +131,9 @@ named_enum!(
         /// A stalled run of an idempotent job goes back for a new attempt.
         RetryAfterStall => "RETRY_AFTER_STALL",
         HoldForApproval => "HOLD_FOR_APPROVAL",
+        /// QUEUE_NEW: an earlier run is still active; wait PENDING (reason QUEUED_BEHIND) for
+        /// the finishing run to release this one, instead of holding a message in the lane.
+        WaitBehind => "WAIT_BEHIND",
         Skip => "SKIP",
         Coalesce => "COALESCE",
         /// Operator events.
@@ -176,6 +179,7 @@ pub fn transition(from: RunStatus, event: RunEvent) -> Result<RunStatus, Transit
         (S::Pending | S::Queued, E::Skip) => S::Skipped,
         (S::Pending | S::ManualRequired, E::Coalesce) => S::Coalesced,
         (S::Pending | S::Stalled, E::HoldForApproval) => S::ManualRequired,
+        (S::Pending | S::Queued, E::WaitBehind) => S::Pending,
 
         (S::Running, E::Reclaim | E::Heartbeat) => S::Running,
         (S::Running, E::Succeed) => S::Success,
