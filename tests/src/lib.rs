@@ -213,6 +213,7 @@ pub fn scheduled_run(
         timezone: spec.timezone.name().to_string(),
         job_id: None,
         result: None,
+        forced: false,
     }
 }
 

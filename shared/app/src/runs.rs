@@ -66,6 +66,7 @@ pub fn new_run_with_origin(
         timezone: schedule.spec.timezone.name().to_string(),
         job_id: None,
         result: None,
+        forced: false,
     }
 }
 

@@ -67,6 +67,12 @@ pub enum StoreError {
         problem: String,
     },
 
+    #[error("BACKFILL_NOT_FOUND: backfill `{0}` does not exist")]
+    BackfillNotFound(String),
+
+    #[error("BACKFILL_ALREADY_EXISTS: backfill `{0}` already exists")]
+    BackfillAlreadyExists(String),
+
     #[error("STORE_BAD_CURSOR: the pagination cursor is not one this store issued")]
     BadCursor,
 
@@ -99,6 +105,8 @@ impl StoreError {
             StoreError::InvalidTransition(e) => e.code().as_str(),
             StoreError::InvalidRequest(_) => "STORE_INVALID_REQUEST",
             StoreError::Malformed { .. } => "STORE_MALFORMED_ITEM",
+            StoreError::BackfillNotFound(_) => "BACKFILL_NOT_FOUND",
+            StoreError::BackfillAlreadyExists(_) => "BACKFILL_ALREADY_EXISTS",
             StoreError::BadCursor => "STORE_BAD_CURSOR",
             StoreError::Contention(_) => "STORE_CONTENTION",
             StoreError::TableDefinition(_) => "STORE_TABLE_DEFINITION",

@@ -108,6 +108,15 @@ impl<'a> ItemReader<'a> {
         }
     }
 
+    /// Absent and NULL both read as `None`.
+    pub fn opt_bool(&self, name: &str) -> Result<Option<bool>, StoreError> {
+        match self.item.get(name) {
+            None | Some(AttributeValue::Null(_)) => Ok(None),
+            Some(AttributeValue::Bool(b)) => Ok(Some(*b)),
+            Some(other) => Err(self.malformed(name, format!("is {}, not a boolean", kind(other)))),
+        }
+    }
+
     /// A string attribute parsed with `FromStr` (status names, enums, dates).
     pub fn opt_parsed<T: FromStr>(&self, name: &str) -> Result<Option<T>, StoreError>
     where

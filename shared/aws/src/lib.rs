@@ -13,6 +13,7 @@ pub mod keys;
 pub mod lanes;
 pub mod ledger;
 pub mod meter;
+pub mod ops;
 pub mod table;
 mod text_enum;
 
@@ -26,4 +27,8 @@ pub use ledger::{
     RunChange, ScheduleState, StoredSchedule,
 };
 pub use meter::{metered, MeterSnapshot, RequestMeter, Usage};
+pub use ops::{
+    Backfill, BackfillLimits, BackfillState, IdempotencyClaim, OpsStore, PauseConditions,
+    Reprocess, SystemAuditEntry,
+};
 pub use table::TableDefinition;

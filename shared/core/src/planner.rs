@@ -254,6 +254,7 @@ impl Plan {
             timezone: schedule.spec.timezone.name().to_string(),
             job_id: None,
             result: None,
+            forced: false,
         }
     }
 }

@@ -306,6 +306,10 @@ pub struct Run {
     pub timezone: String,
     pub job_id: Option<String>,
     pub result: Option<RunResult>,
+    /// An operator forced this run (`mode=new`): it executes even when its window's
+    /// idempotency key already succeeded (no ALREADY_DONE skip).
+    #[serde(default)]
+    pub forced: bool,
 }
 
 /// The stable ledger format (DESIGN "Manifest and ledger formats").

@@ -45,6 +45,8 @@ pub const RESULT_COUNT: &str = "result_count";
 pub const RESULT_CHECKSUM: &str = "result_checksum";
 pub const RESULT_ERROR_CODE: &str = "result_error_code";
 pub const RESULT_MESSAGE: &str = "result_message";
+/// Present (true) only on runs an operator forced.
+pub const FORCED: &str = "forced";
 
 /// The full item for a new run; active runs carry the sparse `active` index keys.
 pub fn encode(run: &Run, shards: u32) -> Item {
@@ -92,6 +94,9 @@ pub fn encode(run: &Run, shards: u32) -> Item {
         .opt_s(RESULT_CHECKSUM, result.checksum)
         .opt_s(RESULT_ERROR_CODE, result.error_code)
         .opt_s(RESULT_MESSAGE, result.message);
+    if run.forced {
+        w = w.bool(FORCED, true);
+    }
     if run.status.is_active() {
         let shard = keys::shard_of(&run.key.schedule_id, shards);
         w = w
@@ -153,6 +158,7 @@ pub fn decode(item: &Item) -> Result<Run, StoreError> {
         timezone: r.s(TIMEZONE)?.to_string(),
         job_id: r.opt_s(JOB_ID)?.map(str::to_string),
         result: (result != RunResult::default()).then_some(result),
+        forced: r.opt_bool(FORCED)?.unwrap_or(false),
     })
 }
 

@@ -1,8 +1,6 @@
 //! The release-state items (see [`crate::control`]).
 
 use async_trait::async_trait;
-use aws_sdk_dynamodb::operation::put_item::PutItemError;
-use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use cronledger_core::Lane;
 
 use super::{DynamoLedger, Expr};
@@ -64,32 +62,6 @@ impl ReleaseStateStore for DynamoLedger {
         } else {
             cond.eq(VERSION, n(state.version));
         }
-        let sent = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .set_condition_expression(cond.condition())
-            .set_expression_attribute_names(cond.names())
-            .set_expression_attribute_values(cond.values())
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
-            .send()
-            .await;
-        match sent {
-            Ok(out) => {
-                self.meter
-                    .record_capacity("PutItem", out.consumed_capacity());
-                Ok(true)
-            }
-            Err(err)
-                if matches!(
-                    err.as_service_error(),
-                    Some(PutItemError::ConditionalCheckFailedException(_))
-                ) =>
-            {
-                Ok(false)
-            }
-            Err(err) => Err(StoreError::request("PutItem", err)),
-        }
+        self.put_if(item, &cond).await
     }
 }

@@ -2,16 +2,19 @@
 
 mod control;
 mod expr;
+mod ops;
 mod runs;
 mod schedules;
 
 use std::collections::hash_map::RandomState;
+use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{ReturnConsumedCapacity, TransactWriteItem};
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity, TransactWriteItem};
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
 use cronledger_core::{Run, RunKey, RunStatus, ScheduleSpec};
@@ -131,6 +134,50 @@ impl DynamoLedger {
             "a transaction on `{}` conflicted {TRANSACTION_TRIES} times in a row",
             self.table
         ))))
+    }
+}
+
+impl DynamoLedger {
+    /// A conditional put: `Ok(true)` when stored, `Ok(false)` when the condition failed.
+    pub(crate) async fn put_if(&self, item: Item, cond: &Expr) -> Result<bool, StoreError> {
+        self.put_conditional(item, cond.condition(), cond.names(), cond.values())
+            .await
+    }
+
+    pub(crate) async fn put_conditional(
+        &self,
+        item: Item,
+        condition: Option<String>,
+        names: Option<HashMap<String, String>>,
+        values: Option<HashMap<String, AttributeValue>>,
+    ) -> Result<bool, StoreError> {
+        let sent = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .set_condition_expression(condition)
+            .set_expression_attribute_names(names)
+            .set_expression_attribute_values(values)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await;
+        match sent {
+            Ok(out) => {
+                self.meter
+                    .record_capacity("PutItem", out.consumed_capacity());
+                Ok(true)
+            }
+            Err(err)
+                if matches!(
+                    err.as_service_error(),
+                    Some(PutItemError::ConditionalCheckFailedException(_))
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(err) => Err(StoreError::request("PutItem", err)),
+        }
     }
 }
 

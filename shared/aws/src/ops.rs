@@ -1,0 +1,175 @@
+//! The control plane's own items beside the ledger: request idempotency claims
+//! (`IDEM#{key}`, expiring by TTL), backfills (`BACKFILL#{id}`: range, limits, cursor, state),
+//! and the system audit log (kill switch, one-off runs).
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use cronledger_core::RunKey;
+use serde::{Deserialize, Serialize};
+
+use crate::error::StoreError;
+
+/// Who first used a request's `Idempotency-Key`, and for which run. A second request with the
+/// same key finds this and answers with that run instead of creating another.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdempotencyClaim {
+    /// The key as scoped by the caller (the api prefixes the schedule id).
+    pub key: String,
+    /// The run the first request creates.
+    pub run: RunKey,
+    pub created_at: DateTime<Utc>,
+    /// When the claim may be forgotten (the table's TTL attribute).
+    pub expires_at: DateTime<Utc>,
+}
+
+/// A backfill's lifecycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum BackfillState {
+    Running,
+    Paused,
+    Cancelled,
+    Done,
+}
+
+impl BackfillState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackfillState::Running => "RUNNING",
+            BackfillState::Paused => "PAUSED",
+            BackfillState::Cancelled => "CANCELLED",
+            BackfillState::Done => "DONE",
+        }
+    }
+
+    /// Still has work to release (or may have, once resumed).
+    pub fn is_open(self) -> bool {
+        matches!(self, BackfillState::Running | BackfillState::Paused)
+    }
+}
+
+impl std::fmt::Display for BackfillState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Which windows of the range a backfill runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Reprocess {
+    /// Windows with no run that succeeded, is in flight, or awaits approval.
+    Missing,
+    /// Windows whose runs failed (and none succeeded).
+    Failed,
+    /// Every window, done or not (a forced re-run of history).
+    All,
+}
+
+/// How fast a backfill may go.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BackfillLimits {
+    /// Runs of this backfill in flight at most.
+    pub concurrency: u32,
+    /// Runs released per pass at most.
+    pub batch_size: u32,
+    /// Runs released per minute at most, averaged over passes.
+    pub rate_per_minute: f64,
+}
+
+impl Default for BackfillLimits {
+    fn default() -> Self {
+        BackfillLimits {
+            concurrency: 2,
+            batch_size: 7,
+            rate_per_minute: 7.0,
+        }
+    }
+}
+
+/// When a running backfill stops releasing on its own (and starts again once clear).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct PauseConditions {
+    /// Visible messages in the realtime lane above which it waits.
+    #[serde(default)]
+    pub realtime_backlog: Option<u64>,
+    /// Share of its finished runs that failed above which it waits (once 4 have finished).
+    #[serde(default)]
+    pub error_rate: Option<f64>,
+    /// CloudWatch alarms that hold it while any is in ALARM.
+    #[serde(default)]
+    pub alarms: Vec<String>,
+}
+
+/// One backfill: `PK=BACKFILL#{id}`, `SK=STATE`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Backfill {
+    pub id: String,
+    pub schedule_id: String,
+    /// Occurrences scheduled in `[from, to]`.
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+    pub reprocess: Reprocess,
+    pub limits: BackfillLimits,
+    pub pause_when: PauseConditions,
+    pub state: BackfillState,
+    /// Why it is held right now by a pause condition (`None` while releasing).
+    pub held: Option<String>,
+    /// Every occurrence at or before this has been written or passed over.
+    pub cursor: Option<DateTime<Utc>>,
+    /// Occurrences in the range.
+    pub total_windows: u64,
+    /// Occurrences the reprocess filter selected when the backfill was created.
+    pub planned: u64,
+    /// Runs written so far.
+    pub written: u64,
+    /// Selected windows passed over at release time because they no longer needed it.
+    pub passed_over: u64,
+    pub created_at: DateTime<Utc>,
+    pub created_by: String,
+    pub note: String,
+    pub updated_at: DateTime<Utc>,
+    pub last_release_at: Option<DateTime<Utc>>,
+    /// The MANUAL_REQUIRED range record whose approval created it, if any.
+    pub source_record: Option<RunKey>,
+    /// Optimistic-concurrency version: 0 before the first write.
+    pub version: u64,
+}
+
+/// One system-wide operator action (kill switch, one-off run): `PK=SYSTEM`, `SK=AUDIT#...`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SystemAuditEntry {
+    pub at: DateTime<Utc>,
+    pub actor: String,
+    pub action: String,
+    pub note: String,
+    pub details: serde_json::Value,
+}
+
+/// Where the control plane's items live.
+#[async_trait]
+pub trait OpsStore: Send + Sync {
+    /// Stores the claim unless one exists for its key (and has not expired); returns the one
+    /// already there, or `None` when this one was stored.
+    async fn claim_idempotency(
+        &self,
+        claim: &IdempotencyClaim,
+    ) -> Result<Option<IdempotencyClaim>, StoreError>;
+
+    /// Stores a new backfill (version 0 -> 1); `BACKFILL_ALREADY_EXISTS` if its id is taken.
+    async fn create_backfill(&self, backfill: &Backfill) -> Result<Backfill, StoreError>;
+
+    async fn get_backfill(&self, id: &str) -> Result<Backfill, StoreError>;
+
+    /// Stores `backfill` if the stored version is still `backfill.version`, at version + 1;
+    /// `None` when another writer got there first.
+    async fn put_backfill(&self, backfill: &Backfill) -> Result<Option<Backfill>, StoreError>;
+
+    /// Backfills RUNNING or PAUSED, oldest first.
+    async fn open_backfills(&self) -> Result<Vec<Backfill>, StoreError>;
+
+    async fn append_system_audit(&self, entry: &SystemAuditEntry) -> Result<(), StoreError>;
+
+    /// The system audit log, newest first.
+    async fn system_audit(&self, limit: u32) -> Result<Vec<SystemAuditEntry>, StoreError>;
+}
