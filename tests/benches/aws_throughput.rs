@@ -155,17 +155,17 @@ async fn bench_ticker(schedules: usize) {
         TickerConfig {
             shards: cronledger_tests::SHARDS,
             concurrency: CONCURRENCY,
-            // One window per schedule: the tick at 00:01 fires exactly the 00:01 window.
-            lookahead: cronledger_core::Span::ZERO,
             ..TickerConfig::default()
         },
     )
-    .with_send_clock(Arc::new(ManualClock::new(at("2026-12-01T00:01:00Z"))));
+    .with_send_clock(Arc::new(ManualClock::new(created)));
     let before = ledger.clients.meter.snapshot();
     let started = Instant::now();
+    // As in production: the tick at 00:00:30 fires the 00:01 window of every schedule ahead,
+    // inside its one-minute lookahead, with an SQS delay.
     let report = ticker
         .tick(&TickEvent {
-            time: at("2026-12-01T00:01:00Z"),
+            time: created,
             shards: None,
         })
         .await;
