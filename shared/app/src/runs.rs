@@ -4,9 +4,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
-use cronledger_aws::ledger::StoredSchedule;
+use cronledger_aws::ledger::{RunChange, StoredSchedule};
+use cronledger_aws::{LaneError, LaneMessage, LaneQueue, LedgerStore, StoreError};
 use cronledger_core::run::Origin;
-use cronledger_core::{Issue, Run, RunKey, RunStatus, Schedule, Trigger};
+use cronledger_core::{Issue, Lane, Run, RunEvent, RunKey, RunStatus, Schedule, Trigger};
 
 /// A fresh PENDING run of an expected occurrence (or an operator's, by `origin`), with its
 /// business inputs fixed now (invariant 5).
@@ -95,4 +96,55 @@ impl ScheduleCache {
         map.insert(key, compiled.clone());
         Ok(compiled)
     }
+}
+
+/// Claims a PENDING run (PENDING -> QUEUED, conditioned on status and epoch, so racing
+/// senders send it once), sends it, and records the message id. `false` when another writer
+/// moved the run first. A crash after the claim leaves it QUEUED without a message, which
+/// the reconciler's QUEUED-too-long rule sends again.
+pub async fn claim_and_send<E: From<StoreError> + From<LaneError>>(
+    store: &dyn LedgerStore,
+    lanes: &dyn LaneQueue,
+    run: &Run,
+    lane: Lane,
+    now: DateTime<Utc>,
+) -> Result<bool, E> {
+    let mut claim = RunChange::new(RunEvent::Enqueue, RunStatus::Pending, run.lease_epoch, now);
+    claim.lane = Some(lane);
+    claim.reason = None;
+    match store.transition_run(&run.key, &claim).await {
+        Ok(_) => {}
+        Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => return Ok(false),
+        Err(e) => return Err(e.into()),
+    }
+    send_run::<E>(store, lanes, run, RunStatus::Queued, lane, now).await?;
+    Ok(true)
+}
+
+/// Sends the run's message (same identity: run key, idempotency key, window) and records
+/// its id with an ENQUEUE from `status` (best effort: a worker may have started it).
+pub async fn send_run<E: From<StoreError> + From<LaneError>>(
+    store: &dyn LedgerStore,
+    lanes: &dyn LaneQueue,
+    run: &Run,
+    status: RunStatus,
+    lane: Lane,
+    now: DateTime<Utc>,
+) -> Result<(), E> {
+    let message = LaneMessage::new(
+        run.key.clone(),
+        run.idempotency_key.clone(),
+        run.window,
+        lane,
+        run.attempts + 1,
+    );
+    let job_id = lanes.send(&message, std::time::Duration::ZERO).await?;
+    let mut change = RunChange::new(RunEvent::Enqueue, status, run.lease_epoch, now);
+    change.job_id = Some(job_id);
+    change.lane = Some(lane);
+    change.reason = None;
+    if let Err(e) = store.transition_run(&run.key, &change).await {
+        tracing::debug!(run = %run.key, error = %e, "message id not recorded");
+    }
+    Ok(())
 }

@@ -89,6 +89,7 @@ impl Default for BackfillLimits {
 
 /// When a running backfill stops releasing on its own (and starts again once clear).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PauseConditions {
     /// Visible messages in the realtime lane above which it waits.
     #[serde(default)]

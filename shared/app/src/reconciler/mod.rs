@@ -25,13 +25,11 @@ mod stuck;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use cronledger_aws::keys::shard_of;
-use cronledger_aws::ledger::RunChange;
-use cronledger_aws::{LaneMessage, LaneQueue, LedgerStore, ReleaseStateStore, StoreError};
-use cronledger_core::{Lane, Run, RunEvent, RunStatus, Trigger};
+use cronledger_aws::{LaneQueue, LedgerStore, ReleaseStateStore};
+use cronledger_core::{Lane, Run, RunStatus, Trigger};
 use futures_util::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
 
@@ -312,32 +310,17 @@ impl Reconciler {
         }
     }
 
-    /// Claims a PENDING run (PENDING -> QUEUED, conditioned on status and epoch, so racing
-    /// reconcilers send it once), sends it, and records the message id. `false` when another
-    /// writer moved the run first. A crash after the claim leaves it QUEUED without a
-    /// message, which the QUEUED-too-long rule sends again.
+    /// Claims a PENDING run and sends it (see [`crate::runs::claim_and_send`]).
     async fn dispatch(
         &self,
         run: &Run,
         lane: Lane,
         now: DateTime<Utc>,
     ) -> Result<bool, ReconcileError> {
-        let mut claim = RunChange::new(RunEvent::Enqueue, RunStatus::Pending, run.lease_epoch, now);
-        claim.lane = Some(lane);
-        claim.reason = None;
-        match self.store.transition_run(&run.key, &claim).await {
-            Ok(_) => {}
-            Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => {
-                return Ok(false)
-            }
-            Err(e) => return Err(e.into()),
-        }
-        self.send(run, RunStatus::Queued, lane, now).await?;
-        Ok(true)
+        crate::runs::claim_and_send(self.store.as_ref(), self.lanes.as_ref(), run, lane, now).await
     }
 
-    /// Sends the run's message (same identity: run key, idempotency key, window) and records
-    /// its id with an ENQUEUE from `status` (best effort: a worker may have started it).
+    /// Sends the run's message and records its id (see [`crate::runs::send_run`]).
     async fn send(
         &self,
         run: &Run,
@@ -345,22 +328,15 @@ impl Reconciler {
         lane: Lane,
         now: DateTime<Utc>,
     ) -> Result<(), ReconcileError> {
-        let message = LaneMessage::new(
-            run.key.clone(),
-            run.idempotency_key.clone(),
-            run.window,
+        crate::runs::send_run(
+            self.store.as_ref(),
+            self.lanes.as_ref(),
+            run,
+            status,
             lane,
-            run.attempts + 1,
-        );
-        let job_id = self.lanes.send(&message, Duration::ZERO).await?;
-        let mut change = RunChange::new(RunEvent::Enqueue, status, run.lease_epoch, now);
-        change.job_id = Some(job_id);
-        change.lane = Some(lane);
-        change.reason = None;
-        if let Err(e) = self.store.transition_run(&run.key, &change).await {
-            tracing::debug!(run = %run.key, error = %e, "message id not recorded");
-        }
-        Ok(())
+            now,
+        )
+        .await
     }
 }
 

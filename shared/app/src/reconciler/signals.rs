@@ -140,7 +140,7 @@ impl Signals for QuietSignals {
 }
 
 /// An SDK error with its whole source chain (the top level alone says "service error").
-fn display(e: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn display(e: &(dyn std::error::Error + 'static)) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

@@ -4,7 +4,9 @@
 //! condition); open ones carry the `active` index keys under a partition of their own
 //! (`BACKFILLS`), so the release step lists them without a scan.
 
+use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -203,9 +205,12 @@ impl DynamoLedger {
     }
 }
 
+/// Time first (newest-first listing), then the action and a random tag so two actions at
+/// one instant both stay.
 fn system_audit_sk(at: DateTime<Utc>, action: &str) -> String {
+    let tag = RandomState::new().hash_one((action, at.timestamp_micros())) & 0xffff_ffff;
     format!(
-        "{}{}#{action}",
+        "{}{}#{action}#{tag:08x}",
         keys::AUDIT_PREFIX,
         at.format("%Y-%m-%dT%H:%M:%S%.6fZ")
     )

@@ -1,0 +1,318 @@
+//! Backfill routes: create (or dry-run), list, progress, pause, resume, cancel, verify. The
+//! runs themselves are released by [`crate::backfill::BackfillReleaser`] in the reconciler's
+//! pass.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use chrono::{DateTime, Utc};
+use cronledger_aws::ledger::{RunChange, ScheduleState};
+use cronledger_aws::{
+    Backfill, BackfillLimits, BackfillState, PauseConditions, Reprocess, StoreError,
+};
+use cronledger_core::window::utc_text;
+use cronledger_core::{RunEvent, RunKey, RunStatus, Schedule};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::error::{ApiError, ApiResult};
+use super::extract::{Actor, ApiJson, ApiPath};
+use super::schedules::Note;
+use super::{new_id, Api};
+use crate::backfill::{self, BackfillError};
+
+impl From<BackfillError> for ApiError {
+    fn from(e: BackfillError) -> ApiError {
+        match e {
+            BackfillError::Store(s) => s.into(),
+            BackfillError::Lane(l) => l.into(),
+            BackfillError::TooLarge(max) => ApiError::invalid(
+                "BACKFILL_TOO_LARGE",
+                format!("the range has more than {max} windows; split it"),
+            ),
+            BackfillError::Invalid(m) => ApiError::invalid("BACKFILL_INVALID", m),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackfillRequest {
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+    #[serde(default)]
+    pub reprocess: Option<Reprocess>,
+    #[serde(default)]
+    pub concurrency: Option<u32>,
+    #[serde(default)]
+    pub batch_size: Option<u32>,
+    #[serde(default)]
+    pub rate_per_minute: Option<f64>,
+    #[serde(default)]
+    pub pause_when: Option<PauseConditions>,
+    #[serde(default)]
+    pub dry_run: bool,
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+fn limits(req: &BackfillRequest) -> ApiResult<BackfillLimits> {
+    let d = BackfillLimits::default();
+    let l = BackfillLimits {
+        concurrency: req.concurrency.unwrap_or(d.concurrency),
+        batch_size: req.batch_size.unwrap_or(d.batch_size),
+        rate_per_minute: req.rate_per_minute.unwrap_or(d.rate_per_minute),
+    };
+    let bad = |field: &str, rule: &str| {
+        Err(
+            ApiError::invalid("BACKFILL_INVALID", format!("`{field}` must be {rule}"))
+                .with_details(json!({"field": field})),
+        )
+    };
+    if !(1..=100).contains(&l.concurrency) {
+        return bad("concurrency", "from 1 to 100");
+    }
+    if !(1..=500).contains(&l.batch_size) {
+        return bad("batch_size", "from 1 to 500");
+    }
+    if !(l.rate_per_minute.is_finite() && l.rate_per_minute > 0.0 && l.rate_per_minute <= 10_000.0)
+    {
+        return bad("rate_per_minute", "above 0 and at most 10000");
+    }
+    if let Some(rate) = req.pause_when.as_ref().and_then(|p| p.error_rate) {
+        if !(0.0..=1.0).contains(&rate) {
+            return bad("pause_when.error_rate", "a share from 0 to 1");
+        }
+    }
+    Ok(l)
+}
+
+/// Creates a backfill over `[from, to]` (the api route, and approval of a range record).
+pub(crate) async fn start(
+    api: &Api,
+    schedule_id: &str,
+    req: &BackfillRequest,
+    actor: &str,
+    source_record: Option<RunKey>,
+) -> ApiResult<(StatusCode, Value)> {
+    let limits = limits(req)?;
+    let stored = api.deps().store.get_schedule(schedule_id).await?;
+    if stored.state == ScheduleState::Archived {
+        return Err(StoreError::ScheduleArchived(schedule_id.to_string()).into());
+    }
+    let schedule = Schedule::new(stored.spec.clone()).map_err(|i| ApiError::issues(&[i]))?;
+    let now = api.now();
+    if req.from > now {
+        return Err(ApiError::invalid(
+            "BACKFILL_INVALID",
+            "a backfill replays history: `from` is in the future",
+        ));
+    }
+    let to = req.to.min(now);
+    let reprocess = req.reprocess.unwrap_or(Reprocess::Missing);
+    let plan = backfill::plan(
+        api.deps().store.as_ref(),
+        &schedule,
+        req.from,
+        to,
+        reprocess,
+        api.deps().config.backfill_max_windows,
+    )
+    .await?;
+    if req.dry_run {
+        return Ok((
+            StatusCode::OK,
+            json!({
+                "dry_run": true,
+                "schedule": schedule_id,
+                "from": utc_text(req.from),
+                "to": utc_text(to),
+                "reprocess": reprocess,
+                "limits": limits,
+                "total_windows": plan.total_windows,
+                "size": plan.selected.len(),
+                "windows": plan.selected.iter().take(1000).map(|t| utc_text(*t)).collect::<Vec<_>>(),
+            }),
+        ));
+    }
+    let b = Backfill {
+        id: new_id("bf"),
+        schedule_id: schedule_id.to_string(),
+        from: req.from,
+        to,
+        reprocess,
+        limits,
+        pause_when: req.pause_when.clone().unwrap_or_default(),
+        state: BackfillState::Running,
+        held: None,
+        cursor: None,
+        total_windows: plan.total_windows,
+        planned: plan.selected.len() as u64,
+        written: 0,
+        passed_over: 0,
+        created_at: now,
+        created_by: actor.to_string(),
+        note: Note {
+            note: req.note.clone(),
+        }
+        .text("backfill through the api"),
+        updated_at: now,
+        last_release_at: None,
+        source_record,
+        version: 0,
+    };
+    let stored = api.deps().ops.create_backfill(&b).await?;
+    let view = backfill::progress(api.deps().store.as_ref(), &stored, now).await?;
+    Ok((StatusCode::CREATED, view))
+}
+
+pub async fn create(
+    State(api): State<Api>,
+    actor: Actor,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(req): ApiJson<BackfillRequest>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let (status, body) = start(&api, &id, &req, actor.name(), None).await?;
+    Ok((status, Json(body)))
+}
+
+pub async fn list(State(api): State<Api>) -> ApiResult<Json<Value>> {
+    let open = api.deps().ops.open_backfills().await?;
+    let items: Vec<Value> = open
+        .iter()
+        .map(|b| {
+            json!({
+                "id": b.id, "schedule": b.schedule_id, "state": b.state, "held": b.held,
+                "from": utc_text(b.from), "to": utc_text(b.to), "total": b.planned,
+                "written": b.written, "created_by": b.created_by,
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "items": items })))
+}
+
+pub async fn progress(
+    State(api): State<Api>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<Json<Value>> {
+    let b = api.deps().ops.get_backfill(&id).await?;
+    Ok(Json(
+        backfill::progress(api.deps().store.as_ref(), &b, api.now()).await?,
+    ))
+}
+
+/// Moves a backfill between states under its version, re-reading when a releaser wrote.
+async fn change_state(
+    api: &Api,
+    id: &str,
+    allowed_from: &[BackfillState],
+    to: BackfillState,
+) -> ApiResult<Backfill> {
+    for _ in 0..5 {
+        let mut b = api.deps().ops.get_backfill(id).await?;
+        if !allowed_from.contains(&b.state) {
+            return Err(ApiError::conflict(
+                "BACKFILL_STATE_CONFLICT",
+                format!("backfill `{id}` is {}, cannot become {to}", b.state),
+            )
+            .with_details(json!({"state": b.state})));
+        }
+        b.state = to;
+        b.held = None;
+        b.updated_at = api.now();
+        if let Some(stored) = api.deps().ops.put_backfill(&b).await? {
+            return Ok(stored);
+        }
+    }
+    Err(ApiError::conflict(
+        "BACKFILL_CHANGED",
+        format!("backfill `{id}` kept changing; try again"),
+    ))
+}
+
+async fn answer(api: &Api, b: &Backfill) -> ApiResult<Json<Value>> {
+    Ok(Json(
+        backfill::progress(api.deps().store.as_ref(), b, api.now()).await?,
+    ))
+}
+
+pub const PAUSE: u8 = 0;
+pub const RESUME: u8 = 1;
+
+/// An operator's pause or resume (`W`).
+pub async fn pause_resume<const W: u8>(
+    State(api): State<Api>,
+    actor: Actor,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(note): ApiJson<Note>,
+) -> ApiResult<Json<Value>> {
+    let (from, to, action) = match W {
+        PAUSE => (
+            BackfillState::Running,
+            BackfillState::Paused,
+            "BACKFILL_PAUSE",
+        ),
+        _ => (
+            BackfillState::Paused,
+            BackfillState::Running,
+            "BACKFILL_RESUME",
+        ),
+    };
+    let b = change_state(&api, &id, &[from], to).await?;
+    api.record(&actor, action, &note, json!({"backfill": id}))
+        .await;
+    answer(&api, &b).await
+}
+
+pub async fn cancel(
+    State(api): State<Api>,
+    actor: Actor,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(note): ApiJson<Note>,
+) -> ApiResult<Json<Value>> {
+    let b = change_state(
+        &api,
+        &id,
+        &[BackfillState::Running, BackfillState::Paused],
+        BackfillState::Cancelled,
+    )
+    .await?;
+    // Its runs not yet started end CANCELLED; running ones finish.
+    let runs = api
+        .deps()
+        .store
+        .runs_between(&b.schedule_id, b.from, b.to)
+        .await?;
+    let now = api.now();
+    for run in runs.iter().filter(|r| {
+        matches!(&r.key.origin, cronledger_core::run::Origin::Backfill(x) if *x == b.id)
+            && matches!(r.status, RunStatus::Pending | RunStatus::Queued)
+    }) {
+        let mut change = RunChange::new(RunEvent::Cancel, run.status, run.lease_epoch, now);
+        change.reason = Some(cronledger_core::Reason::CancelledByOperator);
+        if let Err(e) = api.deps().store.transition_run(&run.key, &change).await {
+            tracing::info!(run = %run.key, error = %e, "backfill run not cancelled (it moved on)");
+        }
+    }
+    api.record(&actor, "BACKFILL_CANCEL", &note, json!({"backfill": id}))
+        .await;
+    answer(&api, &b).await
+}
+
+pub async fn verify(
+    State(api): State<Api>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<Json<Value>> {
+    let b = api.deps().ops.get_backfill(&id).await?;
+    let stored = api.deps().store.get_schedule(&b.schedule_id).await?;
+    let schedule = Schedule::new(stored.spec).map_err(|i| ApiError::issues(&[i]))?;
+    Ok(Json(
+        backfill::verify(
+            api.deps().store.as_ref(),
+            &schedule,
+            &b,
+            api.deps().config.backfill_max_windows,
+        )
+        .await?,
+    ))
+}

@@ -1,0 +1,144 @@
+//! The api's one error shape: JSON `{code, message, details}` with a status that says which
+//! kind of problem it is. Codes are stable (the core's and the adapters' codes pass through).
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use cronledger_aws::{LaneError, StoreError};
+use cronledger_core::run::TransitionError;
+use cronledger_core::Issue;
+use serde_json::{json, Value};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: String,
+    pub message: String,
+    pub details: Value,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            code: code.to_string(),
+            message: message.into(),
+            details: Value::Null,
+        }
+    }
+
+    pub fn with_details(mut self, details: Value) -> ApiError {
+        self.details = details;
+        self
+    }
+
+    /// 400: the request is not shaped as HTTP/JSON the api reads.
+    pub fn malformed(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "REQUEST_MALFORMED", message)
+    }
+
+    /// 422: well-formed, but a field is wrong (unknown, missing, out of range).
+    pub fn invalid(code: &str, message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
+    }
+
+    pub fn not_found(code: &str, message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, code, message)
+    }
+
+    pub fn conflict(code: &str, message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::CONFLICT, code, message)
+    }
+
+    pub fn unauthenticated(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNAUTHORIZED, "UNAUTHENTICATED", message)
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::FORBIDDEN, "FORBIDDEN", message)
+    }
+
+    /// 422 with every validation issue of the core, each with its own code and field.
+    pub fn issues(issues: &[Issue]) -> ApiError {
+        let code = issues
+            .first()
+            .map(|i| i.code.as_str())
+            .unwrap_or("REQUEST_INVALID");
+        let message = issues
+            .iter()
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join("; ");
+        ApiError::invalid(code, message).with_details(json!({ "issues": issues }))
+    }
+
+    pub fn body(&self) -> Value {
+        json!({"code": self.code, "message": self.message, "details": self.details})
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {}: {}",
+            self.status.as_u16(),
+            self.code,
+            self.message
+        )
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if self.status.is_server_error() {
+            tracing::error!(code = %self.code, message = %self.message, "api error");
+        }
+        (self.status, Json(self.body())).into_response()
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> ApiError {
+        let code = e.code();
+        let message = e.to_string();
+        let status = match &e {
+            StoreError::ScheduleNotFound(_)
+            | StoreError::RunNotFound(_)
+            | StoreError::BackfillNotFound(_) => StatusCode::NOT_FOUND,
+            StoreError::VersionConflict { actual, .. } => {
+                return ApiError::new(StatusCode::PRECONDITION_FAILED, code, message)
+                    .with_details(json!({ "current_version": actual }))
+            }
+            StoreError::ScheduleAlreadyExists(_)
+            | StoreError::BackfillAlreadyExists(_)
+            | StoreError::ScheduleArchived(_)
+            | StoreError::StatusConflict { .. }
+            | StoreError::LeaseLost { .. }
+            | StoreError::InvalidTransition(_)
+            | StoreError::Contention(_) => StatusCode::CONFLICT,
+            StoreError::InvalidRequest(_) => StatusCode::CONFLICT,
+            StoreError::ScheduleInvalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            StoreError::BadCursor => StatusCode::BAD_REQUEST,
+            StoreError::Malformed { .. }
+            | StoreError::TableDefinition(_)
+            | StoreError::Request { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        ApiError::new(status, code, message)
+    }
+}
+
+impl From<TransitionError> for ApiError {
+    fn from(e: TransitionError) -> ApiError {
+        ApiError::conflict(e.code().as_str(), e.to_string())
+            .with_details(json!({"status": e.from, "event": e.event}))
+    }
+}
+
+impl From<LaneError> for ApiError {
+    fn from(e: LaneError) -> ApiError {
+        ApiError::new(StatusCode::BAD_GATEWAY, e.code(), e.to_string())
+    }
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;

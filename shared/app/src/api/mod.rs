@@ -1,0 +1,371 @@
+//! The control plane: one axum router behind API Gateway (the `api` Lambda) and on the local
+//! runner's port. JSON in and out; every error is `{code, message, details}`.
+//!
+//! Every route is declared once, in [`routes`], with its method, path, the role it needs, its
+//! request and answer shapes and its handler: the router and the OpenAPI document
+//! (`GET /openapi.json`) are both built from that table, so the document cannot drift from
+//! what is served.
+
+pub mod auth;
+pub mod backfills;
+pub mod error;
+pub mod extract;
+pub mod openapi;
+pub mod runs;
+pub mod schedules;
+pub mod system;
+mod views;
+
+use std::sync::Arc;
+
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put, MethodRouter};
+use axum::{Json, Router};
+use chrono::{DateTime, Utc};
+use cronledger_aws::{LaneQueue, LedgerStore, OpsStore};
+use cronledger_core::{Span, ValidationRules};
+
+use crate::clock::Clock;
+use crate::reconciler::Signals;
+
+pub use auth::{AuthConfig, Caller, Role};
+pub use error::{ApiError, ApiResult};
+pub use extract::Actor;
+pub use system::{RunAtEvent, SystemControl};
+
+/// Limits and defaults of the api.
+#[derive(Debug, Clone)]
+pub struct ApiConfig {
+    /// Largest request body, in bytes (413 past it).
+    pub body_limit: usize,
+    pub rules: ValidationRules,
+    /// How long an `Idempotency-Key` is remembered.
+    pub idempotency_ttl: Span,
+    /// Most fire times a preview or diff shows.
+    pub preview_max: usize,
+    /// Most items per page of a listing.
+    pub page_max: u32,
+    /// Most windows one backfill may cover.
+    pub backfill_max_windows: u64,
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        ApiConfig {
+            body_limit: 64 * 1024,
+            rules: ValidationRules::default(),
+            idempotency_ttl: Span::hours(24),
+            preview_max: 100,
+            page_max: 200,
+            backfill_max_windows: 100_000,
+        }
+    }
+}
+
+/// What the api works with.
+#[derive(Clone)]
+pub struct ApiDeps {
+    pub store: Arc<dyn LedgerStore>,
+    pub ops: Arc<dyn OpsStore>,
+    pub lanes: Arc<dyn LaneQueue>,
+    pub clock: Arc<dyn Clock>,
+    /// The kill switch and one-off runs (EventBridge Scheduler); `None` where there is none
+    /// (the local runner): those routes answer 409 SYSTEM_CONTROL_UNAVAILABLE.
+    pub system: Option<Arc<dyn SystemControl>>,
+    /// Pause signals for backfill status (realtime backlog, alarms).
+    pub signals: Option<Arc<dyn Signals>>,
+    pub auth: AuthConfig,
+    pub config: ApiConfig,
+}
+
+/// The router's state.
+#[derive(Clone)]
+pub struct Api(Arc<ApiDeps>);
+
+impl Api {
+    pub fn new(deps: ApiDeps) -> Api {
+        Api(Arc::new(deps))
+    }
+
+    pub fn deps(&self) -> &ApiDeps {
+        &self.0
+    }
+
+    pub fn now(&self) -> DateTime<Utc> {
+        self.0.clock.now()
+    }
+
+    /// The router with every route, the body limit and JSON fallbacks.
+    pub fn router(&self) -> Router {
+        let mut router: Router<Api> = Router::new();
+        for route in routes() {
+            let guarded = match route.doc.role {
+                Some(role) => route.handler.route_layer(middleware::from_fn_with_state(
+                    (self.clone(), role),
+                    authorize,
+                )),
+                None => route.handler,
+            };
+            router = router.route(route.doc.path, guarded);
+        }
+        router
+            .fallback(not_found)
+            .method_not_allowed_fallback(method_not_allowed)
+            .layer(DefaultBodyLimit::max(self.0.config.body_limit))
+            .with_state(self.clone())
+    }
+}
+
+/// Admits the caller if it has `role`, handing the handler an [`Actor`].
+async fn authorize(
+    State((api, role)): State<(Api, Role)>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let caller = req.extensions().get::<Caller>().cloned();
+    match api.0.auth.require(caller.as_ref(), role) {
+        Ok(has) => {
+            if let Some(caller) = caller {
+                req.extensions_mut().insert(Actor { caller, role: has });
+            }
+            next.run(req).await
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found("ROUTE_NOT_FOUND", "no such route")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "METHOD_NOT_ALLOWED",
+        "this route does not take that method",
+    )
+}
+
+/// What the OpenAPI document says about a route.
+#[derive(Debug, Clone)]
+pub struct RouteDoc {
+    pub method: Method,
+    pub path: &'static str,
+    pub summary: &'static str,
+    /// `None`: open to any caller API Gateway let through (the document itself).
+    pub role: Option<Role>,
+    /// The request body's schema name (see [`openapi::schemas`]).
+    pub body: Option<&'static str>,
+    pub query: &'static [(&'static str, &'static str)],
+    pub headers: &'static [(&'static str, &'static str)],
+    /// The success status and the answer's schema name.
+    pub ok: (u16, &'static str),
+    /// The error statuses the route can answer besides 400/401/403/413/422.
+    pub errors: &'static [u16],
+}
+
+pub struct Route {
+    pub doc: RouteDoc,
+    pub handler: MethodRouter<Api>,
+}
+
+fn route(
+    method: Method,
+    path: &'static str,
+    role: Option<Role>,
+    summary: &'static str,
+    handler: MethodRouter<Api>,
+) -> Route {
+    Route {
+        doc: RouteDoc {
+            method,
+            path,
+            summary,
+            role,
+            body: None,
+            query: &[],
+            headers: &[],
+            ok: (200, "Object"),
+            errors: &[],
+        },
+        handler,
+    }
+}
+
+impl Route {
+    fn body(mut self, schema: &'static str) -> Route {
+        self.doc.body = Some(schema);
+        self
+    }
+    fn query(mut self, q: &'static [(&'static str, &'static str)]) -> Route {
+        self.doc.query = q;
+        self
+    }
+    fn headers(mut self, h: &'static [(&'static str, &'static str)]) -> Route {
+        self.doc.headers = h;
+        self
+    }
+    fn ok(mut self, status: u16, schema: &'static str) -> Route {
+        self.doc.ok = (status, schema);
+        self
+    }
+    fn errors(mut self, e: &'static [u16]) -> Route {
+        self.doc.errors = e;
+        self
+    }
+}
+
+const PAGE: &[(&str, &str)] = &[
+    ("limit", "items per page (1-200, default 50)"),
+    ("cursor", "the `next` of the previous page"),
+];
+const NOTE: &str = "Note";
+
+/// Every route of the api, in one table.
+pub fn routes() -> Vec<Route> {
+    use Method as M;
+    use Role::{Admin, Operator, Viewer};
+    let (v, o, a) = (Some(Viewer), Some(Operator), Some(Admin));
+    vec![
+        route(M::GET, "/openapi.json", None, "This document", get(openapi::serve)),
+        // Schedules.
+        route(M::POST, "/v1/schedules", a, "Create a schedule (validated; audited)", post(schedules::create))
+            .body("ScheduleDocument")
+            .headers(&[("Cronledger-Note", "why (audit reason)")])
+            .ok(201, "Schedule")
+            .errors(&[409]),
+        route(M::GET, "/v1/schedules", v, "List schedules", get(schedules::list))
+            .query(PAGE)
+            .ok(200, "SchedulePage"),
+        route(M::GET, "/v1/schedules/{id}", v, "One schedule (ETag = version)", get(schedules::get))
+            .ok(200, "Schedule")
+            .errors(&[404]),
+        route(M::PUT, "/v1/schedules/{id}", a, "Replace a schedule's spec; If-Match: its version (stale: 412 with the current one)", put(schedules::update))
+            .body("ScheduleDocument")
+            .headers(&[("If-Match", "required: the version the change is based on"), ("Cronledger-Note", "why")])
+            .ok(200, "Schedule")
+            .errors(&[404, 409, 412]),
+        route(M::POST, "/v1/schedules/{id}/pause", a, "Pause a schedule with a note", post(schedules::lifecycle::<{ schedules::PAUSE }>))
+            .body(NOTE)
+            .headers(&[("If-Match", "optional version")])
+            .ok(200, "Schedule")
+            .errors(&[404, 409, 412]),
+        route(M::POST, "/v1/schedules/{id}/resume", a, "Resume a paused schedule with a note", post(schedules::lifecycle::<{ schedules::RESUME }>))
+            .body(NOTE)
+            .headers(&[("If-Match", "optional version")])
+            .ok(200, "Schedule")
+            .errors(&[404, 409, 412]),
+        route(M::POST, "/v1/schedules/{id}/archive", a, "Archive a schedule (never fires again; runs stay)", post(schedules::lifecycle::<{ schedules::ARCHIVE }>))
+            .body(NOTE)
+            .headers(&[("If-Match", "optional version")])
+            .ok(200, "Schedule")
+            .errors(&[404, 409, 412]),
+        route(M::POST, "/v1/preview", v, "Next N fire times of a schedule document, with DST notes (nothing saved)", post(schedules::preview_document))
+            .body("PreviewRequest")
+            .ok(200, "Preview"),
+        route(M::GET, "/v1/schedules/{id}/preview", v, "Next N fire times of a stored schedule, with DST notes", get(schedules::preview_stored))
+            .query(&[("count", "how many (default 10)"), ("after", "RFC3339 instant (default now)")])
+            .ok(200, "Preview")
+            .errors(&[404]),
+        route(M::POST, "/v1/schedules/{id}/diff", v, "Risk report of a proposed spec against the stored one (nothing saved)", post(schedules::diff))
+            .body("ScheduleDocument")
+            .query(&[("count", "fire times before and after (default 5)")])
+            .ok(200, "RiskReport")
+            .errors(&[404]),
+        route(M::GET, "/v1/schedules/{id}/audit", v, "A schedule's audit log, oldest first", get(schedules::audit))
+            .ok(200, "AuditLog")
+            .errors(&[404]),
+        // Runs.
+        route(M::GET, "/v1/schedules/{id}/runs", v, "Run history, newest first, paginated; filter by status and trigger", get(runs::history))
+            .query(&[("limit", "items per page (1-200, default 50)"), ("cursor", "the `next` of the previous page"), ("status", "e.g. FAILED"), ("trigger", "SCHEDULED | CATCH_UP | MANUAL | BACKFILL")])
+            .ok(200, "RunPage")
+            .errors(&[404]),
+        route(M::POST, "/v1/schedules/{id}/runs", o, "Run now (trigger MANUAL); Idempotency-Key makes a double click one run; mode reuse|new", post(runs::run_now))
+            .body("RunNowRequest")
+            .headers(&[("Idempotency-Key", "same key, same run (remembered 24 h)")])
+            .ok(201, "RunOutcome")
+            .errors(&[404, 409]),
+        route(M::GET, "/v1/schedules/{id}/runs/{run}", v, "One run with its attempts", get(runs::get_one))
+            .ok(200, "Run")
+            .errors(&[404]),
+        route(M::POST, "/v1/schedules/{id}/runs/{run}/retry", o, "Retry a FAILED (or STALLED) run: a new attempt of the same run", post(runs::retry))
+            .body(NOTE)
+            .ok(200, "Run")
+            .errors(&[404, 409]),
+        route(M::POST, "/v1/schedules/{id}/runs/{run}/approve", o, "Approve a MANUAL_REQUIRED run (manual lane); a range record becomes a backfill", post(runs::approve))
+            .body(NOTE)
+            .ok(200, "RunOutcome")
+            .errors(&[404, 409]),
+        route(M::POST, "/v1/schedules/{id}/runs/{run}/reject", o, "Reject a MANUAL_REQUIRED run", post(runs::close::<{ runs::REJECT }>))
+            .body(NOTE)
+            .ok(200, "Run")
+            .errors(&[404, 409]),
+        route(M::POST, "/v1/schedules/{id}/runs/{run}/cancel", o, "Cancel a run that has not started (PENDING, QUEUED, RETRY_PENDING, MANUAL_REQUIRED, STALLED)", post(runs::close::<{ runs::CANCEL }>))
+            .body(NOTE)
+            .ok(200, "Run")
+            .errors(&[404, 409]),
+        route(M::POST, "/v1/schedules/{id}/run-at", o, "A one-off MANUAL run at a future instant (EventBridge Scheduler at(...), deleted after it fires)", post(system::run_at))
+            .body("RunAtRequest")
+            .ok(201, "RunAtOutcome")
+            .errors(&[404, 409]),
+        // Backfills.
+        route(M::POST, "/v1/schedules/{id}/backfills", o, "Create a backfill over a range (or dry_run: the plan and its size)", post(backfills::create))
+            .body("BackfillRequest")
+            .ok(201, "Backfill")
+            .errors(&[404, 409]),
+        route(M::GET, "/v1/backfills", v, "Open backfills (RUNNING or PAUSED)", get(backfills::list))
+            .ok(200, "BackfillList"),
+        route(M::GET, "/v1/backfills/{backfill}", v, "Backfill progress: total, queued, running, succeeded, failed, skipped, rate, ETA", get(backfills::progress))
+            .ok(200, "Backfill")
+            .errors(&[404]),
+        route(M::POST, "/v1/backfills/{backfill}/pause", o, "Pause a backfill", post(backfills::pause_resume::<{ backfills::PAUSE }>))
+            .body(NOTE)
+            .ok(200, "Backfill")
+            .errors(&[404, 409]),
+        route(M::POST, "/v1/backfills/{backfill}/resume", o, "Resume a paused backfill", post(backfills::pause_resume::<{ backfills::RESUME }>))
+            .body(NOTE)
+            .ok(200, "Backfill")
+            .errors(&[404, 409]),
+        route(M::POST, "/v1/backfills/{backfill}/cancel", o, "Cancel a backfill (its runs not yet started are cancelled)", post(backfills::cancel))
+            .body(NOTE)
+            .ok(200, "Backfill")
+            .errors(&[404, 409]),
+        route(M::GET, "/v1/backfills/{backfill}/verify", v, "Expected windows against the ledger, with reported counts and checksums; every missing or failed window", get(backfills::verify))
+            .ok(200, "Verification")
+            .errors(&[404]),
+        // System.
+        route(M::GET, "/v1/system", v, "Whether automatic firing is on (ticker and reconciler schedules)", get(system::status))
+            .ok(200, "SystemStatus")
+            .errors(&[409]),
+        route(M::POST, "/v1/system/kill-switch", a, "Stop (engaged: true) or restart all automatic firing, with a note; audited", post(system::kill_switch))
+            .body("KillSwitchRequest")
+            .ok(200, "SystemStatus")
+            .errors(&[409]),
+        route(M::GET, "/v1/system/audit", v, "Operator actions outside schedule versions (kill switch, run actions), newest first", get(system::audit))
+            .query(&[("limit", "entries (default 50)")])
+            .ok(200, "SystemAudit"),
+    ]
+}
+
+/// A fresh id: `{prefix}{millis}{random}` in lowercase hex, safe in paths, keys and
+/// EventBridge schedule names.
+pub fn new_id(prefix: &str) -> String {
+    use std::collections::hash_map::RandomState;
+    use std::hash::BuildHasher;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let random = RandomState::new().hash_one((std::process::id(), n)) & 0xff_ffff_ffff;
+    format!("{prefix}{:x}{random:010x}", Utc::now().timestamp_millis())
+}
+
+/// `{"items": [...], "next": cursor}` for listings.
+pub(crate) fn page_json<T: serde::Serialize>(
+    items: Vec<T>,
+    next: Option<String>,
+) -> Json<serde_json::Value> {
+    Json(serde_json::json!({"items": items, "next": next}))
+}

@@ -1,0 +1,171 @@
+//! The OpenAPI 3 document, built from the route table ([`super::routes`]): every served route
+//! appears with its method, path parameters, query, headers, body, role and statuses, because
+//! the router is built from the same table. Request schemas list the fields the request
+//! types accept (they refuse any other).
+
+use axum::extract::State;
+use axum::Json;
+use serde_json::{json, Map, Value};
+
+use super::{routes, Api, RouteDoc};
+
+pub async fn serve(State(_api): State<Api>) -> Json<Value> {
+    Json(document())
+}
+
+fn obj(props: Value, required: &[&str]) -> Value {
+    json!({"type": "object", "additionalProperties": false, "properties": props, "required": required})
+}
+
+/// Request and answer schemas by name.
+pub fn schemas() -> Value {
+    let time = json!({"type": "string", "format": "date-time"});
+    let note = json!({"type": "string", "maxLength": 1000});
+    json!({
+        "Error": obj(json!({"code": {"type": "string"}, "message": {"type": "string"}, "details": {}}), &["code", "message", "details"]),
+        "Note": obj(json!({"note": note}), &[]),
+        "ScheduleDocument": {"type": "object", "description": "A schedule as in a manifest (id, cron, timezone, misfire, overlap, grace, max_auto_catch_up, max_runtime, priority, side_effects, idempotent, max_attempts, owner, catch_up, enabled, name, job); validated with the core's codes, unknown fields refused (SCHEDULE_UNKNOWN_FIELD)."},
+        "PreviewRequest": obj(json!({"schedule": {"$ref": "#/components/schemas/ScheduleDocument"}, "count": {"type": "integer", "minimum": 1}, "after": time}), &["schedule"]),
+        "RunNowRequest": obj(json!({"mode": {"enum": ["reuse", "new"]}, "scheduled_for": time, "note": note}), &[]),
+        "RunAtRequest": obj(json!({"at": time, "mode": {"enum": ["reuse", "new"]}, "scheduled_for": time, "note": note}), &["at"]),
+        "BackfillRequest": obj(json!({
+            "from": time, "to": time,
+            "reprocess": {"enum": ["missing", "failed", "all"]},
+            "concurrency": {"type": "integer", "minimum": 1, "maximum": 100},
+            "batch_size": {"type": "integer", "minimum": 1, "maximum": 500},
+            "rate_per_minute": {"type": "number", "exclusiveMinimum": 0},
+            "pause_when": obj(json!({"realtime_backlog": {"type": "integer"}, "error_rate": {"type": "number"}, "alarms": {"type": "array", "items": {"type": "string"}}}), &[]),
+            "dry_run": {"type": "boolean"},
+            "note": note,
+        }), &["from", "to"]),
+        "KillSwitchRequest": obj(json!({"engaged": {"type": "boolean"}, "note": note}), &["engaged", "note"]),
+        "Schedule": {"type": "object", "properties": {"id": {"type": "string"}, "version": {"type": "integer"}, "state": {"enum": ["ACTIVE", "PAUSED", "ARCHIVED"]}, "spec": {"$ref": "#/components/schemas/ScheduleDocument"}, "next_run_at": time, "pauses": {"type": "array"}}},
+        "Run": {"type": "object", "description": "A ledger entry (schedule, scheduled_for, trigger, status, reason, attempts, window_start, window_end, idempotency_key, replay_group_id, range_end, count) plus run_id, lane, forced, timestamps, result and attempt_detail."},
+        "SchedulePage": {"type": "object", "properties": {"items": {"type": "array", "items": {"$ref": "#/components/schemas/Schedule"}}, "next": {"type": ["string", "null"]}}},
+        "RunPage": {"type": "object", "properties": {"items": {"type": "array", "items": {"$ref": "#/components/schemas/Run"}}, "next": {"type": ["string", "null"]}}},
+        "RunOutcome": {"type": "object", "properties": {"created": {"type": "boolean"}, "reused": {"type": "boolean"}, "idempotent_replay": {"type": "boolean"}, "run": {"$ref": "#/components/schemas/Run"}, "backfill": {"type": ["object", "null"]}}},
+        "Backfill": {"type": "object", "description": "id, schedule, state, held, from, to, reprocess, limits, total, queued, running, succeeded, failed, skipped, remaining, rate_per_minute, eta (a dry run: total_windows, size, windows)."},
+        "Verification": {"type": "object", "description": "expected_windows, succeeded, missing, failed, not_run, in_flight, complete, reported_count_total, problems[{scheduled_for, problem, statuses}], reported[{scheduled_for, count, checksum}]."},
+        "Preview": {"type": "object"}, "RiskReport": {"type": "object"}, "AuditLog": {"type": "object"},
+        "BackfillList": {"type": "object"}, "SystemStatus": {"type": "object"}, "SystemAudit": {"type": "object"},
+        "RunAtOutcome": {"type": "object"}, "Object": {"type": "object"},
+    })
+}
+
+fn status_text(code: u16) -> &'static str {
+    match code {
+        200 => "OK",
+        201 => "Created",
+        400 => "Malformed request (bad JSON, bad header, missing If-Match)",
+        401 => "No caller identity",
+        403 => "The caller's role (or job-type allowlist) does not allow this",
+        404 => "Not found",
+        409 => "Conflicts with the current state",
+        412 => "Stale If-Match: details.current_version is the current version",
+        413 => "Body too large",
+        422 => "Invalid field (core validation codes in details.issues)",
+        _ => "Error",
+    }
+}
+
+fn operation(doc: &RouteDoc) -> Value {
+    let mut params: Vec<Value> = doc
+        .path
+        .split('/')
+        .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+        .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
+        .collect();
+    params.extend(doc.query.iter().map(|(name, what)| {
+        json!({"name": name, "in": "query", "required": false, "description": what, "schema": {"type": "string"}})
+    }));
+    params.extend(doc.headers.iter().map(|(name, what)| {
+        json!({"name": name, "in": "header", "required": false, "description": what, "schema": {"type": "string"}})
+    }));
+    let mut responses = Map::new();
+    let (ok, schema) = doc.ok;
+    responses.insert(
+        ok.to_string(),
+        json!({"description": status_text(ok), "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{schema}")}}}}),
+    );
+    let mut errors: Vec<u16> = doc.errors.to_vec();
+    if doc.role.is_some() {
+        errors.extend([401, 403]);
+    }
+    if doc.body.is_some() {
+        errors.extend([400, 413, 422]);
+    } else if !doc.query.is_empty() {
+        errors.push(422);
+    }
+    errors.sort_unstable();
+    errors.dedup();
+    for code in errors {
+        responses.insert(
+            code.to_string(),
+            json!({"description": status_text(code), "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}),
+        );
+    }
+    let mut op = json!({
+        "summary": doc.summary,
+        "operationId": format!("{} {}", doc.method, doc.path),
+        "parameters": params,
+        "responses": responses,
+        "x-cronledger-role": doc.role.map(|r| r.as_str()),
+    });
+    if let (Some(body), Some(obj)) = (doc.body, op.as_object_mut()) {
+        obj.insert(
+            "requestBody".into(),
+            json!({"required": body != "Note", "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{body}")}}}}),
+        );
+    }
+    op
+}
+
+/// The whole document.
+pub fn document() -> Value {
+    let mut paths = Map::new();
+    for route in routes() {
+        let doc = route.doc;
+        let entry = paths
+            .entry(doc.path.to_string())
+            .or_insert_with(|| json!({}));
+        if let Some(obj) = entry.as_object_mut() {
+            obj.insert(doc.method.as_str().to_ascii_lowercase(), operation(&doc));
+        }
+    }
+    json!({
+        "openapi": "3.0.3",
+        "info": {
+            "title": "cronledger control plane",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "Schedules, runs, backfills and the kill switch. Authenticated by API Gateway (IAM SigV4 or JWT); each operation's x-cronledger-role is the least role it needs (viewer < operator < admin). Every error is {code, message, details}.",
+        },
+        "paths": paths,
+        "components": {"schemas": schemas()},
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_route_is_documented_with_its_schemas() {
+        let doc = document();
+        let schemas = schemas();
+        let mut count = 0;
+        for route in routes() {
+            let op = &doc["paths"][route.doc.path][route.doc.method.as_str().to_ascii_lowercase()];
+            assert!(
+                op.is_object(),
+                "{} {} missing",
+                route.doc.method,
+                route.doc.path
+            );
+            count += 1;
+            for name in route.doc.body.into_iter().chain([route.doc.ok.1]) {
+                assert!(schemas.get(name).is_some(), "schema {name} missing");
+            }
+        }
+        assert!(count > 25);
+    }
+}

@@ -1,0 +1,362 @@
+//! Run routes: history, one run, run now (idempotent), retry, approve, reject, cancel.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+use cronledger_aws::ledger::{RunChange, ScheduleState};
+use cronledger_aws::{IdempotencyClaim, StoreError};
+use cronledger_core::run::Origin;
+use cronledger_core::{Lane, Reason, Run, RunEvent, RunKey, RunStatus, Schedule, Trigger};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::backfills::{self, BackfillRequest};
+use super::error::{ApiError, ApiResult};
+use super::extract::{Actor, ApiJson, ApiPath, ApiQuery, IdempotencyKeyHeader};
+use super::schedules::Note;
+use super::{new_id, page_json, views, Api};
+use crate::runs::{claim_and_send, new_run_with_origin};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryQuery {
+    pub limit: Option<u32>,
+    pub cursor: Option<String>,
+    pub status: Option<RunStatus>,
+    pub trigger: Option<Trigger>,
+}
+
+/// Store pages read at most to fill one filtered page.
+const FILTER_READS: usize = 20;
+
+pub async fn history(
+    State(api): State<Api>,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(q): ApiQuery<HistoryQuery>,
+) -> ApiResult<Json<Value>> {
+    api.deps().store.get_schedule(&id).await?;
+    let limit = api.limit(q.limit);
+    let mut items = Vec::new();
+    let mut cursor = q.cursor.clone();
+    for _ in 0..FILTER_READS {
+        // Never read more than the page still has room for, so the cursor never skips a match.
+        let want = limit - items.len() as u32;
+        let page = api
+            .deps()
+            .store
+            .run_history(&id, want, cursor.as_deref())
+            .await?;
+        items.extend(page.items.into_iter().filter(|r| {
+            q.status.is_none_or(|s| r.status == s) && q.trigger.is_none_or(|t| r.trigger == t)
+        }));
+        cursor = page.next;
+        if cursor.is_none() || items.len() as u32 >= limit {
+            break;
+        }
+    }
+    Ok(page_json(items.iter().map(views::run).collect(), cursor))
+}
+
+pub async fn get_one(
+    State(api): State<Api>,
+    ApiPath((id, run)): ApiPath<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    let key = views::parse_run_id(&id, &run)?;
+    let run = api.deps().store.get_run(&key).await?;
+    Ok(Json(views::run_with_attempts(&run)))
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Answer with the window's existing run when there is one (ALREADY_DONE applies).
+    #[default]
+    Reuse,
+    /// Always a new run, forced past ALREADY_DONE.
+    New,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunNowRequest {
+    #[serde(default)]
+    pub mode: Mode,
+    /// The occurrence whose window to run (default: the latest at or before now).
+    #[serde(default)]
+    pub scheduled_for: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+fn whole_second(t: DateTime<Utc>) -> DateTime<Utc> {
+    t.duration_trunc(TimeDelta::seconds(1)).unwrap_or(t)
+}
+
+/// A run is "the window's run" for reuse when it did or will do the window's work.
+fn reusable(run: &Run) -> bool {
+    run.status.is_success() || run.status.is_active()
+}
+
+/// Creates (or finds) an operator's run of one window: the route, and a one-off run's firing.
+pub(crate) async fn manual_run(
+    api: &Api,
+    schedule_id: &str,
+    req: &RunNowRequest,
+    idempotency_key: Option<&str>,
+    request_id: Option<String>,
+) -> ApiResult<(StatusCode, Value)> {
+    let stored = api.deps().store.get_schedule(schedule_id).await?;
+    if stored.state == ScheduleState::Archived {
+        return Err(StoreError::ScheduleArchived(schedule_id.to_string()).into());
+    }
+    let schedule = Schedule::new(stored.spec.clone()).map_err(|i| ApiError::issues(&[i]))?;
+    let now = api.now();
+    let scheduled_for = match req.scheduled_for {
+        Some(t) if whole_second(t) > now => {
+            return Err(ApiError::invalid(
+                "RUN_IN_FUTURE",
+                "scheduled_for is in the future: use run-at for a later run",
+            ))
+        }
+        Some(t) => whole_second(t),
+        None => schedule
+            .timing()
+            .prev_before(whole_second(now) + TimeDelta::seconds(1))
+            .unwrap_or_else(|| whole_second(now)),
+    };
+    let mut chosen: Option<Run> = None;
+    if req.mode == Mode::Reuse {
+        let same = api
+            .deps()
+            .store
+            .runs_between(schedule_id, scheduled_for, scheduled_for)
+            .await?;
+        let key = schedule.idempotency_key(&schedule.window_for(scheduled_for));
+        chosen = same
+            .into_iter()
+            .filter(|r| r.idempotency_key == key && reusable(r))
+            .min_by_key(|r| r.key.origin != Origin::Expected);
+    }
+    let request_id = request_id.unwrap_or_else(|| new_id("rq"));
+    let run_key = match &chosen {
+        Some(run) => run.key.clone(),
+        None => RunKey {
+            schedule_id: schedule_id.to_string(),
+            scheduled_for,
+            origin: Origin::Manual(request_id),
+        },
+    };
+    let mut replay = false;
+    let run_key = match idempotency_key {
+        None => run_key,
+        Some(key) => {
+            let claim = IdempotencyClaim {
+                key: format!("{schedule_id}:{key}"),
+                run: run_key.clone(),
+                created_at: now,
+                expires_at: now + api.deps().config.idempotency_ttl.as_delta(),
+            };
+            match api.deps().ops.claim_idempotency(&claim).await? {
+                None => run_key,
+                Some(first) => {
+                    replay = true;
+                    first.run
+                }
+            }
+        }
+    };
+    if let Some(run) = chosen.filter(|r| r.key == run_key) {
+        return Ok((
+            StatusCode::OK,
+            json!({"created": false, "reused": true, "idempotent_replay": replay, "run": views::run(&run)}),
+        ));
+    }
+    if replay {
+        if let Ok(run) = api.deps().store.get_run(&run_key).await {
+            return Ok((
+                StatusCode::OK,
+                json!({"created": false, "reused": false, "idempotent_replay": true, "run": views::run(&run)}),
+            ));
+        }
+        // The first request claimed the key and has not written its run (yet, or ever):
+        // write that very run; whichever write lands first is the one run.
+    }
+    let mut run = new_run_with_origin(
+        &schedule,
+        stored.version,
+        run_key.scheduled_for,
+        Trigger::Manual,
+        run_key.origin.clone(),
+        now,
+    );
+    run.lane = Some(Lane::Manual);
+    run.forced = req.mode == Mode::New;
+    let created = api.deps().store.create_run(&run).await?;
+    if !created.is_new() {
+        return Ok((
+            StatusCode::OK,
+            json!({"created": false, "reused": false, "idempotent_replay": replay, "run": views::run(created.run())}),
+        ));
+    }
+    claim_and_send::<ApiError>(
+        api.deps().store.as_ref(),
+        api.deps().lanes.as_ref(),
+        &run,
+        Lane::Manual,
+        now,
+    )
+    .await?;
+    let run = api.deps().store.get_run(&run.key).await?;
+    Ok((
+        StatusCode::CREATED,
+        json!({"created": true, "reused": false, "idempotent_replay": false, "run": views::run(&run)}),
+    ))
+}
+
+pub async fn run_now(
+    State(api): State<Api>,
+    actor: Actor,
+    ApiPath(id): ApiPath<String>,
+    IdempotencyKeyHeader(key): IdempotencyKeyHeader,
+    ApiJson(req): ApiJson<RunNowRequest>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let (status, body) = manual_run(&api, &id, &req, key.as_deref(), None).await?;
+    if status == StatusCode::CREATED {
+        let note = Note {
+            note: req.note.clone(),
+        };
+        api.record(&actor, "RUN_NOW", &note, json!({"schedule": id, "run": body.get("run").and_then(|r| r.get("run_id")), "mode": req.mode}))
+            .await;
+    }
+    Ok((status, Json(body)))
+}
+
+/// Applies an operator's event to a run, conditioned on the status read.
+async fn operate(
+    api: &Api,
+    key: &RunKey,
+    event: RunEvent,
+    reason: Option<Reason>,
+) -> ApiResult<Run> {
+    let run = api.deps().store.get_run(key).await?;
+    let mut change = RunChange::new(event, run.status, run.lease_epoch, api.now());
+    change.reason = reason;
+    Ok(api.deps().store.transition_run(key, &change).await?)
+}
+
+/// The lane a reopened run goes to: its own (an operator's runs: the manual lane).
+fn lane_of(run: &Run) -> Lane {
+    match run.trigger {
+        Trigger::Manual => Lane::Manual,
+        Trigger::Backfill => Lane::Backfill,
+        _ => run.lane.unwrap_or(Lane::Normal),
+    }
+}
+
+async fn send(api: &Api, run: &Run, lane: Lane) -> ApiResult<Run> {
+    claim_and_send::<ApiError>(
+        api.deps().store.as_ref(),
+        api.deps().lanes.as_ref(),
+        run,
+        lane,
+        api.now(),
+    )
+    .await?;
+    Ok(api.deps().store.get_run(&run.key).await?)
+}
+
+pub async fn retry(
+    State(api): State<Api>,
+    actor: Actor,
+    ApiPath((id, run)): ApiPath<(String, String)>,
+    ApiJson(note): ApiJson<Note>,
+) -> ApiResult<Json<Value>> {
+    let key = views::parse_run_id(&id, &run)?;
+    let reopened = operate(&api, &key, RunEvent::Retry, None).await?;
+    let lane = lane_of(&reopened);
+    let sent = send(&api, &reopened, lane).await?;
+    api.record(
+        &actor,
+        "RUN_RETRY",
+        &note,
+        json!({"schedule": id, "run": run}),
+    )
+    .await;
+    Ok(Json(views::run_with_attempts(&sent)))
+}
+
+pub async fn approve(
+    State(api): State<Api>,
+    actor: Actor,
+    ApiPath((id, run_id)): ApiPath<(String, String)>,
+    ApiJson(note): ApiJson<Note>,
+) -> ApiResult<Json<Value>> {
+    let key = views::parse_run_id(&id, &run_id)?;
+    let run = api.deps().store.get_run(&key).await?;
+    if run.status != RunStatus::ManualRequired {
+        return Err(ApiError::conflict(
+            "RUN_NOT_AWAITING_APPROVAL",
+            format!("run `{run_id}` is {}, not MANUAL_REQUIRED", run.status),
+        )
+        .with_details(json!({"status": run.status})));
+    }
+    if let Some(range_end) = run.range_end.filter(|_| run.count > 1) {
+        // A range record: its windows become a backfill, and the record is folded into it.
+        let req = BackfillRequest {
+            from: run.key.scheduled_for,
+            to: range_end,
+            reprocess: Some(cronledger_aws::Reprocess::Missing),
+            concurrency: None,
+            batch_size: None,
+            rate_per_minute: None,
+            pause_when: None,
+            dry_run: false,
+            note: Some(note.text("approved range record")),
+        };
+        let (_, backfill) =
+            backfills::start(&api, &id, &req, actor.name(), Some(run.key.clone())).await?;
+        let folded = operate(&api, &key, RunEvent::Coalesce, Some(Reason::Coalesced)).await?;
+        api.record(
+            &actor,
+            "RUN_APPROVE",
+            &note,
+            json!({"schedule": id, "run": run_id, "backfill": backfill.get("id")}),
+        )
+        .await;
+        return Ok(Json(
+            json!({"run": views::run(&folded), "backfill": backfill}),
+        ));
+    }
+    let approved = operate(&api, &key, RunEvent::Approve, None).await?;
+    let sent = send(&api, &approved, Lane::Manual).await?;
+    api.record(
+        &actor,
+        "RUN_APPROVE",
+        &note,
+        json!({"schedule": id, "run": run_id}),
+    )
+    .await;
+    Ok(Json(json!({"run": views::run(&sent), "backfill": null})))
+}
+
+pub const REJECT: u8 = 0;
+pub const CANCEL: u8 = 1;
+
+/// Reject a MANUAL_REQUIRED run, or cancel one that has not started (`W`).
+pub async fn close<const W: u8>(
+    State(api): State<Api>,
+    actor: Actor,
+    ApiPath((id, run)): ApiPath<(String, String)>,
+    ApiJson(note): ApiJson<Note>,
+) -> ApiResult<Json<Value>> {
+    let key = views::parse_run_id(&id, &run)?;
+    let (event, reason, action) = match W {
+        REJECT => (RunEvent::Reject, Reason::Rejected, "RUN_REJECT"),
+        _ => (RunEvent::Cancel, Reason::CancelledByOperator, "RUN_CANCEL"),
+    };
+    let closed = operate(&api, &key, event, Some(reason)).await?;
+    api.record(&actor, action, &note, json!({"schedule": id, "run": run}))
+        .await;
+    Ok(Json(views::run(&closed)))
+}

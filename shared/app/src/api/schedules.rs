@@ -1,0 +1,308 @@
+//! Schedule routes: create, read, list, update under `If-Match`, pause/resume/archive with a
+//! note, preview and risk diff without saving, the audit log.
+
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use chrono::{DateTime, Utc};
+use cronledger_aws::ledger::{ChangeMeta, StoredSchedule};
+use cronledger_core::risk::assess_change;
+use cronledger_core::spec::validate_schedule;
+use cronledger_core::window::utc_text;
+use cronledger_core::{ScheduleSpec, Timing};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::error::{ApiError, ApiResult};
+use super::extract::{Actor, ApiJson, ApiPath, ApiQuery, IfMatch};
+use super::{page_json, views, Api};
+
+/// `{"note": "..."}`: why an operator did something (the audit reason).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Note {
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+impl Note {
+    pub fn text(&self, default: &str) -> String {
+        self.note
+            .as_deref()
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .unwrap_or(default)
+            .chars()
+            .take(1000)
+            .collect()
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PageQuery {
+    pub limit: Option<u32>,
+    pub cursor: Option<String>,
+}
+
+impl Api {
+    pub(crate) fn limit(&self, asked: Option<u32>) -> u32 {
+        asked.unwrap_or(50).clamp(1, self.deps().config.page_max)
+    }
+
+    /// Validates a schedule document with the core's rules; every problem at once.
+    pub(crate) fn validate(&self, doc: &Value) -> ApiResult<ScheduleSpec> {
+        validate_schedule(doc, "", &self.deps().config.rules, self.now())
+            .map_err(|issues| ApiError::issues(&issues))
+    }
+
+    fn meta(&self, actor: &Actor, reason: String) -> ChangeMeta {
+        ChangeMeta {
+            actor: actor.name().to_string(),
+            reason,
+            at: self.now(),
+        }
+    }
+
+    fn check_job_type(&self, actor: &Actor, spec: &ScheduleSpec) -> ApiResult<()> {
+        let job_type = spec.job.type_name();
+        if self.deps().auth.may_use_job_type(&actor.caller, job_type) {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(format!(
+                "`{}` may not create or change schedules of job type `{job_type}`",
+                actor.name()
+            ))
+            .with_details(json!({"job_type": job_type})))
+        }
+    }
+}
+
+fn header_note(headers: &HeaderMap, default: &str) -> String {
+    Note {
+        note: headers
+            .get("cronledger-note")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
+    }
+    .text(default)
+}
+
+/// A schedule with `ETag: "{version}"`.
+fn with_etag(status: StatusCode, s: &StoredSchedule) -> Response {
+    let mut resp = (status, Json(views::schedule(s))).into_response();
+    if let Ok(v) = HeaderValue::from_str(&format!("\"{}\"", s.version)) {
+        resp.headers_mut().insert(header::ETAG, v);
+    }
+    resp
+}
+
+pub async fn create(
+    State(api): State<Api>,
+    actor: Actor,
+    headers: HeaderMap,
+    ApiJson(doc): ApiJson<Value>,
+) -> ApiResult<Response> {
+    let spec = api.validate(&doc)?;
+    api.check_job_type(&actor, &spec)?;
+    let meta = api.meta(&actor, header_note(&headers, "created through the api"));
+    let stored = api.deps().store.create_schedule(spec, meta).await?;
+    Ok(with_etag(StatusCode::CREATED, &stored))
+}
+
+pub async fn list(
+    State(api): State<Api>,
+    ApiQuery(q): ApiQuery<PageQuery>,
+) -> ApiResult<Json<Value>> {
+    let page = api
+        .deps()
+        .store
+        .list_schedules(api.limit(q.limit), q.cursor.as_deref())
+        .await?;
+    Ok(page_json(
+        page.items.iter().map(views::schedule).collect(),
+        page.next,
+    ))
+}
+
+pub async fn get(State(api): State<Api>, ApiPath(id): ApiPath<String>) -> ApiResult<Response> {
+    let stored = api.deps().store.get_schedule(&id).await?;
+    Ok(with_etag(StatusCode::OK, &stored))
+}
+
+pub async fn update(
+    State(api): State<Api>,
+    actor: Actor,
+    ApiPath(id): ApiPath<String>,
+    IfMatch(version): IfMatch,
+    headers: HeaderMap,
+    ApiJson(mut doc): ApiJson<Value>,
+) -> ApiResult<Response> {
+    let Some(version) = version else {
+        return Err(ApiError::malformed(
+            "an update needs If-Match with the version it is based on",
+        )
+        .with_details(json!({"header": "If-Match"})));
+    };
+    match doc.get("id") {
+        None => {
+            if let Some(obj) = doc.as_object_mut() {
+                obj.insert("id".into(), json!(id));
+            }
+        }
+        Some(Value::String(body_id)) if *body_id == id => {}
+        Some(other) => {
+            return Err(ApiError::invalid(
+                "SCHEDULE_ID_MISMATCH",
+                format!("the body's id {other} is not the path's `{id}`"),
+            ))
+        }
+    }
+    let spec = api.validate(&doc)?;
+    api.check_job_type(&actor, &spec)?;
+    let current = api.deps().store.get_schedule(&id).await?;
+    api.check_job_type(&actor, &current.spec)?;
+    let meta = api.meta(&actor, header_note(&headers, "updated through the api"));
+    let stored = api
+        .deps()
+        .store
+        .update_schedule(spec, version, meta)
+        .await?;
+    Ok(with_etag(StatusCode::OK, &stored))
+}
+
+pub const PAUSE: u8 = 0;
+pub const RESUME: u8 = 1;
+pub const ARCHIVE: u8 = 2;
+
+/// Pause, resume or archive (`W`), with a note and an optional `If-Match`.
+pub async fn lifecycle<const W: u8>(
+    State(api): State<Api>,
+    actor: Actor,
+    ApiPath(id): ApiPath<String>,
+    IfMatch(version): IfMatch,
+    ApiJson(note): ApiJson<Note>,
+) -> ApiResult<Response> {
+    let store = &api.deps().store;
+    let stored = match W {
+        PAUSE => {
+            let meta = api.meta(&actor, note.text("paused through the api"));
+            store.pause_schedule(&id, version, meta).await?
+        }
+        RESUME => {
+            let meta = api.meta(&actor, note.text("resumed through the api"));
+            store.resume_schedule(&id, version, meta).await?
+        }
+        _ => {
+            let meta = api.meta(&actor, note.text("archived through the api"));
+            store.archive_schedule(&id, version, meta).await?
+        }
+    };
+    Ok(with_etag(StatusCode::OK, &stored))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PreviewRequest {
+    pub schedule: Value,
+    #[serde(default)]
+    pub count: Option<usize>,
+    #[serde(default)]
+    pub after: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PreviewQuery {
+    pub count: Option<usize>,
+    pub after: Option<DateTime<Utc>>,
+}
+
+fn preview(
+    api: &Api,
+    spec: &ScheduleSpec,
+    count: Option<usize>,
+    after: Option<DateTime<Utc>>,
+) -> ApiResult<Json<Value>> {
+    let timing = Timing::parse(&spec.cron, spec.timezone).map_err(|i| ApiError::issues(&[i]))?;
+    let count = count.unwrap_or(10).clamp(1, api.deps().config.preview_max);
+    let after = after.unwrap_or_else(|| api.now());
+    let times: Vec<Value> = timing
+        .next_n(after, count)
+        .into_iter()
+        .map(|t| {
+            let note = timing.dst_note(t);
+            json!({
+                "at": utc_text(t),
+                "local": t.with_timezone(&spec.timezone).format("%Y-%m-%d %H:%M:%S %Z").to_string(),
+                "dst": note,
+                "dst_note": note.map(|n| n.describe()),
+            })
+        })
+        .collect();
+    Ok(Json(json!({
+        "schedule": spec.id,
+        "cron": spec.cron,
+        "timezone": spec.timezone.name(),
+        "describe": timing.describe(),
+        "after": utc_text(after),
+        "fire_times": times,
+    })))
+}
+
+pub async fn preview_document(
+    State(api): State<Api>,
+    ApiJson(req): ApiJson<PreviewRequest>,
+) -> ApiResult<Json<Value>> {
+    let spec = api.validate(&req.schedule)?;
+    preview(&api, &spec, req.count, req.after)
+}
+
+pub async fn preview_stored(
+    State(api): State<Api>,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(q): ApiQuery<PreviewQuery>,
+) -> ApiResult<Json<Value>> {
+    let stored = api.deps().store.get_schedule(&id).await?;
+    preview(&api, &stored.spec, q.count, q.after)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiffQuery {
+    pub count: Option<usize>,
+}
+
+pub async fn diff(
+    State(api): State<Api>,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(q): ApiQuery<DiffQuery>,
+    ApiJson(mut doc): ApiJson<Value>,
+) -> ApiResult<Json<Value>> {
+    if let Some(obj) = doc.as_object_mut() {
+        obj.entry("id").or_insert_with(|| json!(id));
+    }
+    let proposed = api.validate(&doc)?;
+    let stored = api.deps().store.get_schedule(&id).await?;
+    let count = q.count.unwrap_or(5).clamp(1, api.deps().config.preview_max);
+    let report = assess_change(&stored.spec, &proposed, api.now(), None, count)
+        .map_err(|i| ApiError::issues(&[i]))?;
+    Ok(Json(json!({
+        "schedule": id,
+        "version": stored.version,
+        "report": report,
+    })))
+}
+
+pub async fn audit(State(api): State<Api>, ApiPath(id): ApiPath<String>) -> ApiResult<Json<Value>> {
+    let entries = api.deps().store.audit_log(&id).await?;
+    if entries.is_empty() {
+        // Every schedule has its CREATE entry: none means no such schedule.
+        api.deps().store.get_schedule(&id).await?;
+    }
+    Ok(Json(json!({
+        "schedule": id,
+        "entries": entries.iter().map(views::audit).collect::<Vec<_>>(),
+    })))
+}

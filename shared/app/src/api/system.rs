@@ -1,0 +1,374 @@
+//! System routes: the kill switch (disable and enable the ticker's and the reconciler's
+//! EventBridge Scheduler schedules at once, with a note and an audit entry), its status, the
+//! operator audit log, and "run at": a one-off MANUAL run at a future instant.
+//!
+//! Run at creates a one-time EventBridge Scheduler schedule, `at(...)` in UTC with
+//! `ActionAfterCompletion: DELETE`, whose target is the api function itself with the input
+//! `{"run_at": {...}}`. The api Lambda reads that event shape (not an HTTP request) and creates
+//! the MANUAL run through the same code as "run now", with `runat:{request_id}` as its
+//! idempotency key: Scheduler's at-least-once delivery still makes one run.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use aws_sdk_scheduler::types::{
+    ActionAfterCompletion, FlexibleTimeWindow, FlexibleTimeWindowMode, ScheduleState, Target,
+};
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use chrono::{DateTime, TimeDelta, Utc};
+use cronledger_aws::SystemAuditEntry;
+use cronledger_core::window::utc_text;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::error::{ApiError, ApiResult};
+use super::extract::{Actor, ApiJson, ApiPath, ApiQuery};
+use super::runs::{manual_run, Mode, RunNowRequest};
+use super::schedules::Note;
+use super::{new_id, Api};
+use crate::reconciler::signals::display;
+
+/// EventBridge Scheduler, as the api needs it.
+#[async_trait]
+pub trait SystemControl: Send + Sync {
+    /// The schedules that fire automatically (ticker and reconciler): the kill switch's.
+    fn automatic(&self) -> Vec<String>;
+    /// `Some(enabled)`, or `None` for a schedule that does not exist.
+    async fn enabled(&self, name: &str) -> Result<Option<bool>, String>;
+    async fn set_enabled(&self, name: &str, enabled: bool) -> Result<(), String>;
+    /// A one-time schedule at `at` delivering `input` to the api, deleted after it fires.
+    async fn create_one_time(
+        &self,
+        name: &str,
+        at: DateTime<Utc>,
+        input: &Value,
+    ) -> Result<(), String>;
+}
+
+/// EventBridge Scheduler: `GetSchedule` + `UpdateSchedule` for the switch (an update replaces
+/// the whole schedule, so it is read first and written back with only the state changed),
+/// `CreateSchedule` for run-at.
+pub struct SchedulerControl {
+    pub client: aws_sdk_scheduler::Client,
+    pub group: Option<String>,
+    /// `CRONLEDGER_TICKER_SCHEDULES` + `CRONLEDGER_RECONCILER_SCHEDULES` (comma-separated).
+    pub automatic: Vec<String>,
+    /// The api function's ARN (`CRONLEDGER_API_FUNCTION_ARN`) and the role Scheduler assumes
+    /// to invoke it (`CRONLEDGER_SCHEDULER_ROLE_ARN`).
+    pub target_arn: Option<String>,
+    pub role_arn: Option<String>,
+}
+
+#[async_trait]
+impl SystemControl for SchedulerControl {
+    fn automatic(&self) -> Vec<String> {
+        self.automatic.clone()
+    }
+
+    async fn enabled(&self, name: &str) -> Result<Option<bool>, String> {
+        match self
+            .client
+            .get_schedule()
+            .name(name)
+            .set_group_name(self.group.clone())
+            .send()
+            .await
+        {
+            Ok(out) => Ok(Some(out.state() == Some(&ScheduleState::Enabled))),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_resource_not_found_exception()) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(format!("GetSchedule {name}: {}", display(&e))),
+        }
+    }
+
+    async fn set_enabled(&self, name: &str, enabled: bool) -> Result<(), String> {
+        let current = self
+            .client
+            .get_schedule()
+            .name(name)
+            .set_group_name(self.group.clone())
+            .send()
+            .await
+            .map_err(|e| format!("GetSchedule {name}: {}", display(&e)))?;
+        let state = if enabled {
+            ScheduleState::Enabled
+        } else {
+            ScheduleState::Disabled
+        };
+        self.client
+            .update_schedule()
+            .name(name)
+            .set_group_name(self.group.clone())
+            .set_schedule_expression(current.schedule_expression().map(str::to_string))
+            .set_schedule_expression_timezone(
+                current.schedule_expression_timezone().map(str::to_string),
+            )
+            .set_flexible_time_window(current.flexible_time_window().cloned())
+            .set_target(current.target().cloned())
+            .set_description(current.description().map(str::to_string))
+            .set_start_date(current.start_date().cloned())
+            .set_end_date(current.end_date().cloned())
+            .set_kms_key_arn(current.kms_key_arn().map(str::to_string))
+            .set_action_after_completion(current.action_after_completion().cloned())
+            .state(state)
+            .send()
+            .await
+            .map_err(|e| format!("UpdateSchedule {name}: {}", display(&e)))?;
+        Ok(())
+    }
+
+    async fn create_one_time(
+        &self,
+        name: &str,
+        at: DateTime<Utc>,
+        input: &Value,
+    ) -> Result<(), String> {
+        let (Some(arn), Some(role)) = (&self.target_arn, &self.role_arn) else {
+            return Err(
+                "CRONLEDGER_API_FUNCTION_ARN and CRONLEDGER_SCHEDULER_ROLE_ARN are not set".into(),
+            );
+        };
+        let window = FlexibleTimeWindow::builder()
+            .mode(FlexibleTimeWindowMode::Off)
+            .build()
+            .map_err(|e| e.to_string())?;
+        let target = Target::builder()
+            .arn(arn)
+            .role_arn(role)
+            .input(input.to_string())
+            .build()
+            .map_err(|e| e.to_string())?;
+        self.client
+            .create_schedule()
+            .name(name)
+            .set_group_name(self.group.clone())
+            .schedule_expression(format!("at({})", at.format("%Y-%m-%dT%H:%M:%S")))
+            .schedule_expression_timezone("UTC")
+            .flexible_time_window(window)
+            .target(target)
+            .action_after_completion(ActionAfterCompletion::Delete)
+            .description("cronledger one-off manual run")
+            .send()
+            .await
+            .map_err(|e| format!("CreateSchedule {name}: {}", display(&e)))?;
+        Ok(())
+    }
+}
+
+fn control(api: &Api) -> ApiResult<Arc<dyn SystemControl>> {
+    api.deps().system.clone().ok_or_else(|| {
+        ApiError::conflict(
+            "SYSTEM_CONTROL_UNAVAILABLE",
+            "this deployment has no EventBridge Scheduler control (the local runner)",
+        )
+    })
+}
+
+async fn status_of(control: &dyn SystemControl) -> ApiResult<Value> {
+    let mut schedules = Vec::new();
+    let mut all_on = true;
+    for name in control.automatic() {
+        let enabled = control
+            .enabled(&name)
+            .await
+            .map_err(|e| ApiError::new(StatusCode::BAD_GATEWAY, "SCHEDULER_UNAVAILABLE", e))?;
+        all_on &= enabled == Some(true);
+        schedules.push(
+            json!({"name": name, "exists": enabled.is_some(), "enabled": enabled == Some(true)}),
+        );
+    }
+    Ok(json!({"automatic_firing": all_on, "kill_switch_engaged": !all_on, "schedules": schedules}))
+}
+
+pub async fn status(State(api): State<Api>) -> ApiResult<Json<Value>> {
+    let control = control(&api)?;
+    Ok(Json(status_of(control.as_ref()).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KillSwitchRequest {
+    /// `true` stops all automatic firing; `false` restarts it.
+    pub engaged: bool,
+    pub note: String,
+}
+
+pub async fn kill_switch(
+    State(api): State<Api>,
+    actor: Actor,
+    ApiJson(req): ApiJson<KillSwitchRequest>,
+) -> ApiResult<Json<Value>> {
+    let control = control(&api)?;
+    if req.note.trim().is_empty() {
+        return Err(ApiError::invalid(
+            "NOTE_REQUIRED",
+            "the kill switch needs a note saying why",
+        ));
+    }
+    let mut failures = Vec::new();
+    for name in control.automatic() {
+        if let Err(e) = control.set_enabled(&name, !req.engaged).await {
+            failures.push(e);
+        }
+    }
+    let action = if req.engaged {
+        "KILL_SWITCH_ENGAGED"
+    } else {
+        "KILL_SWITCH_RELEASED"
+    };
+    let note = Note {
+        note: Some(req.note.clone()),
+    };
+    api.record(
+        &actor,
+        action,
+        &note,
+        json!({"schedules": control.automatic(), "failures": failures}),
+    )
+    .await;
+    if !failures.is_empty() {
+        return Err(ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            "SCHEDULER_UNAVAILABLE",
+            failures.join("; "),
+        ));
+    }
+    Ok(Json(status_of(control.as_ref()).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditQuery {
+    pub limit: Option<u32>,
+}
+
+pub async fn audit(
+    State(api): State<Api>,
+    ApiQuery(q): ApiQuery<AuditQuery>,
+) -> ApiResult<Json<Value>> {
+    let entries = api.deps().ops.system_audit(api.limit(q.limit)).await?;
+    Ok(Json(json!({ "entries": entries })))
+}
+
+/// What a one-off run's firing carries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunAtSpec {
+    pub schedule_id: String,
+    pub request_id: String,
+    pub mode: Mode,
+    #[serde(default)]
+    pub scheduled_for: Option<DateTime<Utc>>,
+    pub actor: String,
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+/// The event EventBridge Scheduler delivers to the api function: `{"run_at": {...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunAtEvent {
+    pub run_at: RunAtSpec,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunAtRequest {
+    pub at: DateTime<Utc>,
+    #[serde(default)]
+    pub mode: Mode,
+    #[serde(default)]
+    pub scheduled_for: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+pub async fn run_at(
+    State(api): State<Api>,
+    actor: Actor,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(req): ApiJson<RunAtRequest>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let control = control(&api)?;
+    let now = api.now();
+    if req.at <= now + TimeDelta::seconds(30) || req.at > now + TimeDelta::days(366) {
+        return Err(ApiError::invalid(
+            "RUN_AT_INVALID",
+            "`at` must be at least 30 seconds and at most a year ahead",
+        ));
+    }
+    api.deps().store.get_schedule(&id).await?;
+    let request_id = new_id("at");
+    let name = format!("cronledger-runat-{request_id}");
+    let event = RunAtEvent {
+        run_at: RunAtSpec {
+            schedule_id: id.clone(),
+            request_id: request_id.clone(),
+            mode: req.mode,
+            scheduled_for: req.scheduled_for,
+            actor: actor.name().to_string(),
+            note: req.note.clone(),
+        },
+    };
+    let input = serde_json::to_value(&event).unwrap_or(Value::Null);
+    control
+        .create_one_time(&name, req.at, &input)
+        .await
+        .map_err(|e| ApiError::new(StatusCode::BAD_GATEWAY, "SCHEDULER_UNAVAILABLE", e))?;
+    let note = Note {
+        note: req.note.clone(),
+    };
+    api.record(
+        &actor,
+        "RUN_AT",
+        &note,
+        json!({"schedule": id, "at": utc_text(req.at), "scheduler_schedule": name}),
+    )
+    .await;
+    Ok((
+        StatusCode::CREATED,
+        Json(
+            json!({"schedule": id, "at": utc_text(req.at), "request_id": request_id, "scheduler_schedule": name, "event": input}),
+        ),
+    ))
+}
+
+impl Api {
+    /// A one-off run's firing: the MANUAL run, once however often Scheduler delivers it.
+    pub async fn fire_run_at(&self, event: &RunAtEvent) -> ApiResult<Value> {
+        let spec = &event.run_at;
+        let req = RunNowRequest {
+            mode: spec.mode,
+            scheduled_for: spec.scheduled_for,
+            note: spec.note.clone(),
+        };
+        let key = format!("runat:{}", spec.request_id);
+        let (_, body) = manual_run(
+            self,
+            &spec.schedule_id,
+            &req,
+            Some(&key),
+            Some(spec.request_id.clone()),
+        )
+        .await?;
+        Ok(body)
+    }
+
+    /// Records an operator's action in the system audit log (best effort: the action stands).
+    pub(crate) async fn record(&self, actor: &Actor, action: &str, note: &Note, details: Value) {
+        let entry = SystemAuditEntry {
+            at: self.now(),
+            actor: actor.name().to_string(),
+            action: action.to_string(),
+            note: note.text(""),
+            details,
+        };
+        if let Err(e) = self.deps().ops.append_system_audit(&entry).await {
+            tracing::warn!(action, error = %e, "operator action not audited");
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! How schedules, runs and audit entries look in answers, and run ids in paths.
+
+use chrono::{DateTime, Utc};
+use cronledger_aws::ledger::{AuditEntry, StoredSchedule};
+use cronledger_core::run::Origin;
+use cronledger_core::window::utc_text;
+use cronledger_core::{Run, RunKey};
+use serde_json::{json, Value};
+
+use super::error::ApiError;
+
+pub fn schedule(s: &StoredSchedule) -> Value {
+    json!({
+        "id": s.id(),
+        "version": s.version,
+        "state": s.state.as_str(),
+        "spec": s.spec,
+        "next_run_at": s.next_run_at.map(utc_text),
+        "reconciled_through": utc_text(s.reconciled_through),
+        "pauses": s.pauses,
+        "created_at": utc_text(s.created_at),
+        "updated_at": utc_text(s.updated_at),
+    })
+}
+
+pub fn audit(e: &AuditEntry) -> Value {
+    json!({
+        "version": e.version,
+        "action": e.action.as_str(),
+        "actor": e.actor,
+        "reason": e.reason,
+        "at": utc_text(e.at),
+        "before": e.before,
+        "after": e.after,
+    })
+}
+
+/// A run's id in paths: its scheduled instant, plus `~M~{request}` or `~B~{backfill}` for
+/// an operator's run.
+pub fn run_id(key: &RunKey) -> String {
+    let at = utc_text(key.scheduled_for);
+    match &key.origin {
+        Origin::Expected => at,
+        Origin::Manual(id) => format!("{at}~M~{id}"),
+        Origin::Backfill(id) => format!("{at}~B~{id}"),
+    }
+}
+
+pub fn parse_run_id(schedule_id: &str, text: &str) -> Result<RunKey, ApiError> {
+    let bad = || {
+        ApiError::not_found(
+            "RUN_NOT_FOUND",
+            format!(
+                "`{text}` is not a run id (an RFC3339 instant, optionally ~M~ or ~B~ and an id)"
+            ),
+        )
+    };
+    let (at, origin) = match text.split_once('~') {
+        None => (text, Origin::Expected),
+        Some((at, rest)) => match rest.split_once('~') {
+            Some(("M", id)) if !id.is_empty() => (at, Origin::Manual(id.to_string())),
+            Some(("B", id)) if !id.is_empty() => (at, Origin::Backfill(id.to_string())),
+            _ => return Err(bad()),
+        },
+    };
+    let scheduled_for = DateTime::parse_from_rfc3339(at)
+        .map_err(|_| bad())?
+        .with_timezone(&Utc);
+    Ok(RunKey {
+        schedule_id: schedule_id.to_string(),
+        scheduled_for,
+        origin,
+    })
+}
+
+pub fn run(r: &Run) -> Value {
+    let mut v = serde_json::to_value(r.ledger_entry()).unwrap_or_else(|_| json!({}));
+    if let Some(obj) = v.as_object_mut() {
+        let t = |x: Option<DateTime<Utc>>| x.map(utc_text);
+        obj.insert("run_id".into(), json!(run_id(&r.key)));
+        obj.insert(
+            "origin".into(),
+            serde_json::to_value(&r.key.origin).unwrap_or(Value::Null),
+        );
+        obj.insert("business_date".into(), json!(r.business_date.to_string()));
+        obj.insert("lane".into(), json!(r.lane.map(|l| l.as_str())));
+        obj.insert("forced".into(), json!(r.forced));
+        obj.insert("schedule_version".into(), json!(r.schedule_version));
+        obj.insert("cron".into(), json!(r.cron));
+        obj.insert("timezone".into(), json!(r.timezone));
+        obj.insert("job_id".into(), json!(r.job_id));
+        obj.insert("result".into(), json!(r.result));
+        obj.insert("created_at".into(), json!(utc_text(r.created_at)));
+        obj.insert("queued_at".into(), json!(t(r.queued_at)));
+        obj.insert("started_at".into(), json!(t(r.started_at)));
+        obj.insert("completed_at".into(), json!(t(r.completed_at)));
+        obj.insert("last_heartbeat_at".into(), json!(t(r.last_heartbeat_at)));
+    }
+    v
+}
+
+/// A run with its attempts: the ledger keeps the count, the lease of the current (or last)
+/// attempt and its outcome; earlier attempts' outcomes are in the logs.
+pub fn run_with_attempts(r: &Run) -> Value {
+    let mut v = run(r);
+    if let Some(obj) = v.as_object_mut() {
+        obj.insert(
+            "attempt_detail".into(),
+            json!({
+                "count": r.attempts,
+                "current": (r.attempts > 0).then(|| json!({
+                    "number": r.attempts,
+                    "lease_epoch": r.lease_epoch,
+                    "lease_owner": r.lease.as_ref().map(|l| l.owner.clone()),
+                    "lease_until": r.lease.as_ref().map(|l| utc_text(l.until)),
+                    "started_at": r.started_at.map(utc_text),
+                    "last_heartbeat_at": r.last_heartbeat_at.map(utc_text),
+                    "completed_at": r.completed_at.map(utc_text),
+                    "status": r.status,
+                    "result": r.result,
+                })),
+            }),
+        );
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_ids_round_trip() {
+        let at: DateTime<Utc> = "2026-03-01T02:00:00Z".parse().unwrap();
+        for origin in [
+            Origin::Expected,
+            Origin::Manual("r1".into()),
+            Origin::Backfill("b1".into()),
+        ] {
+            let key = RunKey {
+                schedule_id: "s".into(),
+                scheduled_for: at,
+                origin,
+            };
+            assert_eq!(parse_run_id("s", &run_id(&key)).unwrap(), key);
+        }
+        assert!(parse_run_id("s", "yesterday").is_err());
+        assert!(parse_run_id("s", "2026-03-01T02:00:00Z~X~1").is_err());
+        assert!(parse_run_id("s", "2026-03-01T02:00:00Z~M~").is_err());
+    }
+}

@@ -1,0 +1,466 @@
+//! Backfills: an operator's replay of a schedule's history over a range, on the backfill
+//! lane, throttled.
+//!
+//! Planning is pure over the ledger's runs of the range: the occurrences in `[from, to]`,
+//! filtered by `reprocess` (`missing`: no run succeeded, is in flight or awaits approval;
+//! `failed`: a run failed and none succeeded; `all`: every window, forced past ALREADY_DONE).
+//! Runs are written lazily by [`BackfillReleaser::pass`], called from the reconciler's pass:
+//! oldest window first, at most `batch_size` per pass, no faster than `rate_per_minute`, and
+//! never more than `concurrency` of the backfill's runs in flight. A pass first takes the
+//! backfill (a version-conditioned write), so two reconcilers never release for the same
+//! backfill at once. Pause conditions (realtime backlog, CloudWatch alarms, the backfill's
+//! own error rate) hold it without changing its state; an operator's pause changes it.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use cronledger_aws::{
+    Backfill, BackfillState, LaneError, LaneQueue, LedgerStore, OpsStore, Reprocess, StoreError,
+};
+use cronledger_core::run::Origin;
+use cronledger_core::window::utc_text;
+use cronledger_core::{Lane, Run, RunStatus, Schedule, Trigger};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::reconciler::Signals;
+use crate::runs::{claim_and_send, new_run_with_origin};
+
+#[derive(Debug, thiserror::Error)]
+pub enum BackfillError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Lane(#[from] LaneError),
+    #[error("BACKFILL_TOO_LARGE: the range has more than {0} windows")]
+    TooLarge(u64),
+    #[error("BACKFILL_INVALID: {0}")]
+    Invalid(String),
+}
+
+/// The windows a backfill would run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BackfillPlan {
+    pub total_windows: u64,
+    pub selected: Vec<DateTime<Utc>>,
+}
+
+/// Occurrences in `[from, to]`, at most `max`.
+pub fn occurrences(
+    schedule: &Schedule,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    max: u64,
+) -> Result<Vec<DateTime<Utc>>, BackfillError> {
+    let mut out = Vec::new();
+    let mut next = schedule.timing().next_at_or_after(from);
+    while let Some(t) = next.filter(|t| *t <= to) {
+        if out.len() as u64 >= max {
+            return Err(BackfillError::TooLarge(max));
+        }
+        out.push(t);
+        next = schedule.timing().next_after(t);
+    }
+    Ok(out)
+}
+
+/// Whether a window needs the backfill, judged by the runs that cover it (other than the
+/// backfill's own).
+pub fn selects(reprocess: Reprocess, covering: &[&Run]) -> bool {
+    let done_or_busy = covering.iter().any(|r| {
+        r.status.is_success() || r.status.is_active() || r.status == RunStatus::ManualRequired
+    });
+    match reprocess {
+        Reprocess::All => true,
+        Reprocess::Missing => !done_or_busy,
+        Reprocess::Failed => {
+            !done_or_busy && covering.iter().any(|r| r.status == RunStatus::Failed)
+        }
+    }
+}
+
+/// The runs that cover window `t`: runs at `t`, and range records spanning it.
+fn covering<'a>(runs: &'a [Run], t: DateTime<Utc>, except: Option<&str>) -> Vec<&'a Run> {
+    runs.iter()
+        .filter(|r| match &r.key.origin {
+            Origin::Backfill(id) => Some(id.as_str()) != except,
+            _ => true,
+        })
+        .filter(|r| {
+            r.key.scheduled_for == t
+                || r.range_end
+                    .is_some_and(|end| r.key.scheduled_for <= t && t <= end)
+        })
+        .collect()
+}
+
+/// Plans a backfill from the ledger as it is now.
+pub async fn plan(
+    store: &dyn LedgerStore,
+    schedule: &Schedule,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    reprocess: Reprocess,
+    max: u64,
+) -> Result<BackfillPlan, BackfillError> {
+    if to < from {
+        return Err(BackfillError::Invalid("`to` is before `from`".into()));
+    }
+    let windows = occurrences(schedule, from, to, max)?;
+    // Range records start before `from` too: look back far enough to see them.
+    let runs = store
+        .runs_between(schedule.id(), from - TimeDelta::days(31), to)
+        .await?;
+    let selected = windows
+        .iter()
+        .copied()
+        .filter(|t| selects(reprocess, &covering(&runs, *t, None)))
+        .collect();
+    Ok(BackfillPlan {
+        total_windows: windows.len() as u64,
+        selected,
+    })
+}
+
+/// Counts of a backfill's runs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Counts {
+    pub queued: u64,
+    pub running: u64,
+    pub succeeded: u64,
+    pub failed: u64,
+    pub skipped: u64,
+    pub awaiting_approval: u64,
+}
+
+impl Counts {
+    pub fn of(runs: &[Run], backfill_id: &str) -> Counts {
+        let mut c = Counts::default();
+        for r in runs.iter().filter(|r| is_of(r, backfill_id)) {
+            match r.status {
+                RunStatus::Pending | RunStatus::Queued => c.queued += 1,
+                RunStatus::Running | RunStatus::RetryPending | RunStatus::Stalled => c.running += 1,
+                RunStatus::Success | RunStatus::PartialSuccess => c.succeeded += 1,
+                RunStatus::Failed => c.failed += 1,
+                RunStatus::Skipped | RunStatus::Coalesced | RunStatus::Cancelled => c.skipped += 1,
+                RunStatus::ManualRequired => c.awaiting_approval += 1,
+            }
+        }
+        c
+    }
+
+    pub fn in_flight(&self) -> u64 {
+        self.queued + self.running
+    }
+
+    pub fn finished(&self) -> u64 {
+        self.succeeded + self.failed + self.skipped
+    }
+}
+
+fn is_of(run: &Run, backfill_id: &str) -> bool {
+    matches!(&run.key.origin, Origin::Backfill(id) if id == backfill_id)
+}
+
+/// Progress of a backfill: counts, rate and ETA.
+pub async fn progress(
+    store: &dyn LedgerStore,
+    b: &Backfill,
+    now: DateTime<Utc>,
+) -> Result<Value, BackfillError> {
+    let runs = store.runs_between(&b.schedule_id, b.from, b.to).await?;
+    let c = Counts::of(&runs, &b.id);
+    let not_selected = b.total_windows.saturating_sub(b.planned);
+    let done = c.finished();
+    let minutes = (now - b.created_at).num_seconds().max(1) as f64 / 60.0;
+    let rate = done as f64 / minutes;
+    let remaining = b.planned.saturating_sub(b.passed_over).saturating_sub(done);
+    let eta = (remaining > 0 && rate > 0.0 && b.state.is_open())
+        .then(|| now + TimeDelta::seconds((remaining as f64 / rate * 60.0) as i64));
+    Ok(json!({
+        "id": b.id,
+        "schedule": b.schedule_id,
+        "state": b.state,
+        "held": b.held,
+        "from": utc_text(b.from),
+        "to": utc_text(b.to),
+        "reprocess": b.reprocess,
+        "limits": b.limits,
+        "pause_when": b.pause_when,
+        "cursor": b.cursor.map(utc_text),
+        "total_windows": b.total_windows,
+        "total": b.planned,
+        "written": b.written,
+        "queued": c.queued,
+        "running": c.running,
+        "succeeded": c.succeeded,
+        "failed": c.failed,
+        "skipped": c.skipped + b.passed_over + not_selected,
+        "awaiting_approval": c.awaiting_approval,
+        "remaining": remaining,
+        "rate_per_minute": (rate * 100.0).round() / 100.0,
+        "eta": eta.map(utc_text),
+        "created_at": utc_text(b.created_at),
+        "created_by": b.created_by,
+        "note": b.note,
+        "source_record": b.source_record,
+        "version": b.version,
+    }))
+}
+
+/// One window in a verification that is not done.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Problem {
+    pub scheduled_for: String,
+    /// MISSING (no ledger entry at all), FAILED, NOT_RUN (skipped, cancelled, coalesced,
+    /// awaiting approval) or IN_FLIGHT.
+    pub problem: &'static str,
+    pub statuses: Vec<RunStatus>,
+}
+
+/// Expected windows of the backfill's range against the ledger (every run, whoever wrote
+/// it), with the counts and checksums the succeeding runs reported.
+pub async fn verify(
+    store: &dyn LedgerStore,
+    schedule: &Schedule,
+    b: &Backfill,
+    max: u64,
+) -> Result<Value, BackfillError> {
+    let windows = occurrences(schedule, b.from, b.to, max)?;
+    let runs = store
+        .runs_between(schedule.id(), b.from - TimeDelta::days(31), b.to)
+        .await?;
+    let mut problems = Vec::new();
+    let mut reported = Vec::new();
+    let mut total_count: u64 = 0;
+    for t in &windows {
+        let cover = covering(&runs, *t, None);
+        if let Some(ok) = cover.iter().find(|r| r.status.is_success()) {
+            let result = ok.result.clone().unwrap_or_default();
+            total_count += result.count.unwrap_or(0);
+            reported.push(json!({
+                "scheduled_for": utc_text(*t),
+                "status": ok.status,
+                "trigger": ok.trigger,
+                "count": result.count,
+                "checksum": result.checksum,
+            }));
+            continue;
+        }
+        let problem = if cover.is_empty() {
+            "MISSING"
+        } else if cover.iter().any(|r| r.status.is_active()) {
+            "IN_FLIGHT"
+        } else if cover.iter().any(|r| r.status == RunStatus::Failed) {
+            "FAILED"
+        } else {
+            "NOT_RUN"
+        };
+        problems.push(Problem {
+            scheduled_for: utc_text(*t),
+            problem,
+            statuses: cover.iter().map(|r| r.status).collect(),
+        });
+    }
+    let count_of = |p: &str| problems.iter().filter(|x| x.problem == p).count();
+    Ok(json!({
+        "backfill": b.id,
+        "schedule": b.schedule_id,
+        "from": utc_text(b.from),
+        "to": utc_text(b.to),
+        "expected_windows": windows.len(),
+        "succeeded": reported.len(),
+        "missing": count_of("MISSING"),
+        "failed": count_of("FAILED"),
+        "not_run": count_of("NOT_RUN"),
+        "in_flight": count_of("IN_FLIGHT"),
+        "complete": problems.is_empty(),
+        "reported_count_total": total_count,
+        "problems": problems,
+        "reported": reported,
+    }))
+}
+
+/// What one release pass did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct BackfillPassReport {
+    pub backfills: u32,
+    pub released: u32,
+    pub held: Vec<String>,
+    pub finished: Vec<String>,
+    pub errors: Vec<String>,
+}
+
+/// Windows a pass looks at per backfill at most (passed-over ones included).
+const WALK_LIMIT: usize = 500;
+/// Finished runs before the error-rate condition is judged.
+const ERROR_SAMPLE: u64 = 4;
+
+/// Releases the open backfills' runs; see the module docs.
+pub struct BackfillReleaser {
+    pub store: Arc<dyn LedgerStore>,
+    pub ops: Arc<dyn OpsStore>,
+    pub lanes: Arc<dyn LaneQueue>,
+    pub signals: Option<Arc<dyn Signals>>,
+}
+
+impl BackfillReleaser {
+    pub async fn pass(&self, now: DateTime<Utc>) -> BackfillPassReport {
+        let mut report = BackfillPassReport::default();
+        let open = match self.ops.open_backfills().await {
+            Ok(b) => b,
+            Err(e) => {
+                report.errors.push(format!("open backfills: {e}"));
+                return report;
+            }
+        };
+        for b in open {
+            report.backfills += 1;
+            let id = b.id.clone();
+            if let Err(e) = self.release(b, now, &mut report).await {
+                tracing::warn!(backfill = %id, error = %e, "backfill release failed");
+                report.errors.push(format!("backfill {id}: {e}"));
+            }
+        }
+        report
+    }
+
+    async fn hold_cause(&self, b: &Backfill, counts: &Counts) -> Option<String> {
+        let mut causes = Vec::new();
+        if let (Some(limit), Some(signals)) = (b.pause_when.realtime_backlog, &self.signals) {
+            match signals.visible_backlog(Lane::Realtime).await {
+                Ok(n) if n > limit => {
+                    causes.push(format!("REALTIME_BACKLOG: {n} visible messages > {limit}"))
+                }
+                Ok(_) => {}
+                Err(e) => causes.push(format!("SIGNAL_UNAVAILABLE: realtime backlog: {e}")),
+            }
+        }
+        if let (false, Some(signals)) = (b.pause_when.alarms.is_empty(), &self.signals) {
+            match signals.alarms_firing(&b.pause_when.alarms).await {
+                Ok(firing) if !firing.is_empty() => {
+                    causes.push(format!("ALARM: {}", firing.join(", ")))
+                }
+                Ok(_) => {}
+                Err(e) => causes.push(format!("SIGNAL_UNAVAILABLE: alarms: {e}")),
+            }
+        }
+        if let Some(limit) = b.pause_when.error_rate {
+            let finished = counts.succeeded + counts.failed;
+            if finished >= ERROR_SAMPLE {
+                let rate = counts.failed as f64 / finished as f64;
+                if rate > limit {
+                    causes.push(format!(
+                        "BACKFILL_ERROR_RATE: {} of {finished} finished runs failed > {:.0}%",
+                        counts.failed,
+                        limit * 100.0
+                    ));
+                }
+            }
+        }
+        (!causes.is_empty()).then(|| causes.join("; "))
+    }
+
+    async fn release(
+        &self,
+        b: Backfill,
+        now: DateTime<Utc>,
+        report: &mut BackfillPassReport,
+    ) -> Result<(), BackfillError> {
+        if b.state != BackfillState::Running {
+            return Ok(());
+        }
+        let stored = self.store.get_schedule(&b.schedule_id).await?;
+        let schedule = Schedule::new(stored.spec.clone())
+            .map_err(|i| BackfillError::Invalid(i.to_string()))?;
+        let runs = self
+            .store
+            .runs_between(&b.schedule_id, b.from - TimeDelta::days(31), b.to)
+            .await?;
+        let counts = Counts::of(&runs, &b.id);
+        let held = self.hold_cause(&b, &counts).await;
+        // Take the backfill for this pass: a racing releaser's write fails on the version.
+        let mut taken = b.clone();
+        taken.held = held.clone();
+        taken.updated_at = now;
+        let Some(mut b) = self.ops.put_backfill(&taken).await? else {
+            return Ok(());
+        };
+        if let Some(cause) = held {
+            report.held.push(format!("{}: {cause}", b.id));
+            return Ok(());
+        }
+        let by_rate = match b.last_release_at {
+            Some(last) => {
+                let minutes = (now - last).num_milliseconds().max(0) as f64 / 60_000.0;
+                (b.limits.rate_per_minute * minutes).floor() as u64
+            }
+            None => u64::from(b.limits.batch_size),
+        };
+        let mut allowance = u64::from(b.limits.batch_size)
+            .min(by_rate)
+            .min(u64::from(b.limits.concurrency).saturating_sub(counts.in_flight()));
+        let mut in_flight = counts.in_flight();
+        let mut exhausted = false;
+        let mut released = 0u64;
+        for _ in 0..WALK_LIMIT {
+            let next = match b.cursor {
+                None => schedule.timing().next_at_or_after(b.from),
+                Some(c) => schedule.timing().next_after(c),
+            };
+            let Some(t) = next.filter(|t| *t <= b.to) else {
+                exhausted = true;
+                break;
+            };
+            if !selects(b.reprocess, &covering(&runs, t, Some(&b.id))) {
+                b.passed_over += 1;
+                b.cursor = Some(t);
+                continue;
+            }
+            if allowance == 0 {
+                break;
+            }
+            let mut run = new_run_with_origin(
+                &schedule,
+                stored.version,
+                t,
+                Trigger::Backfill,
+                Origin::Backfill(b.id.clone()),
+                now,
+            );
+            run.lane = Some(Lane::Backfill);
+            run.replay_group_id = Some(b.id.clone());
+            run.forced = b.reprocess == Reprocess::All;
+            let created = self.store.create_run(&run).await?;
+            if created.is_new()
+                && claim_and_send::<BackfillError>(
+                    self.store.as_ref(),
+                    self.lanes.as_ref(),
+                    &run,
+                    Lane::Backfill,
+                    now,
+                )
+                .await?
+            {
+                released += 1;
+                in_flight += 1;
+                allowance -= 1;
+            }
+            b.written += 1;
+            b.cursor = Some(t);
+        }
+        if released > 0 {
+            b.last_release_at = Some(now);
+        }
+        if exhausted && in_flight == 0 {
+            b.state = BackfillState::Done;
+            report.finished.push(b.id.clone());
+        }
+        b.updated_at = now;
+        report.released += released as u32;
+        if self.ops.put_backfill(&b).await?.is_none() {
+            tracing::warn!(backfill = %b.id, "backfill changed during the pass (an operator's pause or cancel); its cursor is re-walked next pass");
+        }
+        Ok(())
+    }
+}
