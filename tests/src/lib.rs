@@ -4,6 +4,7 @@
 //! uniquely named table and queues, so `cargo test` runs them in parallel, and removes them
 //! when it ends (on panic too).
 
+pub mod api;
 pub mod app;
 pub mod reconcile;
 pub mod webhook;

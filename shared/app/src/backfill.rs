@@ -19,7 +19,7 @@ use cronledger_aws::{
 };
 use cronledger_core::run::Origin;
 use cronledger_core::window::utc_text;
-use cronledger_core::{Lane, Run, RunStatus, Schedule, Trigger};
+use cronledger_core::{Lane, Run, RunKey, RunStatus, Schedule, Trigger};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -95,6 +95,7 @@ fn covering<'a>(runs: &'a [Run], t: DateTime<Utc>, except: Option<&str>) -> Vec<
 }
 
 /// Plans a backfill from the ledger as it is now.
+/// `ignore`: a run not to count (the range record whose approval this backfill is).
 pub async fn plan(
     store: &dyn LedgerStore,
     schedule: &Schedule,
@@ -102,15 +103,17 @@ pub async fn plan(
     to: DateTime<Utc>,
     reprocess: Reprocess,
     max: u64,
+    ignore: Option<&RunKey>,
 ) -> Result<BackfillPlan, BackfillError> {
     if to < from {
         return Err(BackfillError::Invalid("`to` is before `from`".into()));
     }
     let windows = occurrences(schedule, from, to, max)?;
     // Range records start before `from` too: look back far enough to see them.
-    let runs = store
+    let mut runs = store
         .runs_between(schedule.id(), from - TimeDelta::days(31), to)
         .await?;
+    runs.retain(|r| Some(&r.key) != ignore);
     let selected = windows
         .iter()
         .copied()

@@ -117,6 +117,7 @@ pub(crate) async fn start(
         to,
         reprocess,
         api.deps().config.backfill_max_windows,
+        source_record.as_ref(),
     )
     .await?;
     if req.dry_run {
