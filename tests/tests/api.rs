@@ -1150,3 +1150,63 @@ async fn kill_switch_and_a_one_off_run_at_an_instant() {
     assert_eq!(first["run"]["trigger"], "MANUAL");
     let _ = api.env.clock.now_value();
 }
+
+#[tokio::test]
+async fn a_forced_run_executes_past_already_done_and_an_unforced_one_does_not() {
+    let api = ApiEnv::new(t(NOW)).await;
+    create(&api, schedule_doc("s1", "0 * * * *")).await;
+    let first = api
+        .call(
+            Some(OPERATOR),
+            Method::POST,
+            "/v1/schedules/s1/runs",
+            Some(json!({"mode": "new"})),
+        )
+        .await;
+    drain(&api, Lane::Manual).await;
+    let path = |a: &cronledger_tests::api::Answer| {
+        format!(
+            "/v1/schedules/s1/runs/{}",
+            a.body["run"]["run_id"].as_str().unwrap_or("")
+        )
+    };
+    let done = api
+        .call(Some(VIEWER), Method::GET, &path(&first), None)
+        .await;
+    assert_eq!(done.body["status"], "SUCCESS");
+
+    // Forced: a second run of the same window executes.
+    let forced = api
+        .call(
+            Some(OPERATOR),
+            Method::POST,
+            "/v1/schedules/s1/runs",
+            Some(json!({"mode": "new"})),
+        )
+        .await;
+    drain(&api, Lane::Manual).await;
+    let ran = api
+        .call(Some(VIEWER), Method::GET, &path(&forced), None)
+        .await;
+    assert_eq!(ran.body["status"], "SUCCESS", "{:?}", ran.body);
+    assert_eq!(ran.body["forced"], true);
+
+    // Not forced: the same window's key already succeeded, so it ends ALREADY_DONE.
+    let stored = api.env.store.get_schedule("s1").await.expect("schedule");
+    let schedule = cronledger_core::Schedule::new(stored.spec).expect("compiles");
+    let mut run = cronledger_app::runs::new_run_with_origin(
+        &schedule,
+        1,
+        t("2026-03-10T12:00:00Z"),
+        cronledger_core::Trigger::Manual,
+        Origin::Manual("again".into()),
+        t(NOW),
+    );
+    run.lane = Some(Lane::Manual);
+    api.env.store.create_run(&run).await.expect("run");
+    api.env.resend(&run).await;
+    drain(&api, Lane::Manual).await;
+    let skipped = api.env.run(&run.key).await;
+    assert_eq!(skipped.status, RunStatus::Skipped);
+    assert_eq!(skipped.reason, Some(cronledger_core::Reason::AlreadyDone));
+}

@@ -247,6 +247,10 @@ impl Worker {
     /// with the same idempotency key. Runs that can share a key share `scheduled_for`, so one
     /// query of that instant finds them all.
     async fn already_done(&self, run: &Run) -> Option<Reason> {
+        if run.forced {
+            // An operator forced this run (`mode=new`): it runs whatever already succeeded.
+            return None;
+        }
         let same_instant = self
             .store
             .runs_between(
