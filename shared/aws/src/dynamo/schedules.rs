@@ -305,9 +305,24 @@ impl DynamoLedger {
         let mut cond = Expr::new();
         cond.eq(GSI1PK, s(keys::due_pk(shard)))
             .lt(GSI1SK, s(keys::due_sk_bound(until)));
-        let (items, _) = self
-            .query_page(Some(keys::DUE_INDEX), &cond, limit, None, true)
-            .await?;
+        // A query page holds at most 1,000 items (or 1 MB): follow the pages, or every
+        // schedule past the first page of a shard would miss its window.
+        let mut items = Vec::new();
+        let mut next: Option<String> = None;
+        loop {
+            let want = limit.saturating_sub(items.len() as u32);
+            if want == 0 {
+                break;
+            }
+            let (mut page, cursor) = self
+                .query_page(Some(keys::DUE_INDEX), &cond, want, next.as_deref(), true)
+                .await?;
+            items.append(&mut page);
+            match cursor {
+                Some(c) => next = Some(c),
+                None => break,
+            }
+        }
         items.iter().map(codec::decode).collect()
     }
 
