@@ -10,6 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+use cronledger_app::api::{Api, ApiConfig, ApiDeps, AuthConfig, Caller};
+use cronledger_app::backfill::BackfillReleaser;
 use cronledger_app::clock::SystemClock;
 use cronledger_app::jobs::{HttpJob, JobTargets};
 use cronledger_app::local::poller::{run_poller, PollerConfig};
@@ -125,9 +127,34 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
 
     let executions = Executions::default();
     let addr = SocketAddr::from(([127, 0, 0, 1], args.port));
-    let listener_router = receiver::router(executions.clone());
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();
+    let identity = std::env::var("CRONLEDGER_LOCAL_IDENTITY").unwrap_or_else(|_| "admin".into());
+    let caller = Caller::local(&identity).ok_or_else(|| {
+        CliError::msg(format!(
+            "LOCAL_IDENTITY: CRONLEDGER_LOCAL_IDENTITY `{identity}` is not viewer, operator, admin or NAME:ROLE"
+        ))
+    })?;
+    let api = Api::new(ApiDeps {
+        store: ledger.clone(),
+        ops: ledger.clone(),
+        lanes: lanes.clone(),
+        clock: Arc::new(SystemClock),
+        system: None,
+        signals: None,
+        auth: AuthConfig::default(),
+        config: ApiConfig::default(),
+    });
+    // The api on the receiver's port, every request as the configured local identity.
+    let listener_router = receiver::router(executions.clone())
+        .merge(api.router().layer(axum::Extension(caller.clone())));
+    let backfills = BackfillReleaser {
+        store: ledger.clone(),
+        ops: ledger.clone(),
+        lanes: lanes.clone(),
+        signals: None,
+    };
+    tasks.spawn(release_backfills(backfills, stop_rx.clone()));
     tasks.spawn(async move {
         if let Err(e) = receiver::serve(addr, listener_router).await {
             tracing::error!(target: "local", error = %e, "webhook receiver stopped");
@@ -157,7 +184,8 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
     tasks.spawn(tick_every_minute(ticker, stop_rx.clone()));
 
     println!(
-        "cronledger local: table {name}, webhook receiver on http://{addr}/hooks/{{name}}; Ctrl-C to stop"
+        "cronledger local: table {name}, webhook receiver on http://{addr}/hooks/{{name}}, api on http://{addr}/v1 as `{}` (CRONLEDGER_LOCAL_IDENTITY); Ctrl-C to stop",
+        caller.principal
     );
     let until = args.run_for.map(|s| Duration::from_secs(s.as_secs()));
     tokio::select! {
@@ -168,6 +196,20 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
     tasks.abort_all();
     summarize(ledger.as_ref(), &executions).await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Releases operators' backfills every 30 seconds (the reconciler's step in AWS).
+async fn release_backfills(releaser: BackfillReleaser, mut stop: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(30)) => {}
+            _ = stop.changed() => return,
+        }
+        let report = releaser.pass(Utc::now()).await;
+        if report.released > 0 || !report.errors.is_empty() {
+            tracing::info!(target: "local", released = report.released, errors = ?report.errors, "backfills");
+        }
+    }
 }
 
 async fn sleep_or_forever(limit: Option<Duration>) {

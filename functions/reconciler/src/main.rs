@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use cronledger_app::backfill::BackfillReleaser;
 use cronledger_app::deployment::Deployment;
 use cronledger_app::reconciler::{
     AwsSignals, ReconcileEvent, Reconciler, ReconcilerConfig, SchedulerTickers,
@@ -27,21 +28,32 @@ async fn main() -> Result<(), Error> {
         aws_sdk_scheduler::Client::new(&sdk),
         config.ticker_schedule_group.clone(),
     );
+    let signals = Arc::new(signals);
+    // Operators' backfills are released in the same pass, throttled per backfill.
+    let backfills = Arc::new(BackfillReleaser {
+        store: connected.ledger.clone(),
+        ops: connected.ledger.clone(),
+        lanes: connected.lanes.clone(),
+        signals: Some(signals.clone()),
+    });
     let reconciler = Arc::new(
         Reconciler::new(
             connected.ledger.clone(),
             connected.ledger,
             connected.lanes,
-            Arc::new(signals),
+            signals,
             config,
         )
         .with_ticker_check(Arc::new(tickers)),
     );
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
-        let reconciler = reconciler.clone();
+        let (reconciler, backfills) = (reconciler.clone(), backfills.clone());
         async move {
             let pass = ReconcileEvent::from_json(&event.payload)?;
-            let report = reconciler.reconcile(&pass).await;
+            let mut report = reconciler.reconcile(&pass).await;
+            let released = backfills.pass(pass.time).await;
+            tracing::info!(time = %pass.time, backfills = ?released, "backfill release done");
+            report.errors.extend(released.errors);
             reconciler.metrics().flush("reconciler", pass.time);
             tracing::info!(time = %pass.time, report = ?report, "reconcile done");
             if !report.errors.is_empty() {

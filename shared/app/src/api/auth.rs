@@ -1,7 +1,8 @@
 //! Authorization. API Gateway authenticates (IAM SigV4, or a JWT authorizer); the function
 //! decides what the caller may do from the identity in the request context:
 //!
-//! - IAM: `requestContext.authorizer.iam.userArn` is the principal (for an assumed role,
+//! - IAM: `requestContext.authorizer.iam.userArn` (HTTP API) or
+//!   `requestContext.identity.userArn` (REST API) is the principal (for an assumed role,
 //!   `arn:aws:sts::ACCOUNT:assumed-role/ROLE/SESSION`);
 //! - JWT: `requestContext.authorizer.jwt.claims.sub` is the principal and the `groups`,
 //!   `cognito:groups` or `roles` claims are its groups.
@@ -98,13 +99,17 @@ impl Caller {
 
     /// Reads an API Gateway (HTTP API, payload 2.0, or REST) request context.
     pub fn from_request_context(context: &Value) -> Option<Caller> {
-        let authorizer = context.get("authorizer")?;
         let text = |v: Option<&Value>| {
             v.and_then(Value::as_str)
                 .map(str::trim)
                 .filter(|s| !s.is_empty())
                 .map(str::to_string)
         };
+        // REST API with IAM authorization: the signer is in `identity`.
+        if let Some(arn) = text(context.get("identity").and_then(|i| i.get("userArn"))) {
+            return Some(Caller::new(arn));
+        }
+        let authorizer = context.get("authorizer")?;
         if let Some(iam) = authorizer.get("iam") {
             if let Some(arn) = text(iam.get("userArn")) {
                 return Some(Caller::new(arn));
