@@ -12,6 +12,7 @@ pub mod local;
 pub mod metrics;
 pub mod reconciler;
 pub mod runs;
+pub mod simulate;
 pub mod sqs_event;
 pub mod ticker;
 pub mod worker;

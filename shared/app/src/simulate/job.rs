@@ -1,0 +1,83 @@
+//! The `noop` job on the virtual clock, and the record of what every window's job did, from
+//! which the simulator counts executions per window.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use cronledger_core::{JobSpec, RunKey, Span};
+
+use super::time::VirtualTime;
+use crate::jobs::{JobContext, JobHandler, JobOutcome, NoopJob};
+
+/// One attempt's execution of a window's job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Execution {
+    pub run: RunKey,
+    pub attempt: u32,
+    pub succeeded: bool,
+}
+
+/// Executions by idempotency key.
+#[derive(Debug, Clone, Default)]
+pub struct ExecutionLog(Arc<Mutex<BTreeMap<String, Vec<Execution>>>>);
+
+impl ExecutionLog {
+    fn push(&self, key: &str, execution: Execution) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(key.to_string())
+            .or_default()
+            .push(execution);
+    }
+
+    pub fn snapshot(&self) -> BTreeMap<String, Vec<Execution>> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// `type: noop` as the simulator runs it: `duration` passes on the virtual clock (other work
+/// goes on meanwhile), the first `fail_times` attempts fail retryably, and every attempt is
+/// recorded under the run's idempotency key.
+pub struct VirtualNoop {
+    pub time: VirtualTime,
+    pub log: ExecutionLog,
+}
+
+#[async_trait]
+impl JobHandler for VirtualNoop {
+    async fn run(&self, job: &JobSpec, ctx: &JobContext) -> JobOutcome {
+        // The built-in noop decides the outcome; only its wait moves to the virtual clock.
+        let instant = match job {
+            JobSpec::Noop {
+                duration,
+                fail_times,
+                payload,
+            } => {
+                if !duration.as_std().is_zero() {
+                    self.time.sleep(duration.as_delta()).await;
+                }
+                JobSpec::Noop {
+                    duration: Span::ZERO,
+                    fail_times: *fail_times,
+                    payload: payload.clone(),
+                }
+            }
+            other => other.clone(),
+        };
+        let outcome = NoopJob.run(&instant, ctx).await;
+        self.log.push(
+            ctx.idempotency_key.as_str(),
+            Execution {
+                run: ctx.run.clone(),
+                attempt: ctx.attempt,
+                succeeded: outcome.is_ok(),
+            },
+        );
+        outcome
+    }
+}

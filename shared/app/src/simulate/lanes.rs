@@ -1,0 +1,262 @@
+//! The lanes as the simulator sees them: the real SQS queues, with the two things SQS times by
+//! the wall clock (message delays and visibility timeouts) moved onto the virtual clock, and
+//! an event source that drains them between virtual instants.
+//!
+//! - A delayed send (the ticker's lookahead) is held here and sent, undelayed, when the
+//!   virtual clock reaches its time.
+//! - The queues are created with the longest visibility timeout SQS allows, so a received
+//!   message never reappears on its own in wall time. When the worker keeps a message
+//!   (retry backoff, QUEUE_NEW deferral, a crash), the visibility it asked for (or the
+//!   simulated default) is noted in virtual time, and the message is made visible again
+//!   (`ChangeMessageVisibility` to 0) when the virtual clock gets there. Receive counts, the
+//!   redrive to the DLQ and partial batch responses stay real SQS behaviour.
+//! - With duplicate deliveries on, every message is sent twice: two copies, each received,
+//!   handled and acknowledged on its own, possibly at the same time by two workers.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, TimeDelta, Utc};
+use cronledger_aws::lanes::SqsRecord;
+use cronledger_aws::{LaneError, LaneMessage, LaneQueue, SqsLanes};
+use cronledger_core::Lane;
+use futures_util::future::join_all;
+use tokio::task::JoinSet;
+
+use super::time::VirtualTime;
+use crate::worker::Worker;
+
+/// Visibility timeout of the simulator's queues: SQS's maximum, 12 hours of wall time.
+pub const QUEUE_VISIBILITY: Duration = Duration::from_secs(43_200);
+
+#[derive(Default)]
+struct State {
+    /// Delayed sends, sent when the virtual clock reaches their time.
+    held: Vec<(DateTime<Utc>, LaneMessage)>,
+    /// Visibility the worker asked for, by receipt handle, in virtual time.
+    asked: BTreeMap<String, DateTime<Utc>>,
+    /// Received messages kept hidden until a virtual instant.
+    hidden: Vec<(DateTime<Utc>, Lane, String)>,
+    /// Messages each lane should have visible (sent or uncovered, not yet received): the
+    /// event source receives only while this says there is something, which spares the
+    /// empty receive that would otherwise end every drain.
+    visible: BTreeMap<Lane, u64>,
+}
+
+/// Counts of what went through the lanes.
+#[derive(Debug, Default)]
+pub struct LaneCounters {
+    pub sent: AtomicU64,
+    pub duplicates_sent: AtomicU64,
+    pub deliveries: AtomicU64,
+    pub redelivered: AtomicU64,
+}
+
+pub struct SimLanes {
+    sqs: Arc<SqsLanes>,
+    time: VirtualTime,
+    duplicate: bool,
+    /// How long a message the worker kept without saying for how long stays hidden
+    /// (a crashed or failed invocation): the queue's visibility timeout, in virtual time.
+    default_visibility: TimeDelta,
+    state: Mutex<State>,
+    next_worker: AtomicUsize,
+    pub counters: LaneCounters,
+}
+
+impl SimLanes {
+    pub fn new(
+        sqs: Arc<SqsLanes>,
+        time: VirtualTime,
+        duplicate: bool,
+        default_visibility: TimeDelta,
+    ) -> SimLanes {
+        SimLanes {
+            sqs,
+            time,
+            duplicate,
+            default_visibility,
+            state: Mutex::new(State::default()),
+            next_worker: AtomicUsize::new(0),
+            counters: LaneCounters::default(),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The next virtual instant at which a held send or a hidden message is due.
+    pub fn next_event(&self) -> Option<DateTime<Utc>> {
+        let state = self.state();
+        let held = state.held.iter().map(|(t, _)| *t);
+        let hidden = state.hidden.iter().map(|(t, _, _)| *t);
+        held.chain(hidden).min()
+    }
+
+    /// Sends the held messages and uncovers the hidden ones that are due now. This is SQS's
+    /// part, so it happens during scheduler outages too.
+    pub async fn release_due(&self) -> Result<(), LaneError> {
+        let now = self.time.now();
+        let (held, hidden) = {
+            let mut state = self.state();
+            let held: Vec<_>;
+            (held, state.held) = std::mem::take(&mut state.held)
+                .into_iter()
+                .partition(|(t, _)| *t <= now);
+            let hidden: Vec<_>;
+            (hidden, state.hidden) = std::mem::take(&mut state.hidden)
+                .into_iter()
+                .partition(|(t, _, _)| *t <= now);
+            (held, hidden)
+        };
+        let sends = held.iter().map(|(_, message)| self.send_now(message));
+        for result in join_all(sends).await {
+            result?;
+        }
+        let uncover = hidden.iter().map(|(_, lane, receipt)| async move {
+            self.sqs
+                .extend_visibility(*lane, receipt, Duration::ZERO)
+                .await?;
+            self.counters.redelivered.fetch_add(1, Ordering::Relaxed);
+            *self.state().visible.entry(*lane).or_default() += 1;
+            Ok::<(), LaneError>(())
+        });
+        for result in join_all(uncover).await {
+            result?;
+        }
+        Ok(())
+    }
+
+    async fn send_now(&self, message: &LaneMessage) -> Result<String, LaneError> {
+        let id = self.sqs.send(message, Duration::ZERO).await?;
+        self.counters.sent.fetch_add(1, Ordering::Relaxed);
+        *self.state().visible.entry(message.lane).or_default() += 1;
+        if self.duplicate {
+            self.sqs.send(message, Duration::ZERO).await?;
+            self.counters
+                .duplicates_sent
+                .fetch_add(1, Ordering::Relaxed);
+            *self.state().visible.entry(message.lane).or_default() += 1;
+        }
+        Ok(id)
+    }
+
+    /// The SQS event source: receives every visible message of every lane and hands each to
+    /// a worker as its own invocation (batch size 1, so a long job never holds batch-mates
+    /// back), concurrently, until the lanes are empty and every invocation has finished or
+    /// is waiting on virtual time.
+    pub async fn drain(
+        self: &Arc<Self>,
+        workers: &[Arc<Worker>],
+        tasks: &mut JoinSet<()>,
+    ) -> Result<(), LaneError> {
+        if workers.is_empty() {
+            return Ok(());
+        }
+        loop {
+            let lanes: Vec<Lane> = self
+                .state()
+                .visible
+                .iter()
+                .filter(|(_, n)| **n > 0)
+                .map(|(lane, _)| *lane)
+                .collect();
+            if lanes.is_empty() {
+                return Ok(());
+            }
+            for lane in lanes {
+                while self.state().visible.get(&lane).is_some_and(|n| *n > 0) {
+                    let received = self.sqs.receive(lane, false, 10, Duration::ZERO).await?;
+                    {
+                        let mut state = self.state();
+                        let n = state.visible.entry(lane).or_default();
+                        // Empty: SQS moved what was left to the DLQ (redrive on receive).
+                        *n = if received.is_empty() {
+                            0
+                        } else {
+                            n.saturating_sub(received.len() as u64)
+                        };
+                    }
+                    for message in received {
+                        let n = self.next_worker.fetch_add(1, Ordering::Relaxed);
+                        let worker = workers[n % workers.len()].clone();
+                        let lanes = self.clone();
+                        let record = SqsRecord::from(&message);
+                        self.counters.deliveries.fetch_add(1, Ordering::Relaxed);
+                        self.time.enter();
+                        tasks.spawn(async move {
+                            lanes.deliver(&worker, lane, record).await;
+                            lanes.time.leave();
+                        });
+                    }
+                }
+            }
+            self.time.idle().await;
+        }
+    }
+
+    /// One invocation: the worker's batch handler on one record, then the event source's
+    /// part: delete what it finished, hide what it kept until its virtual time.
+    async fn deliver(&self, worker: &Worker, lane: Lane, record: SqsRecord) {
+        let records = [record];
+        let report = worker.handle_batch(lane, &records).await;
+        let record = &records[0];
+        let keep = report.outcomes.iter().any(|(_, o)| o.keeps_message());
+        let asked = self.state().asked.remove(&record.receipt_handle);
+        if keep {
+            let at = asked.unwrap_or_else(|| self.time.now() + self.default_visibility);
+            self.state()
+                .hidden
+                .push((at, lane, record.receipt_handle.clone()));
+        } else if let Err(e) = self.sqs.delete(lane, &record.receipt_handle).await {
+            tracing::warn!(%lane, error = %e, "simulator: could not delete a finished message");
+        }
+    }
+}
+
+#[async_trait]
+impl LaneQueue for SimLanes {
+    async fn send(&self, message: &LaneMessage, delay: Duration) -> Result<String, LaneError> {
+        if delay.is_zero() {
+            return self.send_now(message).await;
+        }
+        static HELD: AtomicU64 = AtomicU64::new(0);
+        let at = later(self.time.now(), delay);
+        self.state().held.push((at, message.clone()));
+        Ok(format!(
+            "sim-delayed-{}",
+            HELD.fetch_add(1, Ordering::Relaxed)
+        ))
+    }
+
+    async fn dead_letter(
+        &self,
+        lane: Lane,
+        body: &str,
+        code: &str,
+        detail: &str,
+    ) -> Result<(), LaneError> {
+        self.sqs.dead_letter(lane, body, code, detail).await
+    }
+
+    /// Noted in virtual time; the message stays hidden in SQS meanwhile (see the module docs).
+    async fn extend_visibility(
+        &self,
+        _lane: Lane,
+        receipt_handle: &str,
+        timeout: Duration,
+    ) -> Result<(), LaneError> {
+        let at = later(self.time.now(), timeout);
+        self.state().asked.insert(receipt_handle.to_string(), at);
+        Ok(())
+    }
+}
+
+/// `now + d`, with `d` capped at SQS's longest visibility timeout.
+fn later(now: DateTime<Utc>, d: Duration) -> DateTime<Utc> {
+    now + TimeDelta::from_std(d.min(QUEUE_VISIBILITY)).unwrap_or(TimeDelta::hours(12))
+}

@@ -1,0 +1,499 @@
+//! The simulator behind `cronledger simulate`: the real ticker, worker and reconciler
+//! handlers against real (emulated) DynamoDB and SQS, on a virtual clock, with injected
+//! faults. It answers "what happens to my schedules if the scheduler is down six hours?"
+//! with the ledger that would result.
+//!
+//! Virtual time jumps from event to event: a tick at every minute boundary (N tickers at
+//! once), a reconciler pass every 5 minutes (event time as "now"), the SQS event source
+//! draining every lane after each instant, jobs finishing, held delayed sends and hidden
+//! messages coming due. Everything the handlers read as "now" is the virtual clock; what SQS
+//! times by the wall clock is moved onto it (see [`lanes`]). Inside an outage no ticker,
+//! reconciler or worker runs; SQS keeps its messages.
+//!
+//! After `to` the system keeps running (no more outages) until every window of the range is
+//! settled (a terminal or held entry, nothing in flight) or `settle_limit` passes; the report
+//! covers the windows in `(from, to]` only.
+
+mod crash;
+mod job;
+mod lanes;
+mod summary;
+mod time;
+
+use std::collections::BTreeSet;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use async_trait::async_trait;
+use chrono::{DateTime, DurationRound, TimeDelta, Timelike, Utc};
+use cronledger_aws::lanes::LaneSettings;
+use cronledger_aws::ledger::ChangeMeta;
+use cronledger_aws::{LaneError, LedgerStore, ReleaseStateStore, SqsLanes, StoreError};
+use cronledger_core::run::{LedgerEntry, Origin};
+use cronledger_core::{JobSpec, Lane, Run, Schedule, ScheduleSpec, Span};
+use futures_util::future::join_all;
+use serde::Serialize;
+use tokio::task::JoinSet;
+
+use crate::faults::CrashPoint;
+use crate::jobs::{HttpJob, JobTargets};
+use crate::reconciler::{ReconcileError, ReconcileEvent, Reconciler, ReconcilerConfig, Signals};
+use crate::ticker::{TickEvent, Ticker, TickerConfig};
+use crate::worker::{Worker, WorkerConfig};
+
+pub use crash::{Crash, SimFaults};
+pub use job::{Execution, ExecutionLog, VirtualNoop};
+pub use lanes::{SimLanes, QUEUE_VISIBILITY};
+pub use summary::ScheduleSummary;
+pub use time::VirtualTime;
+
+/// The simulator's errors, with stable codes.
+#[derive(Debug, thiserror::Error)]
+pub enum SimulateError {
+    #[error("SIMULATE_INVALID: {0}")]
+    Invalid(String),
+    #[error("SIMULATE_STORE: {0}")]
+    Store(#[from] StoreError),
+    #[error("SIMULATE_LANES: {0}")]
+    Lanes(#[from] LaneError),
+}
+
+impl SimulateError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            SimulateError::Invalid(_) => "SIMULATE_INVALID",
+            SimulateError::Store(_) => "SIMULATE_STORE",
+            SimulateError::Lanes(_) => "SIMULATE_LANES",
+        }
+    }
+}
+
+/// A scheduler outage: nothing of the scheduler runs in `[from, to)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Outage {
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+}
+
+impl Outage {
+    /// `FROM..TO`, both RFC3339.
+    pub fn parse(text: &str) -> Result<Outage, SimulateError> {
+        let invalid = |why: String| {
+            SimulateError::Invalid(format!(
+                "outage `{text}` {why}; write FROM..TO, e.g. 2026-03-01T02:00:00Z..2026-03-01T08:00:00Z"
+            ))
+        };
+        let (a, b) = text
+            .split_once("..")
+            .ok_or_else(|| invalid("has no `..`".into()))?;
+        let instant = |s: &str| {
+            DateTime::parse_from_rfc3339(s.trim())
+                .map(|t| t.with_timezone(&Utc))
+                .map_err(|e| invalid(format!("has a bad instant `{s}` ({e})")))
+        };
+        let outage = Outage {
+            from: instant(a)?,
+            to: instant(b)?,
+        };
+        if outage.to <= outage.from {
+            return Err(invalid("ends before it starts".into()));
+        }
+        Ok(outage)
+    }
+
+    fn covers(&self, t: DateTime<Utc>) -> bool {
+        self.from <= t && t < self.to
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct SimulationConfig {
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+    pub outages: Vec<Outage>,
+    /// Tickers invoked at once on every tick (racing for the same windows).
+    pub tickers: u32,
+    pub crashes: Vec<CrashPoint>,
+    /// Each crash point hits the 1st run reaching it, then every `crash_every`-th.
+    pub crash_every: u32,
+    /// Every message is sent twice.
+    pub duplicate_deliveries: bool,
+    /// How long past `to` the system may run to settle the range's windows.
+    pub settle_limit: Span,
+}
+
+impl SimulationConfig {
+    pub fn new(from: DateTime<Utc>, to: DateTime<Utc>) -> SimulationConfig {
+        SimulationConfig {
+            from,
+            to,
+            outages: Vec::new(),
+            tickers: 1,
+            crashes: Vec::new(),
+            crash_every: 10,
+            duplicate_deliveries: false,
+            settle_limit: Span::hours(24),
+        }
+    }
+
+    /// The longest range one simulation covers.
+    pub const MAX_RANGE: Span = Span::days(31);
+
+    fn check(&self) -> Result<(), SimulateError> {
+        let invalid = |m: &str| Err(SimulateError::Invalid(m.to_string()));
+        if self.to <= self.from {
+            return invalid("--to must be after --from");
+        }
+        if self.to - self.from > SimulationConfig::MAX_RANGE.as_delta() {
+            return invalid("the range is longer than 31 days");
+        }
+        if !(1..=32).contains(&self.tickers) {
+            return invalid("--tickers must be between 1 and 32");
+        }
+        if self.crash_every == 0 {
+            return invalid("--crash-every must be at least 1");
+        }
+        if self.settle_limit > Span::days(7) {
+            return invalid("the settle limit is longer than 7 days");
+        }
+        Ok(())
+    }
+}
+
+/// Where the simulation runs: a fresh table and lanes (created with [`lane_settings`]).
+#[derive(Clone)]
+pub struct SimulationEnv {
+    pub store: Arc<dyn LedgerStore>,
+    pub control: Arc<dyn ReleaseStateStore>,
+    pub lanes: Arc<SqsLanes>,
+    /// Shards of the table's `due` and `active` indexes (as the ledger was built with).
+    pub shards: u32,
+}
+
+/// How the simulator's queues must be created: wall-clock visibility out of the way (see
+/// [`lanes`]), the usual redrive.
+pub fn lane_settings() -> LaneSettings {
+    LaneSettings {
+        visibility_timeout: QUEUE_VISIBILITY,
+        ..LaneSettings::default()
+    }
+}
+
+/// What happened, as `cronledger simulate` prints it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SimulationReport {
+    /// Every ledger entry of the range's windows (range records included), by schedule and
+    /// window.
+    pub ledger: Vec<LedgerEntry>,
+    pub summary: Vec<ScheduleSummary>,
+    pub stats: SimulationStats,
+}
+
+impl SimulationReport {
+    /// Windows accounted for more than once or executed more than once, over all schedules.
+    pub fn duplicates(&self) -> u32 {
+        self.summary.iter().map(|s| s.duplicates).sum()
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SimulationStats {
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+    pub outages: Vec<Outage>,
+    pub tickers: u32,
+    /// When every window of the range was settled (`None`: not within the settle limit).
+    pub settled_at: Option<DateTime<Utc>>,
+    pub ticks: u32,
+    pub reconciler_passes: u32,
+    pub messages_sent: u64,
+    pub duplicate_messages_sent: u64,
+    pub deliveries: u64,
+    pub redeliveries: u64,
+    pub crashes: Vec<String>,
+    /// Schedules whose job was not `noop`: simulated as an instant, successful noop.
+    pub jobs_replaced: Vec<String>,
+    /// Errors the handlers reported (first 50).
+    pub errors: Vec<String>,
+    pub wall_ms: u64,
+}
+
+/// Queue depths straight from the (emulated) SQS; no CloudWatch alarms.
+struct QueueSignals(Arc<SqsLanes>);
+
+#[async_trait]
+impl Signals for QueueSignals {
+    async fn visible_backlog(&self, lane: Lane) -> Result<u64, ReconcileError> {
+        Ok(self.0.depth(lane, false).await?.visible)
+    }
+
+    async fn dlq_depth(&self, lane: Lane) -> Result<u64, ReconcileError> {
+        let d = self.0.depth(lane, true).await?;
+        Ok(d.visible + d.in_flight + d.delayed)
+    }
+
+    async fn alarms_firing(&self, _names: &[String]) -> Result<Vec<String>, ReconcileError> {
+        Ok(Vec::new())
+    }
+}
+
+const MAX_ERRORS: usize = 50;
+
+/// Loads `specs` at `config.from` into the env's (empty) table and runs the simulation.
+pub async fn simulate(
+    env: &SimulationEnv,
+    specs: Vec<ScheduleSpec>,
+    config: &SimulationConfig,
+) -> Result<SimulationReport, SimulateError> {
+    config.check()?;
+    if specs.is_empty() {
+        return Err(SimulateError::Invalid("the file has no schedules".into()));
+    }
+    let started = Instant::now();
+    let (specs, jobs_replaced) = simulated_jobs(specs);
+    let mut schedules = Vec::with_capacity(specs.len());
+    for spec in &specs {
+        let schedule = Schedule::new(spec.clone()).map_err(|i| {
+            SimulateError::Invalid(format!("{}: {}: {}", spec.id, i.code, i.message))
+        })?;
+        schedules.push(schedule);
+    }
+
+    let time = VirtualTime::new(config.from);
+    for spec in specs.iter().cloned() {
+        let meta = ChangeMeta {
+            actor: "simulate".into(),
+            reason: "loaded by the simulator".into(),
+            at: config.from,
+        };
+        env.store.create_schedule(spec, meta).await?;
+    }
+
+    let longest_job = specs
+        .iter()
+        .map(|s| match &s.job {
+            JobSpec::Noop { duration, .. } => *duration,
+            _ => Span::ZERO,
+        })
+        .max()
+        .unwrap_or(Span::ZERO);
+    // Heartbeats run on wall-clock timers inside the worker, so the simulator turns them off
+    // and gives leases that outlast the longest job instead; a message kept without a
+    // visibility of its own (a crash) comes back after the lease has run out.
+    let lease = Span::from_delta(longest_job.as_delta() + TimeDelta::minutes(2));
+    let visibility = lease.as_delta() + TimeDelta::minutes(1);
+
+    let faults = Arc::new(SimFaults::new(
+        config.crashes.iter().copied(),
+        config.crash_every,
+        time.clone(),
+        config.to,
+    ));
+    let log = ExecutionLog::default();
+    let lanes = Arc::new(SimLanes::new(
+        env.lanes.clone(),
+        time.clone(),
+        config.duplicate_deliveries,
+        visibility,
+    ));
+    let http = HttpJob::new().map_err(|e| SimulateError::Invalid(e.to_string()))?;
+    let targets = JobTargets::new(http).with_noop(Arc::new(VirtualNoop {
+        time: time.clone(),
+        log: log.clone(),
+    }));
+    let workers: Vec<Arc<Worker>> = ["sim-worker-a", "sim-worker-b"]
+        .into_iter()
+        .map(|owner| {
+            Arc::new(
+                Worker::new(
+                    env.store.clone(),
+                    lanes.clone(),
+                    targets.clone(),
+                    Arc::new(time.clock()),
+                    WorkerConfig {
+                        owner: owner.into(),
+                        lease,
+                        heartbeat_every: Span::days(365),
+                        ..WorkerConfig::default()
+                    },
+                )
+                .with_faults(faults.clone()),
+            )
+        })
+        .collect();
+    let tickers: Vec<Ticker> = (0..config.tickers)
+        .map(|_| {
+            Ticker::new(
+                env.store.clone(),
+                lanes.clone(),
+                TickerConfig {
+                    shards: env.shards,
+                    ..TickerConfig::default()
+                },
+            )
+            .with_send_clock(Arc::new(time.clock()))
+            .with_faults(faults.clone())
+        })
+        .collect();
+    let reconciler = Reconciler::new(
+        env.store.clone(),
+        env.control.clone(),
+        lanes.clone(),
+        Arc::new(QueueSignals(env.lanes.clone())),
+        ReconcilerConfig {
+            shards: env.shards,
+            ..ReconcilerConfig::default()
+        },
+    );
+
+    let minute = TimeDelta::minutes(1);
+    let mut next_tick = ceil_to(config.from, minute);
+    let hard_end = config.to + config.settle_limit.as_delta();
+    let down = |t: DateTime<Utc>| t <= config.to && config.outages.iter().any(|o| o.covers(t));
+    let mut stats = SimulationStats {
+        from: config.from,
+        to: config.to,
+        outages: config.outages.clone(),
+        tickers: config.tickers,
+        settled_at: None,
+        ticks: 0,
+        reconciler_passes: 0,
+        messages_sent: 0,
+        duplicate_messages_sent: 0,
+        deliveries: 0,
+        redeliveries: 0,
+        crashes: Vec::new(),
+        jobs_replaced,
+        errors: Vec::new(),
+        wall_ms: 0,
+    };
+    let mut errors: Vec<String> = Vec::new();
+    let mut tasks: JoinSet<()> = JoinSet::new();
+
+    loop {
+        let t = [Some(next_tick), time.next_timer(), lanes.next_event()]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(next_tick);
+        if t > hard_end {
+            break;
+        }
+        time.set(t);
+        time.wake_due();
+        time.idle().await;
+        lanes.release_due().await?;
+        let up = !down(t);
+        let is_tick = t == next_tick;
+        if is_tick {
+            next_tick += minute;
+            if up {
+                let event = TickEvent {
+                    time: t,
+                    shards: None,
+                };
+                let reports = join_all(tickers.iter().map(|ticker| ticker.tick(&event))).await;
+                stats.ticks += 1;
+                errors.extend(reports.into_iter().flat_map(|r| r.errors));
+                if t.minute().is_multiple_of(5) {
+                    let report = reconciler.reconcile(&ReconcileEvent::at(t)).await;
+                    stats.reconciler_passes += 1;
+                    errors.extend(report.errors);
+                }
+            }
+        }
+        if up {
+            lanes.drain(&workers, &mut tasks).await?;
+        }
+        while tasks.try_join_next().is_some() {}
+        if is_tick && t >= config.to && t.minute().is_multiple_of(5) && up {
+            let entries = read_ledger(env.store.as_ref(), &schedules, config).await?;
+            if summary::settled(&schedules, &entries, config.from, config.to) {
+                stats.settled_at = Some(t);
+                break;
+            }
+        }
+    }
+    tasks.abort_all();
+
+    let entries = read_ledger(env.store.as_ref(), &schedules, config).await?;
+    let crashes = faults.crashes();
+    let lost: BTreeSet<_> = crashes
+        .iter()
+        .filter(|c| c.point == CrashPoint::BeforeCompletionWrite)
+        .map(|c| (c.run.clone(), c.attempt))
+        .collect();
+    let executions = log.snapshot();
+    let summary = schedules
+        .iter()
+        .zip(&entries)
+        .map(|(s, runs)| summary::summarize(s, runs, &executions, &lost, config.from, config.to))
+        .collect();
+    let mut ledger: Vec<LedgerEntry> = entries.iter().flatten().map(Run::ledger_entry).collect();
+    ledger.sort_by(|a, b| (&a.schedule, &a.scheduled_for).cmp(&(&b.schedule, &b.scheduled_for)));
+    stats.messages_sent = lanes.counters.sent.load(Ordering::Relaxed);
+    stats.duplicate_messages_sent = lanes.counters.duplicates_sent.load(Ordering::Relaxed);
+    stats.deliveries = lanes.counters.deliveries.load(Ordering::Relaxed);
+    stats.redeliveries = lanes.counters.redelivered.load(Ordering::Relaxed);
+    stats.crashes = crashes
+        .iter()
+        .map(|c| format!("{} {} attempt {}", c.point.name(), c.run, c.attempt))
+        .collect();
+    errors.truncate(MAX_ERRORS);
+    stats.errors = errors;
+    stats.wall_ms = started.elapsed().as_millis() as u64;
+    Ok(SimulationReport {
+        ledger,
+        summary,
+        stats,
+    })
+}
+
+/// The simulator never calls out: jobs other than `noop` become an instant, successful noop
+/// (with their payload), and the schedules that had one are listed.
+fn simulated_jobs(specs: Vec<ScheduleSpec>) -> (Vec<ScheduleSpec>, Vec<String>) {
+    let mut replaced = Vec::new();
+    let specs = specs
+        .into_iter()
+        .map(|mut spec| {
+            if !matches!(spec.job, JobSpec::Noop { .. }) {
+                replaced.push(spec.id.clone());
+                spec.job = JobSpec::Noop {
+                    duration: Span::ZERO,
+                    fail_times: 0,
+                    payload: spec.job.payload().clone(),
+                };
+            }
+            spec
+        })
+        .collect();
+    (specs, replaced)
+}
+
+/// The expected-occurrence entries of each schedule's windows in `(from, to]`.
+async fn read_ledger(
+    store: &dyn LedgerStore,
+    schedules: &[Schedule],
+    config: &SimulationConfig,
+) -> Result<Vec<Vec<Run>>, SimulateError> {
+    let mut all = Vec::with_capacity(schedules.len());
+    for schedule in schedules {
+        let runs = store
+            .runs_between(schedule.id(), config.from, config.to)
+            .await?
+            .into_iter()
+            .filter(|r| r.key.origin == Origin::Expected && r.key.scheduled_for > config.from)
+            .collect();
+        all.push(runs);
+    }
+    Ok(all)
+}
+
+fn ceil_to(t: DateTime<Utc>, step: TimeDelta) -> DateTime<Utc> {
+    match t.duration_trunc(step) {
+        Ok(floor) if floor == t => t,
+        Ok(floor) => floor + step,
+        Err(_) => t,
+    }
+}

@@ -1,0 +1,160 @@
+//! What the simulation did to each schedule's windows, counted from the ledger (range records
+//! expanded) and from the record of job executions.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{DateTime, Utc};
+use cronledger_core::{Run, RunKey, RunStatus, Schedule, Trigger};
+use serde::Serialize;
+
+use super::job::Execution;
+
+/// Per schedule, over the windows in `(from, to]`. Every window is counted once under its
+/// entry's outcome: `ran + skipped + coalesced + manual + failed + unfinished + unaccounted
+/// = expected` when nothing is a duplicate.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ScheduleSummary {
+    pub schedule: String,
+    pub misfire: String,
+    /// Windows the schedule has in the range.
+    pub expected: u32,
+    /// Windows whose run succeeded (SUCCESS or PARTIAL_SUCCESS).
+    pub ran: u32,
+    /// Of `ran`, windows run late by the reconciler (trigger CATCH_UP).
+    pub caught_up: u32,
+    pub skipped: u32,
+    pub coalesced: u32,
+    /// Awaiting an operator (MANUAL_REQUIRED).
+    pub manual: u32,
+    pub failed: u32,
+    /// Still PENDING, QUEUED, RUNNING, RETRY_PENDING, STALLED or CANCELLED when the
+    /// simulation stopped.
+    pub unfinished: u32,
+    /// Windows with no ledger entry at all.
+    pub unaccounted: u32,
+    /// Windows with more than one ledger entry, or whose job succeeded more than once
+    /// (must be 0).
+    pub duplicates: u32,
+    /// Job attempts that ran (failed attempts and re-executions included).
+    pub executions: u32,
+    /// Windows executed again because an injected crash lost the completion write of an
+    /// attempt that had succeeded: the one re-execution only the idempotency key the job
+    /// receives can absorb. Not counted as duplicates.
+    pub reexecuted_after_lost_completion: u32,
+}
+
+/// The windows an entry accounts for: its own, or a range record's whole span.
+pub fn windows_of(schedule: &Schedule, run: &Run) -> Vec<DateTime<Utc>> {
+    let first = run.key.scheduled_for;
+    match run.range_end {
+        Some(last) => {
+            let mut w = vec![first];
+            w.extend(schedule.timing().between(first, last));
+            w
+        }
+        None => vec![first],
+    }
+}
+
+/// The window each entry of `runs` accounts for, in `(from, to]`.
+fn accounted(
+    schedule: &Schedule,
+    runs: &[Run],
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> BTreeMap<DateTime<Utc>, Vec<usize>> {
+    let mut seen: BTreeMap<DateTime<Utc>, Vec<usize>> = BTreeMap::new();
+    for (i, run) in runs.iter().enumerate() {
+        for w in windows_of(schedule, run) {
+            if w > from && w <= to {
+                seen.entry(w).or_default().push(i);
+            }
+        }
+    }
+    seen
+}
+
+/// Every window of every schedule has an entry and none is still in flight.
+pub fn settled(
+    schedules: &[Schedule],
+    entries: &[Vec<Run>],
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> bool {
+    schedules.iter().zip(entries).all(|(schedule, runs)| {
+        let seen = accounted(schedule, runs, from, to);
+        let all_there = schedule
+            .timing()
+            .between(from, to)
+            .all(|w| seen.contains_key(&w));
+        all_there && runs.iter().all(|r| !in_flight(r.status))
+    })
+}
+
+fn in_flight(status: RunStatus) -> bool {
+    status.is_active() || matches!(status, RunStatus::Stalled)
+}
+
+pub fn summarize(
+    schedule: &Schedule,
+    runs: &[Run],
+    executions: &BTreeMap<String, Vec<Execution>>,
+    lost_completions: &BTreeSet<(RunKey, u32)>,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> ScheduleSummary {
+    let mut s = ScheduleSummary {
+        schedule: schedule.id().to_string(),
+        misfire: schedule.spec.misfire.to_string(),
+        ..ScheduleSummary::default()
+    };
+    let expected: Vec<DateTime<Utc>> = schedule.timing().between(from, to).collect();
+    s.expected = expected.len() as u32;
+    let seen = accounted(schedule, runs, from, to);
+    let mut duplicated: BTreeSet<DateTime<Utc>> = BTreeSet::new();
+    for w in &expected {
+        let Some(entries) = seen.get(w) else {
+            s.unaccounted += 1;
+            continue;
+        };
+        if entries.len() > 1 {
+            duplicated.insert(*w);
+        }
+        let run = &runs[entries[0]];
+        match run.status {
+            st if st.is_success() => {
+                s.ran += 1;
+                if run.trigger == Trigger::CatchUp {
+                    s.caught_up += 1;
+                }
+            }
+            RunStatus::Skipped => s.skipped += 1,
+            RunStatus::Coalesced => s.coalesced += 1,
+            RunStatus::ManualRequired => s.manual += 1,
+            RunStatus::Failed => s.failed += 1,
+            _ => s.unfinished += 1,
+        }
+    }
+    for attempts in executions.values() {
+        let Some(first) = attempts.first() else {
+            continue;
+        };
+        let w = first.run.scheduled_for;
+        if first.run.schedule_id != s.schedule || w <= from || w > to {
+            continue;
+        }
+        s.executions += attempts.len() as u32;
+        let (lost, kept): (Vec<&Execution>, Vec<&Execution>) = attempts
+            .iter()
+            .filter(|e| e.succeeded)
+            .partition(|e| lost_completions.contains(&(e.run.clone(), e.attempt)));
+        if !lost.is_empty() && !kept.is_empty() {
+            s.reexecuted_after_lost_completion += 1;
+        }
+        if kept.len() > 1 {
+            duplicated.insert(w);
+        }
+    }
+    s.duplicates = duplicated.len() as u32;
+    s
+}
