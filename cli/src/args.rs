@@ -28,6 +28,9 @@ pub enum Command {
     Diff(DiffArgs),
     /// Run the whole system on this machine: emulators, ticker, workers, webhook receiver.
     Local(LocalArgs),
+    /// Replay a time range against the real handlers on a virtual clock, with outages and
+    /// faults, and print the resulting ledger.
+    Simulate(SimulateArgs),
 }
 
 #[derive(Debug, Args)]
@@ -41,6 +44,36 @@ pub struct LocalArgs {
     /// Stop on its own after this long (e.g. `5m`); default: until Ctrl-C.
     #[arg(long = "for", value_parser = crate::commands::local::parse_run_for)]
     pub run_for: Option<cronledger_core::Span>,
+}
+
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    /// The schedules file (jobs other than `noop` run as an instant, successful noop).
+    #[arg(short = 'f', long = "file")]
+    pub file: PathBuf,
+    /// Start of the range (RFC3339); the schedules are loaded at this instant.
+    #[arg(long)]
+    pub from: String,
+    /// End of the range (RFC3339); windows in (from, to] are reported.
+    #[arg(long)]
+    pub to: String,
+    /// A scheduler outage FROM..TO (RFC3339): no ticker, reconciler or worker runs. Repeatable.
+    #[arg(long)]
+    pub outage: Vec<String>,
+    /// Tickers invoked at once on every tick.
+    #[arg(long, default_value_t = 1)]
+    pub tickers: u32,
+    /// Crash at a point: after-run-write, after-send, mid-job, before-completion-write.
+    /// Repeatable. Each point crashes the first run reaching it, then every --crash-every-th.
+    #[arg(long)]
+    pub crash: Vec<String>,
+    #[arg(long, default_value_t = 10)]
+    pub crash_every: u32,
+    /// Send every message twice.
+    #[arg(long)]
+    pub duplicate_deliveries: bool,
+    #[arg(long, value_enum, default_value = "json")]
+    pub format: Format,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

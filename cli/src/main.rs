@@ -55,6 +55,7 @@ fn main() -> ExitCode {
         Command::Plan(a) => commands::plan::run(a),
         Command::Diff(a) => commands::diff::run(a),
         Command::Local(a) => commands::local::run(a),
+        Command::Simulate(a) => commands::simulate::run(a),
     };
     match result {
         Ok(code) => code,

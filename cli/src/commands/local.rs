@@ -4,8 +4,7 @@
 //! the SQS event source, and a webhook receiver for `http` jobs. Ctrl-C stops it cleanly.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,13 +19,11 @@ use cronledger_app::ticker::{TickEvent, Ticker, TickerConfig};
 use cronledger_app::worker::{Worker, WorkerConfig};
 use cronledger_aws::lanes::LaneSettings;
 use cronledger_aws::ledger::ChangeMeta;
-use cronledger_aws::{
-    AwsClients, AwsSettings, DynamoLedger, LedgerStore, SqsLanes, TableDefinition,
-};
+use cronledger_aws::LedgerStore;
 use cronledger_core::{Lane, RunStatus, Span};
 use tokio::sync::watch;
 
-use super::{load_manifest, CliError};
+use super::{load_manifest, stack, CliError};
 use crate::args::LocalArgs;
 
 pub fn run(args: LocalArgs) -> Result<ExitCode, CliError> {
@@ -37,75 +34,16 @@ pub fn run(args: LocalArgs) -> Result<ExitCode, CliError> {
     runtime.block_on(run_local(args))
 }
 
-/// The emulators this process started, stopped again when it ends.
-struct Emulators {
-    infra: PathBuf,
-    state: PathBuf,
-}
-
-impl Drop for Emulators {
-    fn drop(&mut self) {
-        let _ = Command::new(self.infra.join("local/down"))
-            .env("CRONLEDGER_LOCAL_DIR", &self.state)
-            .status();
-    }
-}
-
-fn infra_dir() -> PathBuf {
-    std::env::var_os("CRONLEDGER_INFRA_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../infra"))
-}
-
-/// Starts the emulators through the same script the tests use and adopts its environment.
-fn start_emulators() -> Result<Emulators, CliError> {
-    let infra = infra_dir();
-    let state = std::env::temp_dir().join(format!("cronledger-local-{}", std::process::id()));
-    let status = Command::new(infra.join("local/up"))
-        .env("CRONLEDGER_LOCAL_DIR", &state)
-        .status()
-        .map_err(|e| CliError::msg(format!("LOCAL_EMULATOR: cannot run infra/local/up: {e}")))?;
-    let emulators = Emulators { infra, state };
-    if !status.success() {
-        return Err(CliError::msg(
-            "LOCAL_EMULATOR: infra/local/up failed (see above)",
-        ));
-    }
-    let env = std::fs::read_to_string(emulators.state.join("env"))
-        .map_err(|e| CliError::msg(format!("LOCAL_EMULATOR: no env file: {e}")))?;
-    for line in env.lines() {
-        if let Some((name, value)) = line.strip_prefix("export ").and_then(|l| l.split_once('=')) {
-            // Single-threaded here: the runtime's workers have not touched the environment.
-            std::env::set_var(name, value);
-        }
-    }
-    Ok(emulators)
-}
-
 async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
     init_console_logs();
     let now = Utc::now();
     let specs = load_manifest(&args.file, now)?;
-    let _emulators = match std::env::var_os("AWS_ENDPOINT_URL") {
-        Some(_) => None,
-        None => Some(start_emulators()?),
-    };
-
-    let clients = AwsClients::from_env(&AwsSettings::default()).await;
+    let _emulators = stack::emulators("LOCAL")?;
     let name = format!("cronledger-local-{}", now.timestamp());
+    let stack::Stack { ledger, lanes, .. } =
+        stack::create("LOCAL", &name, 1, LaneSettings::default()).await?;
     let failed =
         |what: &str, e: &dyn std::fmt::Display| CliError::msg(format!("LOCAL_SETUP: {what}: {e}"));
-    TableDefinition::bundled()
-        .map_err(|e| failed("table definition", &e))?
-        .create(&clients.dynamodb, &name)
-        .await
-        .map_err(|e| failed("create table", &e))?;
-    let lanes = Arc::new(
-        SqsLanes::create(clients.sqs.clone(), &name, LaneSettings::default())
-            .await
-            .map_err(|e| failed("create lanes", &e))?,
-    );
-    let ledger = Arc::new(DynamoLedger::new(&clients, name.clone(), 1));
     for spec in specs {
         let id = spec.id.clone();
         let meta = ChangeMeta {

@@ -2,6 +2,8 @@ pub mod diff;
 pub mod local;
 pub mod plan;
 pub mod preview;
+pub mod simulate;
+pub mod stack;
 pub mod validate;
 
 use std::path::Path;
