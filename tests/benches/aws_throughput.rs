@@ -3,6 +3,10 @@
 //!
 //!   aws_throughput ticker [SCHEDULES]   raw conditional-put rate, then one tick over SCHEDULES
 //!   aws_throughput worker [RUNS]        the worker over RUNS queued runs, in batches of 10
+//!   aws_throughput reconciler [SCHEDULES] [GAP_HOURS,...]
+//!                                       one reconciler pass after each outage of GAP_HOURS
+//!                                       (in turn, on the same schedules) over SCHEDULES
+//!                                       minutely schedules of mixed misfire policies
 //!
 //! Each mode runs in its own process so its peak RSS is its own.
 
@@ -15,6 +19,7 @@ use chrono::{DateTime, Utc};
 use cronledger_app::clock::ManualClock;
 use cronledger_app::jobs::{HttpJob, JobTargets};
 use cronledger_app::local::poller::{poll_once, PollerConfig};
+use cronledger_app::reconciler::{QuietSignals, ReconcileEvent, Reconciler, ReconcilerConfig};
 use cronledger_app::ticker::{TickEvent, Ticker, TickerConfig};
 use cronledger_app::worker::{Worker, WorkerConfig};
 use cronledger_aws::lanes::LaneSettings;
@@ -59,7 +64,7 @@ fn by_scope(after: &MeterSnapshot, before: &MeterSnapshot) -> BTreeMap<String, U
 }
 
 fn print_requests(label: &str, after: &MeterSnapshot, before: &MeterSnapshot, per: f64) {
-    println!("{label}: requests by operation (per fired run):");
+    println!("{label}: requests by operation (per fired run, or per schedule for the reconciler):");
     let scopes = by_scope(after, before);
     let mut total = Usage::default();
     for (scope, usage) in &scopes {
@@ -88,23 +93,33 @@ async fn create_schedules(
     job: serde_json::Value,
     created: DateTime<Utc>,
 ) {
+    create_schedules_with(
+        ledger,
+        n,
+        created,
+        |_| json!({ "job": job.clone(), "side_effects": false }),
+    )
+    .await;
+}
+
+/// `n` minutely schedules, the `i`-th with `fields(i)` over the defaults.
+async fn create_schedules_with(
+    ledger: &dyn LedgerStore,
+    n: usize,
+    created: DateTime<Utc>,
+    fields: impl Fn(usize) -> serde_json::Value,
+) {
+    let fields = &fields;
     stream::iter(0..n)
-        .for_each_concurrent(CONCURRENCY, |i| {
-            let job = job.clone();
-            async move {
-                let spec = spec_with(
-                    &format!("bench-{i:05}"),
-                    "* * * * *",
-                    json!({ "job": job, "side_effects": false }),
-                );
-                let meta = ChangeMeta {
-                    actor: "bench".into(),
-                    reason: "bench".into(),
-                    at: created,
-                };
-                if let Err(e) = ledger.create_schedule(spec, meta).await {
-                    eprintln!("create schedule {i}: {e}");
-                }
+        .for_each_concurrent(CONCURRENCY, |i| async move {
+            let spec = spec_with(&format!("bench-{i:05}"), "* * * * *", fields(i));
+            let meta = ChangeMeta {
+                actor: "bench".into(),
+                reason: "bench".into(),
+                at: created,
+            };
+            if let Err(e) = ledger.create_schedule(spec, meta).await {
+                eprintln!("create schedule {i}: {e}");
             }
         })
         .await;
@@ -246,6 +261,72 @@ async fn bench_worker(runs: usize) {
     println!("worker process peak RSS: {:.1} MiB", peak_rss_mib());
 }
 
+/// The four misfire policies in turn; catch-up capped at 10 windows and without side effects
+/// (so it starts automatically), the others at their defaults.
+fn mixed_policy(i: usize) -> serde_json::Value {
+    match i % 4 {
+        0 => json!({"misfire": "SKIP"}),
+        1 => json!({"misfire": "RUN_ONCE"}),
+        2 => json!({"misfire": "CATCH_UP_ALL", "max_auto_catch_up": 10, "side_effects": false}),
+        _ => json!({"misfire": "MANUAL"}),
+    }
+}
+
+async fn bench_reconciler(schedules: usize, gaps: &[i64]) {
+    let ledger = TestLedger::new().await;
+    let lanes = TestLanes::with_clients(ledger.clients.clone(), LaneSettings::default()).await;
+    let created = at("2026-12-01T00:00:00Z");
+    let started = Instant::now();
+    create_schedules_with(&ledger.ledger, schedules, created, |i| {
+        let mut fields = mixed_policy(i);
+        fields["job"] = json!({"type": "noop"});
+        fields
+    })
+    .await;
+    println!(
+        "created {schedules} minutely schedules (SKIP, RUN_ONCE, CATCH_UP_ALL cap 10, MANUAL in turn) in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    let reconciler = Reconciler::new(
+        Arc::new(ledger.ledger.clone()),
+        Arc::new(ledger.ledger.clone()),
+        Arc::new(lanes.lanes.clone()),
+        Arc::new(QuietSignals),
+        ReconcilerConfig {
+            shards: cronledger_tests::SHARDS,
+            concurrency: CONCURRENCY,
+            ..ReconcilerConfig::default()
+        },
+    );
+    let mut now = created;
+    for &gap in gaps {
+        now += chrono::TimeDelta::hours(gap);
+        let before = ledger.clients.meter.snapshot();
+        let started = Instant::now();
+        let report = reconciler.reconcile(&ReconcileEvent::at(now)).await;
+        let secs = started.elapsed().as_secs_f64();
+        println!(
+            "reconciler after a {gap}h outage over {} schedules: {secs:.1}s; missed windows {}, entries written {}, fired {}, skipped {}, coalesced {}, held {}, released {}, errors {}",
+            report.schedules,
+            report.missed_windows,
+            report.entries_written,
+            report.windows_fired,
+            report.windows_skipped,
+            report.windows_coalesced,
+            report.windows_held,
+            report.released,
+            report.errors.len()
+        );
+        print_requests(
+            &format!("reconciler {gap}h"),
+            &ledger.clients.meter.snapshot(),
+            &before,
+            report.schedules.max(1) as f64,
+        );
+    }
+    println!("reconciler process peak RSS: {:.1} MiB", peak_rss_mib());
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let mut args = std::env::args().skip(1).filter(|a| a != "--bench");
@@ -254,6 +335,15 @@ async fn main() {
     match mode.as_str() {
         "ticker" => bench_ticker(n).await,
         "worker" => bench_worker(n).await,
-        other => eprintln!("unknown mode {other}; use ticker or worker"),
+        "reconciler" => {
+            let gaps: Vec<i64> = args
+                .next()
+                .unwrap_or_else(|| "6".into())
+                .split(',')
+                .filter_map(|g| g.trim().parse().ok())
+                .collect();
+            bench_reconciler(n, &gaps).await
+        }
+        other => eprintln!("unknown mode {other}; use ticker, worker or reconciler"),
     }
 }
