@@ -31,6 +31,26 @@ pub enum Command {
     /// Replay a time range against the real handlers on a virtual clock, with outages and
     /// faults, and print the resulting ledger.
     Simulate(SimulateArgs),
+    /// (api) Show the plan for a schedules file (create, update with risk, archive) and apply it.
+    Apply(crate::remote::args::ApplyArgs),
+    /// (api) Show stored schedules.
+    Get(crate::remote::args::GetArgs),
+    /// (api) A schedule's run history.
+    Runs(crate::remote::args::RunsArgs),
+    /// (api) Operator runs: `run now SCHEDULE`.
+    Run(crate::remote::args::RunArgs),
+    /// (api) Retry a failed run: a new attempt of the same run.
+    Retry(crate::remote::args::RunActionArgs),
+    /// (api) Approve a MANUAL_REQUIRED run.
+    Approve(crate::remote::args::RunActionArgs),
+    /// (api) Reject a MANUAL_REQUIRED run.
+    Reject(crate::remote::args::RunActionArgs),
+    /// (api) Pause a schedule with a note.
+    Pause(crate::remote::args::NoteArgs),
+    /// (api) Resume a paused schedule with a note.
+    Resume(crate::remote::args::NoteArgs),
+    /// (api) Backfills: create, status [--watch], pause, resume, cancel, verify.
+    Backfill(crate::remote::args::BackfillArgs),
 }
 
 #[derive(Debug, Args)]

@@ -5,6 +5,7 @@
 mod args;
 mod commands;
 mod output;
+mod remote;
 
 use std::process::ExitCode;
 
@@ -56,6 +57,16 @@ fn main() -> ExitCode {
         Command::Diff(a) => commands::diff::run(a),
         Command::Local(a) => commands::local::run(a),
         Command::Simulate(a) => commands::simulate::run(a),
+        Command::Apply(a) => remote::run(remote::Remote::Apply(a)),
+        Command::Get(a) => remote::run(remote::Remote::Get(a)),
+        Command::Runs(a) => remote::run(remote::Remote::Runs(a)),
+        Command::Run(a) => remote::run(remote::Remote::Run(a)),
+        Command::Retry(a) => remote::run(remote::Remote::Retry(a)),
+        Command::Approve(a) => remote::run(remote::Remote::Approve(a)),
+        Command::Reject(a) => remote::run(remote::Remote::Reject(a)),
+        Command::Pause(a) => remote::run(remote::Remote::Pause(a)),
+        Command::Resume(a) => remote::run(remote::Remote::Resume(a)),
+        Command::Backfill(a) => remote::run(remote::Remote::Backfill(a)),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,584 @@
+//! The remote commands: they call the api (`CRONLEDGER_API_URL`), print tables for people and
+//! JSON (`--format json`) for scripts.
+
+pub mod args;
+pub mod client;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, IsTerminal, Write};
+use std::process::ExitCode;
+
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use self::args::{
+    ApplyArgs, BackfillArgs, BackfillCommand, GetArgs, NoteArgs, OutputFormat, RunActionArgs,
+    RunArgs, RunCommand, RunsArgs,
+};
+use self::client::{segment, Client};
+use crate::commands::{instant, load_manifest, read_file};
+use crate::output::Table;
+use crate::CliError;
+
+/// What a remote command is.
+#[derive(Debug)]
+pub enum Remote {
+    Apply(ApplyArgs),
+    Get(GetArgs),
+    Runs(RunsArgs),
+    Run(RunArgs),
+    Retry(RunActionArgs),
+    Approve(RunActionArgs),
+    Reject(RunActionArgs),
+    Pause(NoteArgs),
+    Resume(NoteArgs),
+    Backfill(BackfillArgs),
+}
+
+pub fn run(command: Remote) -> Result<ExitCode, CliError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::msg(format!("REMOTE_RUNTIME: {e}")))?;
+    runtime.block_on(dispatch(command))
+}
+
+fn s(v: &Value) -> String {
+    match v {
+        Value::Null => "-".into(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn print(format: OutputFormat, body: &Value, table: impl FnOnce(&Value) -> String) {
+    match format {
+        OutputFormat::Json => {
+            println!("{}", serde_json::to_string_pretty(body).unwrap_or_default())
+        }
+        OutputFormat::Table => print!("{}", table(body)),
+    }
+}
+
+fn note(n: &Option<String>) -> Value {
+    json!({ "note": n })
+}
+
+async fn dispatch(command: Remote) -> Result<ExitCode, CliError> {
+    match command {
+        Remote::Apply(a) => apply(a).await,
+        Remote::Get(a) => get(a).await,
+        Remote::Runs(a) => runs(a).await,
+        Remote::Run(RunArgs {
+            command: RunCommand::Now(a),
+        }) => {
+            let client = Client::connect(&a.remote).await?;
+            let key = a.idempotency_key.clone().unwrap_or_else(fresh_key);
+            let body = json!({"mode": a.mode, "scheduled_for": a.scheduled_for, "note": a.note});
+            let path = format!("/v1/schedules/{}/runs", segment(&a.schedule));
+            let out = client
+                .ok(
+                    Method::POST,
+                    &path,
+                    Some(&body),
+                    &[("Idempotency-Key", key)],
+                )
+                .await?;
+            print(a.remote.format, &out, |b| {
+                format!(
+                    "{} run {} ({}){}\n",
+                    if b["created"] == true {
+                        "created"
+                    } else {
+                        "existing"
+                    },
+                    s(&b["run"]["run_id"]),
+                    s(&b["run"]["status"]),
+                    if b["reused"] == true {
+                        ", reused for its window"
+                    } else {
+                        ""
+                    }
+                )
+            });
+            Ok(ExitCode::SUCCESS)
+        }
+        Remote::Retry(a) => run_action(a, "retry").await,
+        Remote::Approve(a) => run_action(a, "approve").await,
+        Remote::Reject(a) => run_action(a, "reject").await,
+        Remote::Pause(a) => schedule_action(a, "pause").await,
+        Remote::Resume(a) => schedule_action(a, "resume").await,
+        Remote::Backfill(a) => backfill(a).await,
+    }
+}
+
+fn fresh_key() -> String {
+    use std::collections::hash_map::RandomState;
+    use std::hash::BuildHasher;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    format!(
+        "cli-{nanos:x}-{:x}",
+        RandomState::new().hash_one(std::process::id())
+    )
+}
+
+fn schedules_table(items: &[Value]) -> String {
+    let mut t = Table::new(["ID", "VERSION", "STATE", "CRON", "TIMEZONE", "NEXT RUN"]);
+    for i in items {
+        t.row([
+            s(&i["id"]),
+            s(&i["version"]),
+            s(&i["state"]),
+            s(&i["spec"]["cron"]),
+            s(&i["spec"]["timezone"]),
+            s(&i["next_run_at"]),
+        ]);
+    }
+    t.to_string()
+}
+
+/// Every stored schedule, following the pages.
+async fn all_schedules(client: &Client) -> Result<Vec<Value>, CliError> {
+    let mut items = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let path = match &cursor {
+            Some(c) => format!("/v1/schedules?limit=200&cursor={c}"),
+            None => "/v1/schedules?limit=200".to_string(),
+        };
+        let page = client.ok(Method::GET, &path, None, &[]).await?;
+        items.extend(page["items"].as_array().cloned().unwrap_or_default());
+        match page["next"].as_str() {
+            Some(next) => cursor = Some(next.to_string()),
+            None => return Ok(items),
+        }
+    }
+}
+
+async fn get(a: GetArgs) -> Result<ExitCode, CliError> {
+    let client = Client::connect(&a.remote).await?;
+    let body = match &a.id {
+        Some(id) => {
+            client
+                .ok(
+                    Method::GET,
+                    &format!("/v1/schedules/{}", segment(id)),
+                    None,
+                    &[],
+                )
+                .await?
+        }
+        None => json!({ "items": all_schedules(&client).await? }),
+    };
+    print(a.remote.format, &body, |b| match b["items"].as_array() {
+        Some(items) => schedules_table(items),
+        None => format!(
+            "{}{}\n",
+            schedules_table(std::slice::from_ref(b)),
+            serde_json::to_string_pretty(&b["spec"]).unwrap_or_default()
+        ),
+    });
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn runs(a: RunsArgs) -> Result<ExitCode, CliError> {
+    let client = Client::connect(&a.remote).await?;
+    let mut path = format!(
+        "/v1/schedules/{}/runs?limit={}",
+        segment(&a.schedule),
+        a.limit
+    );
+    if let Some(st) = &a.status {
+        path.push_str(&format!("&status={}", segment(st)));
+    }
+    if let Some(tr) = &a.trigger {
+        path.push_str(&format!("&trigger={}", segment(tr)));
+    }
+    let body = client.ok(Method::GET, &path, None, &[]).await?;
+    print(a.remote.format, &body, |b| {
+        let mut t = Table::new([
+            "RUN",
+            "TRIGGER",
+            "STATUS",
+            "REASON",
+            "ATTEMPTS",
+            "WINDOW START",
+            "WINDOW END",
+        ]);
+        for r in b["items"].as_array().into_iter().flatten() {
+            t.row([
+                s(&r["run_id"]),
+                s(&r["trigger"]),
+                s(&r["status"]),
+                s(&r["reason"]),
+                s(&r["attempts"]),
+                s(&r["window_start"]),
+                s(&r["window_end"]),
+            ]);
+        }
+        t.to_string()
+    });
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn run_action(a: RunActionArgs, action: &str) -> Result<ExitCode, CliError> {
+    let client = Client::connect(&a.remote).await?;
+    let path = format!(
+        "/v1/schedules/{}/runs/{}/{action}",
+        segment(&a.schedule),
+        segment(&a.run)
+    );
+    let body = client
+        .ok(Method::POST, &path, Some(&note(&a.note)), &[])
+        .await?;
+    print(a.remote.format, &body, |b| {
+        let run = if b["run"].is_object() { &b["run"] } else { b };
+        let mut line = format!(
+            "{action}: run {} is {}\n",
+            s(&run["run_id"]),
+            s(&run["status"])
+        );
+        if let Some(id) = b["backfill"]["id"].as_str() {
+            line.push_str(&format!("its windows became backfill {id}\n"));
+        }
+        line
+    });
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn schedule_action(a: NoteArgs, action: &str) -> Result<ExitCode, CliError> {
+    let client = Client::connect(&a.remote).await?;
+    let path = format!("/v1/schedules/{}/{action}", segment(&a.id));
+    let body = client
+        .ok(Method::POST, &path, Some(&note(&a.note)), &[])
+        .await?;
+    print(a.remote.format, &body, |b| {
+        schedules_table(std::slice::from_ref(b))
+    });
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One step of an apply plan.
+enum Step {
+    Create(Value),
+    Update {
+        id: String,
+        version: u64,
+        doc: Value,
+        risk: Value,
+    },
+    Archive {
+        id: String,
+        version: u64,
+    },
+}
+
+async fn apply(a: ApplyArgs) -> Result<ExitCode, CliError> {
+    let now = chrono::Utc::now();
+    // Validate locally first (same rules as the api), then read the file as plain documents;
+    // the validated specs (defaults filled in) are what the api stores, so they compare.
+    let specs: BTreeMap<String, Value> = load_manifest(&a.file, now)?
+        .into_iter()
+        .map(|spec| {
+            (
+                spec.id.clone(),
+                serde_json::to_value(&spec).unwrap_or_default(),
+            )
+        })
+        .collect();
+    let doc = cronledger_core::spec::parse_document(&read_file(&a.file)?)?;
+    let wanted: BTreeMap<String, Value> = doc["schedules"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|d| d["id"].as_str().map(|id| (id.to_string(), d.clone())))
+        .collect();
+    let client = Client::connect(&a.remote).await?;
+    let stored: BTreeMap<String, Value> = all_schedules(&client)
+        .await?
+        .into_iter()
+        .filter_map(|s| s["id"].as_str().map(|id| (id.to_string(), s.clone())))
+        .collect();
+    let mut steps = Vec::new();
+    for (id, doc) in &wanted {
+        match stored.get(id) {
+            None => steps.push(Step::Create(doc.clone())),
+            // An archived schedule never changes again.
+            Some(current) if current["state"] == "ARCHIVED" => {}
+            Some(current) if specs.get(id) == Some(&current["spec"]) => {}
+            Some(current) => {
+                let risk = client
+                    .ok(
+                        Method::POST,
+                        &format!("/v1/schedules/{}/diff", segment(id)),
+                        Some(doc),
+                        &[],
+                    )
+                    .await?;
+                steps.push(Step::Update {
+                    id: id.clone(),
+                    version: current["version"].as_u64().unwrap_or(0),
+                    doc: doc.clone(),
+                    risk: risk["report"].clone(),
+                });
+            }
+        }
+    }
+    let gone: BTreeSet<&String> = stored
+        .keys()
+        .filter(|id| !wanted.contains_key(*id) && stored[*id]["state"] != "ARCHIVED")
+        .collect();
+    if a.prune {
+        for id in &gone {
+            steps.push(Step::Archive {
+                id: (*id).clone(),
+                version: stored[*id]["version"].as_u64().unwrap_or(0),
+            });
+        }
+    }
+    let plan: Vec<Value> = steps
+        .iter()
+        .map(|step| match step {
+            Step::Create(doc) => json!({"action": "create", "id": doc["id"]}),
+            Step::Update {
+                id, version, risk, ..
+            } => json!({"action": "update", "id": id, "version": version, "risk": risk}),
+            Step::Archive { id, version } => {
+                json!({"action": "archive", "id": id, "version": version})
+            }
+        })
+        .collect();
+    let out = json!({"plan": plan, "not_in_file": gone, "applied": false});
+    if a.remote.format == OutputFormat::Table {
+        let mut t = Table::new(["ACTION", "SCHEDULE", "VERSION", "RISK", "FINDINGS"]);
+        for p in &plan {
+            t.row([
+                s(&p["action"]),
+                s(&p["id"]),
+                s(&p["version"]),
+                s(&p["risk"]["level"]),
+                p["risk"]["findings"]
+                    .as_array()
+                    .map(|f| f.iter().map(s).collect::<Vec<_>>().join("; "))
+                    .unwrap_or_default(),
+            ]);
+        }
+        print!("{t}");
+        if !a.prune && !gone.is_empty() {
+            println!(
+                "not in the file (archived only with --prune): {}",
+                gone.iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
+    if steps.is_empty() {
+        if a.remote.format == OutputFormat::Json {
+            println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+        } else {
+            println!("nothing to change");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !a.yes && !confirm()? {
+        if a.remote.format == OutputFormat::Json {
+            println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+        }
+        eprintln!("not applied (confirm, or pass --yes)");
+        return Ok(ExitCode::from(1));
+    }
+    let reason = format!("cronledger apply -f {}", a.file.display());
+    let mut results = Vec::new();
+    for step in steps {
+        let result = match step {
+            Step::Create(doc) => {
+                client
+                    .ok(
+                        Method::POST,
+                        "/v1/schedules",
+                        Some(&doc),
+                        &[("Cronledger-Note", reason.clone())],
+                    )
+                    .await?
+            }
+            Step::Update {
+                id, version, doc, ..
+            } => {
+                client
+                    .ok(
+                        Method::PUT,
+                        &format!("/v1/schedules/{}", segment(&id)),
+                        Some(&doc),
+                        &[
+                            ("If-Match", format!("\"{version}\"")),
+                            ("Cronledger-Note", reason.clone()),
+                        ],
+                    )
+                    .await?
+            }
+            Step::Archive { id, version } => {
+                client
+                    .ok(
+                        Method::POST,
+                        &format!("/v1/schedules/{}/archive", segment(&id)),
+                        Some(&json!({"note": reason})),
+                        &[("If-Match", format!("\"{version}\""))],
+                    )
+                    .await?
+            }
+        };
+        if a.remote.format == OutputFormat::Table {
+            println!(
+                "{} at version {} ({})",
+                s(&result["id"]),
+                s(&result["version"]),
+                s(&result["state"])
+            );
+        }
+        results.push(result);
+    }
+    if a.remote.format == OutputFormat::Json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &json!({"plan": plan, "applied": true, "results": results})
+            )
+            .unwrap_or_default()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn confirm() -> Result<bool, CliError> {
+    if !std::io::stdin().is_terminal() {
+        return Ok(false);
+    }
+    print!("apply these changes? [y/N] ");
+    let _ = std::io::stdout().flush();
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .map_err(|e| CliError::msg(format!("REMOTE_STDIN: {e}")))?;
+    Ok(matches!(line.trim(), "y" | "Y" | "yes"))
+}
+
+fn backfill_line(b: &Value) -> String {
+    let total = b["total"].as_u64().unwrap_or(0).max(1);
+    let done = b["succeeded"].as_u64().unwrap_or(0) + b["failed"].as_u64().unwrap_or(0);
+    let width = 30usize;
+    let filled = ((done as f64 / total as f64) * width as f64).round() as usize;
+    format!(
+        "{} {} [{}{}] {done}/{} queued {} running {} ok {} failed {} skipped {} rate {}/min eta {}{}\n",
+        s(&b["id"]),
+        s(&b["state"]),
+        "#".repeat(filled.min(width)),
+        "-".repeat(width - filled.min(width)),
+        s(&b["total"]),
+        s(&b["queued"]),
+        s(&b["running"]),
+        s(&b["succeeded"]),
+        s(&b["failed"]),
+        s(&b["skipped"]),
+        s(&b["rate_per_minute"]),
+        s(&b["eta"]),
+        b["held"].as_str().map(|h| format!(" held: {h}")).unwrap_or_default(),
+    )
+}
+
+async fn backfill(a: BackfillArgs) -> Result<ExitCode, CliError> {
+    match a.command {
+        BackfillCommand::Create(c) => {
+            let client = Client::connect(&c.remote).await?;
+            let from = instant("from", &c.from)?;
+            let to = instant("to", &c.to)?;
+            let body = json!({
+                "from": from, "to": to, "reprocess": c.reprocess,
+                "concurrency": c.concurrency, "batch_size": c.batch_size,
+                "rate_per_minute": c.rate_per_minute,
+                "pause_when": {"realtime_backlog": c.pause_backlog, "error_rate": c.pause_error_rate, "alarms": c.pause_alarms},
+                "dry_run": c.dry_run, "note": c.note,
+            });
+            let path = format!("/v1/schedules/{}/backfills", segment(&c.schedule));
+            let out = client.ok(Method::POST, &path, Some(&body), &[]).await?;
+            print(c.remote.format, &out, |b| {
+                if b["dry_run"] == true {
+                    format!(
+                        "dry run: {} of {} windows would run ({}); nothing written\n",
+                        s(&b["size"]),
+                        s(&b["total_windows"]),
+                        s(&b["reprocess"])
+                    )
+                } else {
+                    backfill_line(b)
+                }
+            });
+        }
+        BackfillCommand::Status(st) => {
+            let client = Client::connect(&st.remote).await?;
+            let path = format!("/v1/backfills/{}", segment(&st.id));
+            loop {
+                let b = client.ok(Method::GET, &path, None, &[]).await?;
+                if st.watch && st.remote.format == OutputFormat::Table {
+                    print!("\r{}", backfill_line(&b).trim_end());
+                    let _ = std::io::stdout().flush();
+                } else {
+                    print(st.remote.format, &b, backfill_line);
+                }
+                let open = matches!(b["state"].as_str(), Some("RUNNING" | "PAUSED"));
+                if !st.watch || !open {
+                    if st.watch {
+                        println!();
+                    }
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_secs(st.every.max(1))).await;
+            }
+        }
+        BackfillCommand::Pause(n) => return backfill_action(n, "pause").await,
+        BackfillCommand::Resume(n) => return backfill_action(n, "resume").await,
+        BackfillCommand::Cancel(n) => return backfill_action(n, "cancel").await,
+        BackfillCommand::Verify(n) => {
+            let client = Client::connect(&n.remote).await?;
+            let path = format!("/v1/backfills/{}/verify", segment(&n.id));
+            let v = client.ok(Method::GET, &path, None, &[]).await?;
+            print(n.remote.format, &v, |v| {
+                let mut out = format!(
+                    "{} expected windows: {} succeeded, {} missing, {} failed, {} not run, {} in flight; reported count total {}\n",
+                    s(&v["expected_windows"]),
+                    s(&v["succeeded"]),
+                    s(&v["missing"]),
+                    s(&v["failed"]),
+                    s(&v["not_run"]),
+                    s(&v["in_flight"]),
+                    s(&v["reported_count_total"])
+                );
+                let mut t = Table::new(["WINDOW", "PROBLEM", "STATUSES"]);
+                for p in v["problems"].as_array().into_iter().flatten() {
+                    t.row([s(&p["scheduled_for"]), s(&p["problem"]), s(&p["statuses"])]);
+                }
+                out.push_str(&t.to_string());
+                out
+            });
+            if v["complete"] != true {
+                return Ok(ExitCode::from(3));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn backfill_action(n: NoteArgs, action: &str) -> Result<ExitCode, CliError> {
+    let client = Client::connect(&n.remote).await?;
+    let path = format!("/v1/backfills/{}/{action}", segment(&n.id));
+    let b = client
+        .ok(Method::POST, &path, Some(&note(&n.note)), &[])
+        .await?;
+    print(n.remote.format, &b, backfill_line);
+    Ok(ExitCode::SUCCESS)
+}
