@@ -616,7 +616,11 @@ async fn a_double_click_is_one_run_reuse_finds_it_and_new_forces_another() {
     assert_eq!(third.body["run"]["run_id"], a.body["run"]["run_id"]);
     // The click that created the run answers after sending it; the other one may have read
     // the run a moment before it was marked QUEUED.
-    let creator = if a.status == StatusCode::CREATED { &a } else { &b };
+    let creator = if a.status == StatusCode::CREATED {
+        &a
+    } else {
+        &b
+    };
     let run = &creator.body["run"];
     assert_eq!(run["trigger"], "MANUAL");
     assert_eq!(run["forced"], true);
