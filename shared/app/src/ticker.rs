@@ -376,9 +376,11 @@ impl Ticker {
     }
 }
 
-/// The schedule's runs still in flight, newest first (its recent history is enough: an
-/// active run is never older than the schedule's last few windows in practice, and QUEUE_NEW
-/// releases in order).
+/// The schedule's live runs (SCHEDULED or MANUAL) still in flight, newest first: the runs the
+/// overlap policy is about. Catch-up and backfill runs are paced by their own release budgets
+/// and never make live work skip or wait (invariant 7). Recent history is enough: an active
+/// run is never older than the schedule's last few windows in practice, and QUEUE_NEW
+/// releases in order.
 pub async fn active_runs_of(
     store: &dyn LedgerStore,
     schedule_id: &str,
@@ -387,10 +389,15 @@ pub async fn active_runs_of(
     Ok(page
         .items
         .into_iter()
-        .filter(|r| r.status.is_active())
+        .filter(|r| r.status.is_active() && is_live(r.trigger))
         .map(|r| ActiveRun {
             key: r.key,
             status: r.status,
         })
         .collect())
+}
+
+/// Live work: what the overlap policy governs.
+pub fn is_live(trigger: Trigger) -> bool {
+    matches!(trigger, Trigger::Scheduled | Trigger::Manual)
 }

@@ -23,7 +23,7 @@ use crate::clock::Clock;
 use crate::faults::{CrashPoint, Faults};
 use crate::jobs::{JobContext, JobFailure, JobOutcome, JobTargets};
 use crate::runs::ScheduleCache;
-use crate::ticker::active_runs_of;
+use crate::ticker::{active_runs_of, is_live};
 
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
@@ -223,7 +223,11 @@ impl Worker {
             RunStatus::Running => RunEvent::Reclaim,
             _ => return Ok(Admission::Ack("not runnable")),
         };
-        if schedule.spec.overlap == OverlapPolicy::Allow || event == RunEvent::Reclaim {
+        // Catch-up and backfill runs are paced by their release budgets, not the overlap policy.
+        if schedule.spec.overlap == OverlapPolicy::Allow
+            || event == RunEvent::Reclaim
+            || !is_live(run.trigger)
+        {
             return Ok(Admission::Start(event));
         }
         // The ticker decided overlap when it wrote the run; check again, things moved since.
