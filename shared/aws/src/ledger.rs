@@ -8,9 +8,9 @@ use cronledger_core::{Lane, Reason, Run, RunEvent, RunKey, RunStatus, ScheduleSp
 use serde::{Deserialize, Serialize};
 
 use crate::error::StoreError;
-use crate::text_enum::text_enum;
+use cronledger_core::named_enum;
 
-text_enum!(
+named_enum!(
     /// Operational state of a schedule, apart from its spec's `enabled`.
     ScheduleState {
         Active => "ACTIVE",
@@ -76,7 +76,7 @@ pub struct ChangeMeta {
     pub at: DateTime<Utc>,
 }
 
-text_enum!(
+named_enum!(
     AuditAction {
         Create => "CREATE",
         Update => "UPDATE",

@@ -15,7 +15,6 @@ pub mod ledger;
 pub mod meter;
 pub mod ops;
 pub mod table;
-mod text_enum;
 
 pub use config::{AwsClients, AwsSettings};
 pub use control::{ReleaseState, ReleaseStateStore};

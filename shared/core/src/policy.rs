@@ -1,5 +1,8 @@
 //! The per-schedule policy vocabulary: misfire, overlap, priority, lanes.
 
+/// An enum whose variants are stored and printed as fixed names (serde, `Display`,
+/// `FromStr`, `as_str`, `ALL`). Exported so the adapters name their own enums the same way.
+#[macro_export]
 macro_rules! named_enum {
     ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
         $(#[$meta])*
@@ -41,7 +44,6 @@ macro_rules! named_enum {
         }
     };
 }
-pub(crate) use named_enum;
 
 named_enum!(
     /// What to do with windows that were expected but never fired.

@@ -4,7 +4,8 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Code;
-use crate::policy::{named_enum, Lane};
+use crate::named_enum;
+use crate::policy::Lane;
 use crate::window::{utc_text, IdempotencyKey, Window};
 
 named_enum!(
