@@ -550,3 +550,55 @@ async fn reconcilers_racing_tickers_and_each_other_account_for_each_window_once(
         assert!(stored.reconciled_through >= horizon, "{}", schedule.id());
     }
 }
+
+/// The race above, made deterministic: a reconciler with a later horizon has recorded a range
+/// reaching past this pass's horizon but has not moved the watermark yet. This pass must move
+/// the watermark to the range's end, not stop inside it; otherwise the next pass reads from the
+/// watermark, misses the range (keyed by its first window) and coalesces its tail again.
+#[tokio::test]
+async fn the_watermark_never_stops_inside_another_reconcilers_range() {
+    let created = t("2026-03-05T09:00:30Z");
+    let env = AppEnv::new(LaneSettings::default(), created).await;
+    let fields =
+        json!({"misfire": "RUN_ONCE", "grace": "5m", "side_effects": false, "overlap": "ALLOW"});
+    let spec = spec_with("straddle", "* * * * *", fields);
+    env.create(spec.clone(), created).await;
+    let schedule = compiled(&spec);
+    let config = reconciler_config();
+    // What a reconciler at 11:03 (horizon 10:58) planned and wrote first.
+    let later = cronledger_core::plan(cronledger_core::PlanInput {
+        schedule: &schedule,
+        watermark: created,
+        now: t("2026-03-05T11:03:00Z"),
+        existing: &cronledger_core::Coverage::new(),
+        pauses: &[],
+        config: config.planner,
+    })
+    .expect("plans");
+    let range = later
+        .entries
+        .iter()
+        .find(|e| e.range_end.is_some())
+        .expect("a long gap is recorded as a range");
+    let range_end = range.range_end.expect("range");
+    assert!(range_end > t("2026-03-05T10:55:00Z"));
+    let run = later.to_run(&schedule, range, t("2026-03-05T11:03:00Z"), 1);
+    env.store.create_run(&run).await.expect("range written");
+
+    let r = reconciler(&env, quiet(), config);
+    reconcile(&r, t("2026-03-05T11:00:00Z")).await;
+    let stored = env.store.get_schedule("straddle").await.expect("schedule");
+    assert!(
+        stored.reconciled_through >= range_end,
+        "watermark {} stops inside the range ending {range_end}",
+        stored.reconciled_through
+    );
+    reconcile(&r, t("2026-03-05T11:10:00Z")).await;
+    assert_every_window_once(
+        env.store.as_ref(),
+        &schedule,
+        created,
+        t("2026-03-05T11:05:00Z"),
+    )
+    .await;
+}

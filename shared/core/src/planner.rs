@@ -52,6 +52,20 @@ impl Coverage {
     pub fn is_empty(&self) -> bool {
         self.points.is_empty() && self.ranges.is_empty()
     }
+
+    /// `through`, moved to the end of any range record that covers it (repeatedly, for
+    /// chained ranges). A watermark must never stop inside a range record: reads start at
+    /// the watermark, so the part of the range past it would look missing and be planned
+    /// again.
+    pub fn extend_through(&self, mut through: DateTime<Utc>) -> DateTime<Utc> {
+        loop {
+            let upto = self.ranges.partition_point(|(s, _)| *s <= through);
+            match self.ranges[..upto].iter().map(|(_, e)| *e).max() {
+                Some(end) if end > through => through = end,
+                _ => return through,
+            }
+        }
+    }
 }
 
 /// A stretch during which the schedule was paused or disabled.

@@ -1133,3 +1133,24 @@ fn a_change_never_refires_a_recorded_window() {
     assert_eq!(ahead.first_new_fire, Some(utc("2026-01-01T04:30:00Z")));
     assert!(!ahead.refires_past_window);
 }
+
+#[test]
+fn a_watermark_is_carried_to_the_end_of_chained_ranges_that_cover_it() {
+    let at = |m: u32| {
+        chrono::TimeZone::with_ymd_and_hms(&Utc, 2026, 3, 5, 10, m, 0)
+            .single()
+            .expect("valid")
+    };
+    let mut coverage = Coverage::new();
+    coverage.add_range(at(0), at(10));
+    coverage.add_range(at(8), at(20));
+    coverage.add_range(at(30), at(40));
+    coverage.add(at(25));
+    // Inside the first range: carried through the one overlapping it, not to the later one
+    // (a range starting after the watermark is read by the next pass anyway).
+    assert_eq!(coverage.extend_through(at(5)), at(20));
+    // Exactly at a range's end, between ranges, and past them all: unchanged.
+    assert_eq!(coverage.extend_through(at(20)), at(20));
+    assert_eq!(coverage.extend_through(at(22)), at(22));
+    assert_eq!(coverage.extend_through(at(45)), at(45));
+}

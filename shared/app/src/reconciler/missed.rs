@@ -113,7 +113,10 @@ impl Reconciler {
             pending.extend(written.pending);
             covered_until = covered_until.max(written.covered_until);
             if !written.partial {
-                let through = plan.through.max(covered_until.unwrap_or(plan.through));
+                // A range another reconciler (with a later horizon) recorded may reach past
+                // this plan's end; the watermark goes to its end, never inside it.
+                let through = coverage
+                    .extend_through(plan.through.max(covered_until.unwrap_or(plan.through)));
                 if self
                     .store
                     .advance_watermark(stored.id(), watermark, through)
