@@ -540,6 +540,22 @@ async fn a_permanent_failure_fails_at_once_with_one_attempt() {
     );
     assert!(env.queue.visibility_timeouts().is_empty(), "no backoff");
     assert_eq!(hook.calls().len(), 1);
+    // The EMF documents: per-schedule counts under [Function, Schedule].
+    let docs = worker.metrics().drain("worker", minute(1));
+    let doc = docs
+        .iter()
+        .find(|d| d["Schedule"] == "rejected")
+        .expect("a per-schedule EMF document");
+    assert_eq!(doc["Function"], "worker");
+    assert_eq!(doc["RunsStarted"], 1.0);
+    assert_eq!(doc["RunsFailed"], 1.0);
+    assert!(doc.get("RunsSucceeded").is_none());
+    assert!(doc["StartDelay"].as_f64().is_some(), "{doc}");
+    assert!(doc["RunDuration"].as_f64().is_some(), "{doc}");
+    assert!(
+        worker.metrics().drain("worker", minute(1)).is_empty(),
+        "drained"
+    );
     let dead = env.receive(LANE, true, 1, Duration::from_secs(5)).await;
     assert_eq!(dead.len(), 1);
     assert_eq!(dead[0].attributes[ERROR_CODE_ATTRIBUTE], "HTTP_400");

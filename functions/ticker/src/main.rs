@@ -23,6 +23,7 @@ async fn main() -> Result<(), Error> {
             let tick = TickEvent::from_json(&event.payload)
                 .map_err(|e| format!("TICK_EVENT_INVALID: {e}"))?;
             let report = ticker.tick(&tick).await;
+            ticker.metrics().flush("ticker", tick.time);
             tracing::info!(time = %tick.time, report = ?report, "tick done");
             if !report.errors.is_empty() {
                 // A failed tick is retried by EventBridge Scheduler; every write it made is

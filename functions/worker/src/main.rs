@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use cronledger_app::clock::SystemClock;
+use cronledger_app::clock::{Clock, SystemClock};
 use cronledger_app::deployment::Deployment;
 use cronledger_app::jobs::{HttpJob, JobTargets};
 use cronledger_app::sqs_event::{lane_of_queue, SqsEvent};
@@ -41,6 +41,7 @@ async fn main() -> Result<(), Error> {
             };
             let batch: Vec<SqsRecord> = records.iter().map(|r| r.to_record()).collect();
             let report = worker.handle_batch(lane, &batch).await;
+            worker.metrics().flush("worker", SystemClock.now());
             response.batch_item_failures = report.response().batch_item_failures;
             Ok(response)
         }

@@ -1,8 +1,9 @@
 //! CloudWatch Embedded Metric Format: metrics are JSON log lines that CloudWatch Logs turns
 //! into metrics, with no API call and no extra latency in the function.
 //!
-//! Dimensions: `Function` always, `Schedule` only where the cardinality allows. A schedule
-//! dimension creates one metric per schedule and metric name; past
+//! Dimensions: `Function` always, `Schedule` only where the cardinality allows. A value put
+//! for a schedule is published under `{Function, Schedule}` and `{Function}` (the aggregate
+//! alarms use). A schedule dimension creates one metric per schedule and metric name; past
 //! [`PER_SCHEDULE_LIMIT`] distinct schedules in one flush, the rest are aggregated under
 //! `Schedule=_other` so a large fleet cannot explode the metric count.
 
@@ -114,9 +115,11 @@ impl Metrics {
 }
 
 fn document(function: &str, schedule: Option<&str>, at: DateTime<Utc>, metrics: &Samples) -> Value {
-    let dimensions: Vec<&str> = match schedule {
-        Some(_) => vec!["Function", "Schedule"],
-        None => vec!["Function"],
+    // A per-schedule document also feeds the function-wide metric (second dimension set),
+    // so alarms on `{Function}` see every schedule without a second, double-counted put.
+    let dimensions: Vec<Vec<&str>> = match schedule {
+        Some(_) => vec![vec!["Function", "Schedule"], vec!["Function"]],
+        None => vec![vec!["Function"]],
     };
     let definitions: Vec<Value> = metrics
         .keys()
@@ -129,7 +132,7 @@ fn document(function: &str, schedule: Option<&str>, at: DateTime<Utc>, metrics: 
             "Timestamp": at.timestamp_millis(),
             "CloudWatchMetrics": [{
                 "Namespace": NAMESPACE,
-                "Dimensions": [dimensions],
+                "Dimensions": dimensions,
                 "Metrics": definitions,
             }],
         }),
@@ -173,6 +176,11 @@ mod tests {
         assert_eq!(daily["Schedule"], "daily");
         assert_eq!(daily["MissedWindows"], 2.0);
         assert_eq!(daily["StartDelay"], json!([120.0, 80.0]));
+        assert_eq!(
+            daily["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
+            json!([["Function", "Schedule"], ["Function"]]),
+            "per schedule and rolled up per function"
+        );
         assert!(m.drain("ticker", Utc::now()).is_empty(), "drained");
     }
 

@@ -15,9 +15,11 @@ use cronledger_core::overlap::{decide_overlap, ActiveRun, OverlapDecision};
 use cronledger_core::{OverlapPolicy, Reason, Run, RunEvent, RunStatus, Span, Trigger};
 use futures_util::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
+use tracing::Instrument;
 
 use crate::clock::{Clock, SystemClock};
 use crate::faults::{CrashPoint, Faults};
+use crate::metrics::Metrics;
 use crate::runs::{new_run, ScheduleCache};
 
 /// The ticker's input: the time it fires for (EventBridge's scheduled time, never the wall
@@ -120,6 +122,7 @@ pub struct Ticker {
     /// Only for the SQS delay: when the message must become visible is physical time, not a
     /// scheduling decision, and a tick that runs late must not make every run late with it.
     send_clock: Arc<dyn Clock>,
+    metrics: Metrics,
 }
 
 impl Ticker {
@@ -135,7 +138,13 @@ impl Ticker {
             schedules: ScheduleCache::default(),
             faults: None,
             send_clock: Arc::new(SystemClock),
+            metrics: Metrics::new(),
         }
+    }
+
+    /// The metrics collected so far (the function flushes them after each tick).
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
     }
 
     pub fn with_faults(mut self, faults: Arc<dyn Faults>) -> Ticker {
@@ -170,13 +179,17 @@ impl Ticker {
         }
         report.due_schedules = due.len() as u32;
         let reports: Vec<TickReport> = stream::iter(due)
-            .map(|schedule| self.fire_schedule(schedule, now, until))
+            .map(|schedule| {
+                let span = tracing::info_span!("schedule", schedule = %schedule.id());
+                self.fire_schedule(schedule, now, until).instrument(span)
+            })
             .buffer_unordered(self.config.concurrency.max(1))
             .collect()
             .await;
         for r in reports {
             report.merge(r);
         }
+        self.metrics.count("TickErrors", report.errors.len() as u64);
         report
     }
 
@@ -212,7 +225,11 @@ impl Ticker {
                     .advance_next_run(stored.id(), expected, next)
                     .await
                 {
-                    Ok(true) => report.left_for_reconciler += 1,
+                    Ok(true) => {
+                        report.left_for_reconciler += 1;
+                        self.metrics
+                            .count_for(stored.id(), "WindowsLeftForReconciler", 1);
+                    }
                     Ok(false) => break,
                     Err(e) => {
                         report.errors.push(format!("{}: {e}", stored.id()));
@@ -288,6 +305,10 @@ impl Ticker {
         match self.store.fire(&fire).await? {
             FireOutcome::Created => {
                 report.created += 1;
+                self.metrics.count_for(stored.id(), "RunsCreated", 1);
+                if fire.run.status == RunStatus::Skipped {
+                    self.metrics.count_for(stored.id(), "RunsSkipped", 1);
+                }
                 match fire.run.reason {
                     Some(Reason::Overlap) => report.skipped_overlap += 1,
                     Some(Reason::QueuedBehind) => report.queued_behind += 1,

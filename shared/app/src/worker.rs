@@ -9,6 +9,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tracing::Instrument;
+
 use chrono::{DateTime, Utc};
 use cronledger_aws::lanes::{process_batch, BatchReport, HandlerFailure, SqsRecord};
 use cronledger_aws::ledger::{RunChange, StoredSchedule};
@@ -22,6 +24,7 @@ use crate::backoff::Backoff;
 use crate::clock::Clock;
 use crate::faults::{CrashPoint, Faults};
 use crate::jobs::{JobContext, JobFailure, JobOutcome, JobTargets};
+use crate::metrics::{Metrics, Unit};
 use crate::runs::ScheduleCache;
 use crate::ticker::{active_runs_of, is_live};
 
@@ -65,6 +68,7 @@ pub struct Worker {
     config: WorkerConfig,
     schedules: ScheduleCache,
     faults: Option<Arc<dyn Faults>>,
+    metrics: Metrics,
 }
 
 /// What a worker decided about a delivery before running anything.
@@ -95,12 +99,18 @@ impl Worker {
             config,
             schedules: ScheduleCache::default(),
             faults: None,
+            metrics: Metrics::new(),
         }
     }
 
     pub fn with_faults(mut self, faults: Arc<dyn Faults>) -> Worker {
         self.faults = Some(faults);
         self
+    }
+
+    /// The metrics collected so far (the function flushes them after each batch).
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
     }
 
     /// Handles one SQS batch of one lane; the report becomes the partial batch response.
@@ -111,7 +121,20 @@ impl Worker {
         .await
     }
 
+    /// Handles one delivery inside a span naming the schedule, the run and (once known) the
+    /// attempt, so every log line about the run carries them.
     pub async fn handle(&self, delivery: Delivery<'_>) -> Result<(), HandlerFailure> {
+        let key = &delivery.message.run;
+        let span = tracing::info_span!(
+            "run",
+            schedule = %key.schedule_id,
+            run = %key,
+            attempt = tracing::field::Empty,
+        );
+        self.handle_delivery(&delivery).instrument(span).await
+    }
+
+    async fn handle_delivery(&self, delivery: &Delivery<'_>) -> Result<(), HandlerFailure> {
         let key = &delivery.message.run;
         let mut run = self.load_run(key).await?;
         let stored = match self.store.get_schedule(&key.schedule_id).await {
@@ -141,7 +164,7 @@ impl Worker {
             let event = match self.admit(&run, &schedule, now).await {
                 Ok(Admission::Start(event)) => event,
                 Ok(Admission::Ack(why)) => {
-                    tracing::info!(run = %key, status = %run.status, why, "acknowledged without running");
+                    tracing::info!(status = %run.status, why, "acknowledged without running");
                     return Ok(());
                 }
                 Ok(Admission::Skip(reason)) => return self.skip(&run, &stored, reason, now).await,
@@ -168,28 +191,34 @@ impl Worker {
                 Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
             }
         };
-        tracing::info!(
-            run = %key,
-            attempt = started.attempts,
-            epoch = started.lease_epoch,
-            start_delay_ms = (now - key.scheduled_for).num_milliseconds(),
-            "run started"
-        );
+        tracing::Span::current().record("attempt", started.attempts);
+        let start_delay_ms = (now - key.scheduled_for).num_milliseconds();
+        tracing::info!(epoch = started.lease_epoch, start_delay_ms, "run started");
+        self.metrics.count_for(&key.schedule_id, "RunsStarted", 1);
+        if started.attempts == 1 {
+            // The delay of the first attempt only: a retry's backoff is not start latency.
+            self.metrics.put_for(
+                &key.schedule_id,
+                "StartDelay",
+                Unit::Milliseconds,
+                start_delay_ms.max(0) as f64,
+            );
+        }
         if self.crashes(CrashPoint::MidJob, &started) {
             // The process "dies": no outcome, the lease runs out, the message comes back.
             return Err(HandlerFailure::Retry("injected crash mid-job".into()));
         }
-        let outcome = self.execute(&delivery, &stored, &schedule, &started).await;
+        let outcome = self.execute(delivery, &stored, &schedule, &started).await;
         if self.crashes(CrashPoint::BeforeCompletionWrite, &started) {
             return Err(HandlerFailure::Retry(
                 "injected crash before the completion write".into(),
             ));
         }
         let Some(outcome) = outcome else {
-            tracing::warn!(run = %key, "lease lost while running; this worker writes nothing");
+            tracing::warn!("lease lost while running; this worker writes nothing");
             return Ok(());
         };
-        self.record(&delivery, &stored, &started, outcome).await
+        self.record(delivery, &stored, &started, outcome).await
     }
 
     async fn load_run(&self, key: &RunKey) -> Result<Run, HandlerFailure> {
@@ -285,7 +314,9 @@ impl Worker {
         change.reason = Some(reason);
         match self.store.transition_run(&run.key, &change).await {
             Ok(_) => {
-                tracing::info!(run = %run.key, %reason, "run skipped");
+                tracing::info!(%reason, "run skipped");
+                self.metrics
+                    .count_for(&run.key.schedule_id, "RunsSkipped", 1);
                 // A skipped run ends like a finished one: the next QUEUE_NEW run may go.
                 self.release_next_queued(stored, now).await;
                 Ok(())
@@ -307,7 +338,7 @@ impl Worker {
         change.reason = Some(Reason::QueuedBehind);
         match self.store.transition_run(&run.key, &change).await {
             Ok(_) => {
-                tracing::info!(run = %run.key, "waiting behind an earlier run (QUEUE_NEW)");
+                tracing::info!("waiting behind an earlier run (QUEUE_NEW)");
                 // The blocker may have finished between our check and our write, and released
                 // nothing: look once more, so the run cannot be left waiting on nobody.
                 let blocked = active_runs_of(self.store.as_ref(), &run.key.schedule_id)
@@ -386,7 +417,7 @@ impl Worker {
                     self.hide(delivery, hide).await
                 }
                 Err(StoreError::LeaseLost { .. } | StoreError::StatusConflict { .. }) => return,
-                Err(e) => tracing::warn!(run = %run.key, error = %e, "heartbeat failed; retrying"),
+                Err(e) => tracing::warn!(error = %e, "heartbeat failed; retrying"),
             }
         }
     }
@@ -422,15 +453,13 @@ impl Worker {
         change.reason = reason;
         change.result = Some(result);
         match self.store.transition_run(&run.key, &change).await {
-            Ok(done) => tracing::info!(
-                run = %run.key,
-                attempt = done.attempts,
-                status = %done.status,
-                duration_ms = run.started_at.map(|s| (now - s).num_milliseconds()),
-                "attempt recorded"
-            ),
+            Ok(done) => {
+                let duration_ms = run.started_at.map(|s| (now - s).num_milliseconds());
+                tracing::info!(status = %done.status, duration_ms, "attempt recorded");
+                self.count_outcome(&run.key.schedule_id, event, duration_ms);
+            }
             Err(StoreError::LeaseLost { .. } | StoreError::StatusConflict { .. }) => {
-                tracing::warn!(run = %run.key, "lease lost before the outcome was written; discarded");
+                tracing::warn!("lease lost before the outcome was written; discarded");
                 return Ok(());
             }
             Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
@@ -458,6 +487,23 @@ impl Worker {
                 detail: f.message().to_string(),
             }),
             _ => Ok(()),
+        }
+    }
+
+    fn count_outcome(&self, schedule: &str, event: RunEvent, duration_ms: Option<i64>) {
+        let name = match event {
+            RunEvent::Succeed | RunEvent::SucceedPartially => "RunsSucceeded",
+            RunEvent::FailRetryable => "AttemptsRetried",
+            _ => "RunsFailed",
+        };
+        self.metrics.count_for(schedule, name, 1);
+        if let Some(ms) = duration_ms {
+            self.metrics.put_for(
+                schedule,
+                "RunDuration",
+                Unit::Milliseconds,
+                ms.max(0) as f64,
+            );
         }
     }
 

@@ -56,6 +56,8 @@ pub async fn poll_once(
     }
     let records: Vec<SqsRecord> = received.iter().map(SqsRecord::from).collect();
     let report = worker.handle_batch(lane, &records).await;
+    // Locally nothing ships EMF lines to CloudWatch: drop them so a long session stays flat.
+    drop(worker.metrics().drain("worker", chrono::Utc::now()));
     for ((_, result), record) in report.outcomes.iter().zip(&records) {
         match result {
             MessageOutcome::Done | MessageOutcome::DeadLettered { .. } => {

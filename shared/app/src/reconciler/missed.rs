@@ -19,6 +19,8 @@ use cronledger_core::planner::{Action, Pause, PlannedEntry, Release};
 use cronledger_core::run::Origin;
 use cronledger_core::{plan, Coverage, Lane, Plan, PlanInput, Reason, Run, Schedule};
 
+use tracing::Instrument;
+
 use super::{ReconcileError, ReconcileReport, Reconciler};
 
 /// Read-plan-write rounds per schedule per pass when other writers keep interleaving.
@@ -52,8 +54,10 @@ impl Reconciler {
         }
         report.schedules = 1;
         let id = stored.id().to_string();
+        let span = tracing::info_span!("schedule", schedule = %id);
         let pending = match self
             .plan_and_write(stored, now, correction_open, &mut report)
+            .instrument(span)
             .await
         {
             Ok(p) => p,
@@ -241,6 +245,11 @@ impl Reconciler {
                 cronledger_aws::Created::New(run) => {
                     report.entries_written += 1;
                     count(entry, report);
+                    self.metrics.count_for(
+                        schedule.id(),
+                        metric_of(&entry.action),
+                        u64::from(entry.count),
+                    );
                     if let Action::Fire { release, .. } = entry.action {
                         if release == Release::Immediate && correction_open {
                             immediate.push(run);
@@ -273,6 +282,16 @@ impl Reconciler {
             }
         }
         Ok(written)
+    }
+}
+
+/// The per-schedule metric a written entry counts towards (in windows).
+fn metric_of(action: &Action) -> &'static str {
+    match action {
+        Action::Fire { .. } => "CatchUpRunsCreated",
+        Action::Skip { .. } => "WindowsSkipped",
+        Action::Coalesce { .. } => "WindowsCoalesced",
+        Action::Hold { .. } => "WindowsAwaitingApproval",
     }
 }
 

@@ -255,8 +255,6 @@ impl Reconciler {
         report.lanes = gates.into_values().collect();
 
         self.metrics
-            .count("MissedWindows", u64::from(report.missed_windows));
-        self.metrics
             .count("CatchUpReleased", u64::from(report.released));
         self.metrics
             .count("ReconcileErrors", report.errors.len() as u64);
