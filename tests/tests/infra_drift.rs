@@ -1,8 +1,11 @@
-//! The table is defined once, in infra/table.json; the SAM template must say the same, and
-//! its lanes must be exactly the code's. No emulator needed.
+//! The table is defined once, in infra/table.json; the SAM template must say the same, its
+//! lanes must be exactly the code's (names, redrive, one worker event source each), and its
+//! reconciler knobs the code's defaults. No emulator needed.
 
 use std::collections::BTreeSet;
 
+use cronledger_app::reconciler::ReconcilerConfig;
+use cronledger_aws::lanes::{queue_names, LaneSettings};
 use cronledger_aws::table::TABLE_JSON;
 use cronledger_core::Lane;
 use serde_json::Value as Json;
@@ -161,4 +164,199 @@ fn the_template_lanes_are_exactly_the_code_lanes_each_with_a_redriving_dlq() {
         .map(|(lane, dlq)| (lane.clone(), format!("!GetAtt {dlq}.Arn")))
         .collect();
     assert_eq!(lanes, expected);
+}
+
+fn resource<'a>(template: &'a Yaml, name: &str) -> &'a Yaml {
+    let found = &template["Resources"][name];
+    assert!(found.is_mapping(), "the template has a resource {name}");
+    found
+}
+
+/// A parameter's default, as the text an environment variable would carry.
+fn parameter_default(template: &Yaml, name: &str) -> String {
+    let default = &template["Parameters"][name]["Default"];
+    assert!(!default.is_null(), "parameter {name} has a default");
+    text(default)
+}
+
+/// `!Sub ["FORMAT", {Prefix: ...}]`: the format and the prefix expression.
+fn sub_with_prefix(value: &Yaml) -> Option<(String, &Yaml)> {
+    let Yaml::Tagged(tagged) = value else {
+        return None;
+    };
+    if tagged.tag != "!Sub" {
+        return None;
+    }
+    let parts = tagged.value.as_sequence()?;
+    Some((text(parts.first()?), &parts.get(1)?["Prefix"]))
+}
+
+#[test]
+fn the_lane_queues_have_the_names_the_functions_resolve() {
+    let template = template();
+    let prefix =
+        &template["Globals"]["Function"]["Environment"]["Variables"]["CRONLEDGER_QUEUE_PREFIX"];
+    assert!(
+        !prefix.is_null(),
+        "every function gets CRONLEDGER_QUEUE_PREFIX"
+    );
+    let mut named = 0;
+    for (name, resource) in resources(&template) {
+        if text(&resource["Type"]) != "AWS::SQS::Queue" {
+            continue;
+        }
+        let tags = resource["Properties"]["Tags"]
+            .as_sequence()
+            .expect("queues are tagged");
+        let (key, lane) = tags
+            .iter()
+            .map(|t| (text(&t["Key"]), text(&t["Value"])))
+            .find(|(k, _)| k == "cronledger:lane" || k == "cronledger:dlq-for")
+            .unwrap_or_else(|| panic!("queue {name} names its lane"));
+        let lane = Lane::ALL
+            .iter()
+            .copied()
+            .find(|l| l.as_str() == lane)
+            .unwrap_or_else(|| panic!("{name}: {lane} is a lane"));
+        let (queue, dlq) = queue_names("${Prefix}", lane);
+        let expected = if key == "cronledger:lane" { queue } else { dlq };
+        let (format, queue_prefix) = sub_with_prefix(&resource["Properties"]["QueueName"])
+            .unwrap_or_else(|| panic!("{name}: QueueName is !Sub [FORMAT, {{Prefix: ...}}]"));
+        assert_eq!(format, expected, "{name}");
+        assert_eq!(
+            queue_prefix, prefix,
+            "{name}: the prefix is the functions' CRONLEDGER_QUEUE_PREFIX"
+        );
+        named += 1;
+    }
+    assert_eq!(named, 2 * Lane::ALL.len(), "a queue and a DLQ per lane");
+}
+
+#[test]
+fn the_redrive_and_visibility_fit_the_code_and_the_worker() {
+    let template = template();
+    assert_eq!(
+        parameter_default(&template, "MaxReceiveCount"),
+        LaneSettings::default().max_receive_count.to_string(),
+        "the template and the local stacks (LaneSettings, bootstrap.py) redrive alike"
+    );
+    // Lambda refuses an SQS event source whose queue hides a message for less than the
+    // function's timeout.
+    let worker_timeout = resource(&template, "WorkerFunction")["Properties"]["Timeout"]
+        .as_u64()
+        .expect("the worker has its own timeout");
+    let visibility = &template["Parameters"]["LaneVisibilityTimeout"];
+    for key in ["MinValue", "Default"] {
+        let seconds = visibility[key].as_u64().expect("a whole number");
+        assert!(
+            seconds >= worker_timeout,
+            "LaneVisibilityTimeout {key} {seconds} < worker timeout {worker_timeout}"
+        );
+    }
+}
+
+#[test]
+fn the_worker_consumes_every_lane_with_partial_failures_and_its_own_budget() {
+    let template = template();
+    let lane_queues: BTreeSet<String> = resources(&template)
+        .filter(|(_, r)| {
+            r["Properties"]["Tags"]
+                .as_sequence()
+                .is_some_and(|tags| tags.iter().any(|t| text(&t["Key"]) == "cronledger:lane"))
+        })
+        .map(|(name, _)| format!("!GetAtt {name}.Arn"))
+        .collect();
+    assert_eq!(lane_queues.len(), Lane::ALL.len());
+    let events = resource(&template, "WorkerFunction")["Properties"]["Events"]
+        .as_mapping()
+        .expect("the worker has events");
+    let mut consumed = BTreeSet::new();
+    let mut budgets = BTreeSet::new();
+    for (name, event) in events {
+        let name = text(name);
+        assert_eq!(text(&event["Type"]), "SQS", "{name}");
+        let props = &event["Properties"];
+        assert!(
+            consumed.insert(text(&props["Queue"])),
+            "{name}: one event source per lane"
+        );
+        assert_eq!(
+            props["FunctionResponseTypes"]
+                .as_sequence()
+                .map(|s| s.iter().map(text).collect::<Vec<_>>()),
+            Some(vec!["ReportBatchItemFailures".to_string()]),
+            "{name}: partial batch failures"
+        );
+        let budget = text(&props["ScalingConfig"]["MaximumConcurrency"]);
+        let parameter = budget
+            .strip_prefix("!Ref ")
+            .unwrap_or_else(|| panic!("{name}: the lane budget is a parameter"));
+        assert!(
+            template["Parameters"][parameter]["MinValue"]
+                .as_u64()
+                .is_some_and(|min| min >= 2),
+            "{name}: {parameter} allows no budget below SQS's minimum of 2"
+        );
+        assert!(
+            budgets.insert(parameter.to_string()),
+            "{name}: a budget of its own"
+        );
+    }
+    assert_eq!(
+        consumed, lane_queues,
+        "the worker consumes exactly the lanes"
+    );
+}
+
+#[test]
+fn the_reconciler_knobs_default_to_the_codes_defaults_and_are_read() {
+    let template = template();
+    let variables = resource(&template, "ReconcilerFunction")["Properties"]["Environment"]
+        ["Variables"]
+        .as_mapping()
+        .expect("the reconciler has its own variables");
+    // Variables set from a single parameter, at that parameter's default.
+    let knobs: Vec<(String, String)> = variables
+        .iter()
+        .filter_map(|(name, value)| {
+            let parameter = text(value).strip_prefix("!Ref ")?.to_string();
+            Some((text(name), parameter_default(&template, &parameter)))
+        })
+        .collect();
+    assert!(
+        knobs.len() >= 8,
+        "the catch-up knobs are parameters: {knobs:?}"
+    );
+    let lookup = |overrides: &[(String, String)]| {
+        let env: Vec<(String, String)> = knobs
+            .iter()
+            .map(|(name, value)| {
+                let value = overrides
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map_or(value, |(_, v)| v);
+                (name.clone(), value.clone())
+            })
+            .collect();
+        move |name: &str| env.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
+    };
+    let deployed = ReconcilerConfig::from_lookup(1, lookup(&[])).expect("the defaults parse");
+    let code = ReconcilerConfig::default();
+    assert_eq!(
+        format!("{:?}", deployed.planner),
+        format!("{:?}", code.planner)
+    );
+    assert_eq!(
+        format!("{:?}", deployed.release),
+        format!("{:?}", code.release)
+    );
+    assert_eq!(format!("{:?}", deployed.pause), format!("{:?}", code.pause));
+    // A misspelled variable would be ignored silently: each one must be read.
+    for (name, _) in &knobs {
+        let garbage = [(name.clone(), "garbage".to_string())];
+        assert!(
+            ReconcilerConfig::from_lookup(1, lookup(&garbage)).is_err(),
+            "{name} is not read by the reconciler"
+        );
+    }
 }
