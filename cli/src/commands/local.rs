@@ -15,11 +15,13 @@ use cronledger_app::clock::SystemClock;
 use cronledger_app::jobs::{HttpJob, JobTargets};
 use cronledger_app::local::poller::{run_poller, PollerConfig};
 use cronledger_app::local::receiver::{self, Executions};
+use cronledger_app::reconciler::{AwsSignals, ReconcileEvent, Reconciler, ReconcilerConfig};
 use cronledger_app::ticker::{TickEvent, Ticker, TickerConfig};
 use cronledger_app::worker::{Worker, WorkerConfig};
+use cronledger_aws::config::load_sdk_config;
 use cronledger_aws::lanes::LaneSettings;
 use cronledger_aws::ledger::ChangeMeta;
-use cronledger_aws::LedgerStore;
+use cronledger_aws::{AwsSettings, LedgerStore};
 use cronledger_core::{Lane, RunStatus, Span};
 use tokio::sync::watch;
 
@@ -86,13 +88,31 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
     // The api on the receiver's port, every request as the configured local identity.
     let listener_router = receiver::router(executions.clone())
         .merge(api.router().layer(axum::Extension(caller.clone())));
+    // The reconciler as in AWS (missed windows, stuck runs, throttled catch-up, backfills),
+    // paused by the local lanes' backlog and DLQ; there are no CloudWatch alarms locally.
+    let sdk = load_sdk_config(&AwsSettings::default()).await;
+    let signals = Arc::new(AwsSignals::new(
+        lanes.clone(),
+        aws_sdk_cloudwatch::Client::new(&sdk),
+    ));
     let backfills = BackfillReleaser {
         store: ledger.clone(),
         ops: ledger.clone(),
         lanes: lanes.clone(),
-        signals: None,
+        signals: Some(signals.clone()),
     };
-    tasks.spawn(release_backfills(backfills, stop_rx.clone()));
+    let reconciler = Reconciler::new(
+        ledger.clone(),
+        ledger.clone(),
+        lanes.clone(),
+        signals,
+        ReconcilerConfig::default(),
+    );
+    tasks.spawn(reconcile_every_minute(
+        reconciler,
+        backfills,
+        stop_rx.clone(),
+    ));
     tasks.spawn(async move {
         if let Err(e) = receiver::serve(addr, listener_router).await {
             tracing::error!(target: "local", error = %e, "webhook receiver stopped");
@@ -136,17 +156,30 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Releases operators' backfills every 30 seconds (the reconciler's step in AWS).
-async fn release_backfills(releaser: BackfillReleaser, mut stop: watch::Receiver<bool>) {
+/// A reconciler pass every minute (every five in AWS: locally the demo should show a missed
+/// window being explained quickly), then the operators' backfills.
+async fn reconcile_every_minute(
+    reconciler: Reconciler,
+    releaser: BackfillReleaser,
+    mut stop: watch::Receiver<bool>,
+) {
     loop {
         tokio::select! {
-            () = tokio::time::sleep(Duration::from_secs(30)) => {}
+            () = tokio::time::sleep(Duration::from_secs(60)) => {}
             _ = stop.changed() => return,
         }
-        let report = releaser.pass(Utc::now()).await;
-        if report.released > 0 || !report.errors.is_empty() {
-            tracing::info!(target: "local", released = report.released, errors = ?report.errors, "backfills");
-        }
+        let now = Utc::now();
+        let report = reconciler.reconcile(&ReconcileEvent::at(now)).await;
+        drop(reconciler.metrics().drain("reconciler", now));
+        let backfills = releaser.pass(now).await;
+        tracing::info!(
+            target: "local",
+            missed = report.missed_windows,
+            written = report.entries_written,
+            released = report.released + backfills.released,
+            errors = report.errors.len() + backfills.errors.len(),
+            "reconcile"
+        );
     }
 }
 

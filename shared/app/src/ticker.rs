@@ -315,7 +315,6 @@ impl Ticker {
                     _ => {}
                 }
                 tracing::info!(
-                    schedule = stored.id(),
                     run = %fire.run.key,
                     status = %fire.run.status,
                     "run created"
@@ -325,7 +324,7 @@ impl Ticker {
                 schedule_moved: true,
                 ..
             } => {
-                tracing::debug!(schedule = stored.id(), "another ticker fired this window");
+                tracing::debug!("another ticker fired this window");
                 report.lost_race += 1;
                 return Ok(false);
             }
