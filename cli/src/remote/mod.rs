@@ -3,6 +3,7 @@
 
 pub mod args;
 pub mod client;
+pub mod sigv4;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, IsTerminal, Write};
