@@ -35,7 +35,7 @@ pub enum Command {
     Apply(crate::remote::args::ApplyArgs),
     /// (api) Show stored schedules.
     Get(crate::remote::args::GetArgs),
-    /// (api) A schedule's run history.
+    /// (api) A schedule's run history, or one run (`runs SCHEDULE RUN`) with its attempts.
     Runs(crate::remote::args::RunsArgs),
     /// (api) Operator runs: `run now SCHEDULE`.
     Run(crate::remote::args::RunArgs),

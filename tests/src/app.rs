@@ -471,6 +471,13 @@ impl LedgerStore for ObservedStore {
         self.inner.audit_log(id).await
     }
 
+    async fn record_operator_action(
+        &self,
+        action: &cronledger_aws::OperatorAction,
+    ) -> Result<AuditEntry, StoreError> {
+        self.inner.record_operator_action(action).await
+    }
+
     async fn due_schedules(
         &self,
         shard: u32,
@@ -508,6 +515,13 @@ impl LedgerStore for ObservedStore {
 
     async fn get_run(&self, key: &RunKey) -> Result<Run, StoreError> {
         self.inner.get_run(key).await
+    }
+
+    async fn get_run_with_attempts(
+        &self,
+        key: &RunKey,
+    ) -> Result<(Run, Vec<cronledger_core::Attempt>), StoreError> {
+        self.inner.get_run_with_attempts(key).await
     }
 
     async fn active_runs(

@@ -742,13 +742,44 @@ async fn retry_is_a_new_attempt_of_the_same_run() {
         .call(Some(VIEWER), Method::GET, "/v1/schedules/flaky/runs", None)
         .await;
     assert_eq!(history.body["items"].as_array().map(Vec::len), Some(1));
-    // The operator's note is in the system audit log.
+    // Two attempts of the one run: the failed one, then the operator's retry that succeeded.
+    let history = done.body["attempt_history"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let outcomes: Vec<&str> = history
+        .iter()
+        .filter_map(|a| a["outcome"].as_str())
+        .collect();
+    assert_eq!(outcomes, ["FAILED", "SUCCESS"], "{history:?}");
+    assert_eq!(
+        history[0]["error"]["code"], "NOOP_INJECTED_FAILURE",
+        "{history:?}"
+    );
+    assert_eq!(history[1]["number"], 2);
+    assert_eq!(done.body["attempts_unlisted"], 0);
+    // The operator's note is in the schedule's audit log, after its CREATE; not in the
+    // system log, which keeps system-wide actions.
     let audit = api
+        .call(Some(VIEWER), Method::GET, "/v1/schedules/flaky/audit", None)
+        .await;
+    let entries = audit.body["entries"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let actions: Vec<&str> = entries
+        .iter()
+        .filter_map(|e| e["action"].as_str())
+        .collect();
+    assert_eq!(actions, ["CREATE", "RUN_NOW", "RUN_RETRY"], "{entries:?}");
+    assert_eq!(entries[2]["reason"], "vendor fixed");
+    assert_eq!(entries[2]["actor"], OPERATOR);
+    assert_eq!(entries[2]["details"]["run"], run_id.as_str());
+    assert_eq!(entries[2]["version"], 1);
+    let system = api
         .call(Some(VIEWER), Method::GET, "/v1/system/audit", None)
         .await;
-    assert!(audit.body["entries"].as_array().is_some_and(|e| e
-        .iter()
-        .any(|x| x["action"] == "RUN_RETRY" && x["note"] == "vendor fixed")));
+    assert_eq!(system.body["entries"], json!([]));
 }
 
 #[tokio::test]
@@ -1155,6 +1186,18 @@ async fn kill_switch_and_a_one_off_run_at_an_instant() {
     assert_eq!(first["run"]["run_id"], second["run"]["run_id"]);
     assert_eq!(first["run"]["scheduled_for"], "2026-03-10T15:00:00Z");
     assert_eq!(first["run"]["trigger"], "MANUAL");
+    // The one-off run is the schedule's business: its note is in the schedule's log; the
+    // system log keeps the kill switch alone.
+    let audit = api
+        .call(Some(VIEWER), Method::GET, "/v1/schedules/s1/audit", None)
+        .await;
+    assert!(audit.body["entries"].as_array().is_some_and(|e| e
+        .iter()
+        .any(|x| x["action"] == "RUN_AT" && x["reason"] == "after the vendor window")));
+    let system = api
+        .call(Some(VIEWER), Method::GET, "/v1/system/audit", None)
+        .await;
+    assert_eq!(system.body["entries"].as_array().map(Vec::len), Some(2));
     let _ = api.env.clock.now_value();
 }
 

@@ -75,6 +75,8 @@ pub struct GetArgs {
 #[derive(Debug, Args)]
 pub struct RunsArgs {
     pub schedule: String,
+    /// One run (its id as the listing prints it): the run with its attempts.
+    pub run: Option<String>,
     /// e.g. FAILED
     #[arg(long)]
     pub status: Option<String>,

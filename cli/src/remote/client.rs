@@ -5,12 +5,11 @@
 use std::time::SystemTime;
 
 use aws_credential_types::provider::ProvideCredentials;
-use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
-use aws_sigv4::sign::v4;
 use reqwest::Method;
 use serde_json::Value;
 
 use super::args::{RemoteArgs, RemoteAuth};
+use super::sigv4::{host_of, Signer, EXECUTE_API};
 use crate::CliError;
 
 pub struct Client {
@@ -22,10 +21,7 @@ pub struct Client {
 enum Auth {
     None,
     Bearer(String),
-    SigV4 {
-        region: String,
-        credentials: aws_credential_types::Credentials,
-    },
+    SigV4(Signer),
 }
 
 /// An answer: status and JSON body.
@@ -73,10 +69,11 @@ impl Client {
                     .provide_credentials()
                     .await
                     .map_err(|e| fail("NO_CREDENTIALS", e))?;
-                Auth::SigV4 {
+                Auth::SigV4(Signer {
                     region,
+                    service: EXECUTE_API.to_string(),
                     credentials,
-                }
+                })
             }
         };
         let http = reqwest::Client::builder()
@@ -106,39 +103,9 @@ impl Client {
         match &self.auth {
             Auth::None => {}
             Auth::Bearer(token) => all.push(("authorization".into(), format!("Bearer {token}"))),
-            Auth::SigV4 {
-                region,
-                credentials,
-            } => {
-                let host = reqwest::Url::parse(&url)
-                    .ok()
-                    .and_then(|u| u.host_str().map(str::to_string))
-                    .ok_or_else(|| fail("BAD_URL", &url))?;
-                all.push(("host".into(), host));
-                let identity = credentials.clone().into();
-                let params = v4::SigningParams::builder()
-                    .identity(&identity)
-                    .region(region)
-                    .name("execute-api")
-                    .time(SystemTime::now())
-                    .settings(SigningSettings::default())
-                    .build()
-                    .map_err(|e| fail("SIGNING", e))?
-                    .into();
-                let signable = SignableRequest::new(
-                    method.as_str(),
-                    url.as_str(),
-                    all.iter().map(|(n, v)| (n.as_str(), v.as_str())),
-                    SignableBody::Bytes(&bytes),
-                )
-                .map_err(|e| fail("SIGNING", e))?;
-                let (instructions, _) = sign(signable, &params)
-                    .map_err(|e| fail("SIGNING", e))?
-                    .into_parts();
-                let signed: Vec<(String, String)> = instructions
-                    .headers()
-                    .map(|(n, v)| (n.to_string(), v.to_string()))
-                    .collect();
+            Auth::SigV4(signer) => {
+                all.push(("host".into(), host_of(&url)?));
+                let signed = signer.sign(method.as_str(), &url, &all, &bytes, SystemTime::now())?;
                 all.extend(signed);
             }
         }

@@ -3,6 +3,7 @@
 
 pub mod args;
 pub mod client;
+pub mod sigv4;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, IsTerminal, Write};
@@ -186,6 +187,16 @@ async fn get(a: GetArgs) -> Result<ExitCode, CliError> {
 
 async fn runs(a: RunsArgs) -> Result<ExitCode, CliError> {
     let client = Client::connect(&a.remote).await?;
+    if let Some(run) = &a.run {
+        let path = format!(
+            "/v1/schedules/{}/runs/{}",
+            segment(&a.schedule),
+            segment(run)
+        );
+        let body = client.ok(Method::GET, &path, None, &[]).await?;
+        print(a.remote.format, &body, one_run);
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut path = format!(
         "/v1/schedules/{}/runs?limit={}",
         segment(&a.schedule),
@@ -222,6 +233,54 @@ async fn runs(a: RunsArgs) -> Result<ExitCode, CliError> {
         t.to_string()
     });
     Ok(ExitCode::SUCCESS)
+}
+
+/// One run for people: what it is, then a line per attempt.
+fn one_run(r: &Value) -> String {
+    let mut out = format!(
+        "run {} of {}: {} {}{} (trigger {}, lane {})\nwindow {} .. {}  key {}\n",
+        s(&r["run_id"]),
+        s(&r["schedule"]),
+        s(&r["status"]),
+        s(&r["reason"]),
+        r["forced"]
+            .as_bool()
+            .filter(|f| *f)
+            .map(|_| " forced")
+            .unwrap_or(""),
+        s(&r["trigger"]),
+        s(&r["lane"]),
+        s(&r["window_start"]),
+        s(&r["window_end"]),
+        s(&r["idempotency_key"]),
+    );
+    out.push_str(&format!("attempts: {}\n", s(&r["attempts"])));
+    let mut t = Table::new([
+        "#", "OUTCOME", "STARTED", "FINISHED", "DURATION", "WORKER", "ERROR",
+    ]);
+    for a in r["attempt_history"].as_array().into_iter().flatten() {
+        let error = match (&a["error"]["code"], &a["error"]["message"]) {
+            (Value::Null, Value::Null) => "-".to_string(),
+            (code, message) => format!("{}: {}", s(code), s(message)),
+        };
+        t.row([
+            s(&a["number"]),
+            a["outcome"].as_str().unwrap_or("RUNNING").to_string(),
+            s(&a["started_at"]),
+            s(&a["finished_at"]),
+            a["duration_ms"]
+                .as_i64()
+                .map(|ms| format!("{:.1}s", ms as f64 / 1000.0))
+                .unwrap_or_else(|| "-".into()),
+            s(&a["worker"]),
+            error,
+        ]);
+    }
+    out.push_str(&t.to_string());
+    if let Some(n) = r["attempts_unlisted"].as_u64().filter(|n| *n > 0) {
+        out.push_str(&format!("({n} earlier attempts not listed)\n"));
+    }
+    out
 }
 
 async fn run_action(a: RunActionArgs, action: &str) -> Result<ExitCode, CliError> {

@@ -35,6 +35,17 @@ pub fn audit_sk(version: u64) -> String {
     format!("{AUDIT_PREFIX}{version:010}")
 }
 
+/// An operator's action under `version`: after that version's entry (a longer key with the
+/// same prefix sorts after it) and before the next one's, in time order, with a tag so two
+/// actions at one instant both stay.
+pub fn operator_audit_sk(version: u64, at: DateTime<Utc>, action: &str, tag: u32) -> String {
+    format!(
+        "{}#{}#{action}#{tag:08x}",
+        audit_sk(version),
+        at.format("%Y-%m-%dT%H:%M:%S%.6fZ")
+    )
+}
+
 pub fn run_sk(key: &RunKey) -> String {
     key.sort_key()
 }
@@ -115,6 +126,13 @@ mod tests {
     #[test]
     fn audit_keys_sort_by_version() {
         assert!(audit_sk(9) < audit_sk(10));
+    }
+
+    #[test]
+    fn operator_entries_sort_between_their_version_and_the_next() {
+        let early = operator_audit_sk(9, t("2026-01-01T00:00:00Z"), "RUN_NOW", 7);
+        let late = operator_audit_sk(9, t("2026-01-01T00:00:00.5Z"), "RUN_RETRY", 1);
+        assert!(audit_sk(9) < early && early < late && late < audit_sk(10));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use cronledger_core::run::RunResult;
-use cronledger_core::{Lane, Reason, Run, RunEvent, RunKey, RunStatus, ScheduleSpec};
+use cronledger_core::{Attempt, Lane, Reason, Run, RunEvent, RunKey, RunStatus, ScheduleSpec};
 use serde::{Deserialize, Serialize};
 
 use crate::error::StoreError;
@@ -83,14 +83,27 @@ named_enum!(
         Pause => "PAUSE",
         Resume => "RESUME",
         Archive => "ARCHIVE",
+        // Operators' actions on the schedule's runs and backfills: they change no version.
+        RunNow => "RUN_NOW",
+        RunAt => "RUN_AT",
+        RunRetry => "RUN_RETRY",
+        RunApprove => "RUN_APPROVE",
+        RunReject => "RUN_REJECT",
+        RunCancel => "RUN_CANCEL",
+        BackfillCreate => "BACKFILL_CREATE",
+        BackfillPause => "BACKFILL_PAUSE",
+        BackfillResume => "BACKFILL_RESUME",
+        BackfillCancel => "BACKFILL_CANCEL",
     }
 );
 
-/// One audited change: the schedule before and after, as JSON documents.
+/// One audited change (the schedule before and after, as JSON documents), or one
+/// operator's action on its runs or backfills (`details` says on what; `after` is null).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuditEntry {
     pub schedule_id: String,
-    /// The version the change produced.
+    /// The version the change produced; for an operator's action, the version it was
+    /// taken under.
     pub version: u64,
     pub action: AuditAction,
     pub actor: String,
@@ -98,6 +111,20 @@ pub struct AuditEntry {
     pub at: DateTime<Utc>,
     pub before: Option<serde_json::Value>,
     pub after: serde_json::Value,
+    pub details: Option<serde_json::Value>,
+}
+
+/// An operator's action to record in a schedule's audit log: what, on which run or
+/// backfill (`details`), by whom and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OperatorAction {
+    pub schedule_id: String,
+    pub action: AuditAction,
+    pub actor: String,
+    /// The operator's note.
+    pub reason: String,
+    pub at: DateTime<Utc>,
+    pub details: serde_json::Value,
 }
 
 /// Result of a create-if-absent: ours, or the one that was there first.
@@ -251,8 +278,15 @@ pub trait LedgerStore: Send + Sync {
         cursor: Option<&str>,
     ) -> Result<Page<StoredSchedule>, StoreError>;
 
-    /// The audit log of a schedule, oldest first.
+    /// The audit log of a schedule, oldest first: its changes and operators' actions.
     async fn audit_log(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError>;
+
+    /// Records an operator's action in the schedule's audit log, right after the entry of
+    /// the version current now (the schedule itself is not changed).
+    async fn record_operator_action(
+        &self,
+        action: &OperatorAction,
+    ) -> Result<AuditEntry, StoreError>;
 
     /// Schedules of a shard whose `next_run_at` is at or before `until`.
     async fn due_schedules(
@@ -286,6 +320,10 @@ pub trait LedgerStore: Send + Sync {
     async fn create_run(&self, run: &Run) -> Result<Created, StoreError>;
 
     async fn get_run(&self, key: &RunKey) -> Result<Run, StoreError>;
+
+    /// The run and its attempts (the most recent ones; see `codec::attempt`), oldest first,
+    /// in one read. The opening and ending transitions record them; nobody else writes them.
+    async fn get_run_with_attempts(&self, key: &RunKey) -> Result<(Run, Vec<Attempt>), StoreError>;
 
     /// Applies one event, conditioned on the current status and lease epoch.
     async fn transition_run(&self, key: &RunKey, change: &RunChange) -> Result<Run, StoreError>;

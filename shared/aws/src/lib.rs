@@ -22,8 +22,8 @@ pub use dynamo::DynamoLedger;
 pub use error::{LaneError, StoreError};
 pub use lanes::{LaneMessage, LaneQueue, QueueDepth, SqsLanes};
 pub use ledger::{
-    AuditAction, AuditEntry, ChangeMeta, Created, Fire, FireOutcome, LedgerStore, Page, Pause,
-    RunChange, ScheduleState, StoredSchedule,
+    AuditAction, AuditEntry, ChangeMeta, Created, Fire, FireOutcome, LedgerStore, OperatorAction,
+    Page, Pause, RunChange, ScheduleState, StoredSchedule,
 };
 pub use meter::{metered, MeterSnapshot, RequestMeter, Usage};
 pub use ops::{

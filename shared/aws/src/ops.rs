@@ -1,6 +1,6 @@
 //! The control plane's own items beside the ledger: request idempotency claims
 //! (`IDEM#{key}`, expiring by TTL), backfills (`BACKFILL#{id}`: range, limits, cursor, state),
-//! and the system audit log (kill switch, one-off runs).
+//! and the system audit log (system-wide actions: the kill switch).
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -137,7 +137,7 @@ pub struct Backfill {
     pub version: u64,
 }
 
-/// One system-wide operator action (kill switch, one-off run): `PK=SYSTEM`, `SK=AUDIT#...`.
+/// One system-wide operator action (the kill switch): `PK=SYSTEM`, `SK=AUDIT#...`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SystemAuditEntry {
     pub at: DateTime<Utc>,

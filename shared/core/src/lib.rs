@@ -2,6 +2,7 @@
 //!
 //! No AWS SDK, no async runtime, no wall clock: every function takes the time it needs.
 
+pub mod attempt;
 pub mod error;
 pub mod policy;
 pub mod run;
@@ -11,6 +12,7 @@ pub mod spec;
 pub mod timing;
 pub mod window;
 
+pub use attempt::{Attempt, AttemptEnd, AttemptOutcome, AttemptStart};
 pub use error::{Code, Invalid, Issue};
 pub use planner::{plan, Coverage, Plan, PlanInput, PlannerConfig};
 pub use policy::{Lane, MisfirePolicy, OverlapPolicy, Priority};

@@ -6,7 +6,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, Utc};
-use cronledger_aws::ledger::{RunChange, ScheduleState};
+use cronledger_aws::ledger::{AuditAction, RunChange, ScheduleState};
 use cronledger_aws::{
     Backfill, BackfillLimits, BackfillState, PauseConditions, Reprocess, StoreError,
 };
@@ -174,6 +174,15 @@ pub async fn create(
     ApiJson(req): ApiJson<BackfillRequest>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let (status, body) = start(&api, &id, &req, actor.name(), None).await?;
+    if status == StatusCode::CREATED {
+        let note = Note {
+            note: req.note.clone(),
+        };
+        let details =
+            json!({"backfill": body.get("id"), "from": utc_text(req.from), "to": utc_text(req.to)});
+        api.record_on(&id, &actor, AuditAction::BackfillCreate, &note, details)
+            .await;
+    }
     Ok((status, Json(body)))
 }
 
@@ -251,17 +260,23 @@ pub async fn pause_resume<const W: u8>(
         PAUSE => (
             BackfillState::Running,
             BackfillState::Paused,
-            "BACKFILL_PAUSE",
+            AuditAction::BackfillPause,
         ),
         _ => (
             BackfillState::Paused,
             BackfillState::Running,
-            "BACKFILL_RESUME",
+            AuditAction::BackfillResume,
         ),
     };
     let b = change_state(&api, &id, &[from], to).await?;
-    api.record(&actor, action, &note, json!({"backfill": id}))
-        .await;
+    api.record_on(
+        &b.schedule_id,
+        &actor,
+        action,
+        &note,
+        json!({"backfill": id}),
+    )
+    .await;
     answer(&api, &b).await
 }
 
@@ -295,8 +310,14 @@ pub async fn cancel(
             tracing::info!(run = %run.key, error = %e, "backfill run not cancelled (it moved on)");
         }
     }
-    api.record(&actor, "BACKFILL_CANCEL", &note, json!({"backfill": id}))
-        .await;
+    api.record_on(
+        &b.schedule_id,
+        &actor,
+        AuditAction::BackfillCancel,
+        &note,
+        json!({"backfill": id}),
+    )
+    .await;
     answer(&api, &b).await
 }
 

@@ -275,7 +275,7 @@ pub fn routes() -> Vec<Route> {
             .query(&[("count", "fire times before and after (default 5)")])
             .ok(200, "RiskReport")
             .errors(&[404]),
-        route(M::GET, "/v1/schedules/{id}/audit", v, "A schedule's audit log, oldest first", get(schedules::audit))
+        route(M::GET, "/v1/schedules/{id}/audit", v, "A schedule's audit log, oldest first: its versioned changes and operators' actions on its runs and backfills (with their notes)", get(schedules::audit))
             .ok(200, "AuditLog")
             .errors(&[404]),
         // Runs.
@@ -344,7 +344,7 @@ pub fn routes() -> Vec<Route> {
             .body("KillSwitchRequest")
             .ok(200, "SystemStatus")
             .errors(&[409]),
-        route(M::GET, "/v1/system/audit", v, "Operator actions outside schedule versions (kill switch, run actions), newest first", get(system::audit))
+        route(M::GET, "/v1/system/audit", v, "System-wide operator actions (the kill switch), newest first; actions on a schedule's runs and backfills are in its audit log", get(system::audit))
             .query(&[("limit", "entries (default 50)")])
             .ok(200, "SystemAudit"),
     ]

@@ -4,10 +4,10 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
-use cronledger_aws::ledger::{RunChange, ScheduleState};
+use cronledger_aws::ledger::{AuditAction, RunChange, ScheduleState};
 use cronledger_aws::{IdempotencyClaim, StoreError};
 use cronledger_core::run::Origin;
-use cronledger_core::{Lane, Reason, Run, RunEvent, RunKey, RunStatus, Schedule, Trigger};
+use cronledger_core::{Attempt, Lane, Reason, Run, RunEvent, RunKey, RunStatus, Schedule, Trigger};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -63,8 +63,8 @@ pub async fn get_one(
     ApiPath((id, run)): ApiPath<(String, String)>,
 ) -> ApiResult<Json<Value>> {
     let key = views::parse_run_id(&id, &run)?;
-    let run = api.deps().store.get_run(&key).await?;
-    Ok(Json(views::run_with_attempts(&run)))
+    let (run, attempts) = api.deps().store.get_run_with_attempts(&key).await?;
+    Ok(Json(views::run_with_attempts(&run, &attempts)))
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -226,8 +226,15 @@ pub async fn run_now(
         let note = Note {
             note: req.note.clone(),
         };
-        api.record(&actor, "RUN_NOW", &note, json!({"schedule": id, "run": body.get("run").and_then(|r| r.get("run_id")), "mode": req.mode}))
-            .await;
+        let run = body.get("run").and_then(|r| r.get("run_id"));
+        api.record_on(
+            &id,
+            &actor,
+            AuditAction::RunNow,
+            &note,
+            json!({"run": run, "mode": req.mode}),
+        )
+        .await;
     }
     Ok((status, Json(body)))
 }
@@ -254,7 +261,8 @@ fn lane_of(run: &Run) -> Lane {
     }
 }
 
-async fn send(api: &Api, run: &Run, lane: Lane) -> ApiResult<Run> {
+/// Sends a reopened run; answers with it and its attempts (one read either way).
+async fn send(api: &Api, run: &Run, lane: Lane) -> ApiResult<(Run, Vec<Attempt>)> {
     claim_and_send::<ApiError>(
         api.deps().store.as_ref(),
         api.deps().lanes.as_ref(),
@@ -263,7 +271,7 @@ async fn send(api: &Api, run: &Run, lane: Lane) -> ApiResult<Run> {
         api.now(),
     )
     .await?;
-    Ok(api.deps().store.get_run(&run.key).await?)
+    Ok(api.deps().store.get_run_with_attempts(&run.key).await?)
 }
 
 pub async fn retry(
@@ -275,15 +283,16 @@ pub async fn retry(
     let key = views::parse_run_id(&id, &run)?;
     let reopened = operate(&api, &key, RunEvent::Retry, None).await?;
     let lane = lane_of(&reopened);
-    let sent = send(&api, &reopened, lane).await?;
-    api.record(
+    let (sent, attempts) = send(&api, &reopened, lane).await?;
+    api.record_on(
+        &id,
         &actor,
-        "RUN_RETRY",
+        AuditAction::RunRetry,
         &note,
-        json!({"schedule": id, "run": run}),
+        json!({"run": run}),
     )
     .await;
-    Ok(Json(views::run_with_attempts(&sent)))
+    Ok(Json(views::run_with_attempts(&sent, &attempts)))
 }
 
 pub async fn approve(
@@ -317,11 +326,12 @@ pub async fn approve(
         let (_, backfill) =
             backfills::start(&api, &id, &req, actor.name(), Some(run.key.clone())).await?;
         let folded = operate(&api, &key, RunEvent::Coalesce, Some(Reason::Coalesced)).await?;
-        api.record(
+        api.record_on(
+            &id,
             &actor,
-            "RUN_APPROVE",
+            AuditAction::RunApprove,
             &note,
-            json!({"schedule": id, "run": run_id, "backfill": backfill.get("id")}),
+            json!({"run": run_id, "backfill": backfill.get("id")}),
         )
         .await;
         return Ok(Json(
@@ -329,12 +339,13 @@ pub async fn approve(
         ));
     }
     let approved = operate(&api, &key, RunEvent::Approve, None).await?;
-    let sent = send(&api, &approved, Lane::Manual).await?;
-    api.record(
+    let (sent, _) = send(&api, &approved, Lane::Manual).await?;
+    api.record_on(
+        &id,
         &actor,
-        "RUN_APPROVE",
+        AuditAction::RunApprove,
         &note,
-        json!({"schedule": id, "run": run_id}),
+        json!({"run": run_id}),
     )
     .await;
     Ok(Json(json!({"run": views::run(&sent), "backfill": null})))
@@ -352,11 +363,15 @@ pub async fn close<const W: u8>(
 ) -> ApiResult<Json<Value>> {
     let key = views::parse_run_id(&id, &run)?;
     let (event, reason, action) = match W {
-        REJECT => (RunEvent::Reject, Reason::Rejected, "RUN_REJECT"),
-        _ => (RunEvent::Cancel, Reason::CancelledByOperator, "RUN_CANCEL"),
+        REJECT => (RunEvent::Reject, Reason::Rejected, AuditAction::RunReject),
+        _ => (
+            RunEvent::Cancel,
+            Reason::CancelledByOperator,
+            AuditAction::RunCancel,
+        ),
     };
     let closed = operate(&api, &key, event, Some(reason)).await?;
-    api.record(&actor, action, &note, json!({"schedule": id, "run": run}))
+    api.record_on(&id, &actor, action, &note, json!({"run": run}))
         .await;
     Ok(Json(views::run(&closed)))
 }

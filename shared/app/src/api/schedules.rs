@@ -6,7 +6,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, Utc};
-use cronledger_aws::ledger::{ChangeMeta, StoredSchedule};
+use cronledger_aws::ledger::{AuditAction, ChangeMeta, OperatorAction, StoredSchedule};
 use cronledger_core::risk::assess_change;
 use cronledger_core::spec::validate_schedule;
 use cronledger_core::window::utc_text;
@@ -62,6 +62,29 @@ impl Api {
             actor: actor.name().to_string(),
             reason,
             at: self.now(),
+        }
+    }
+
+    /// Records an operator's action on a schedule's runs or backfills, with its note, in that
+    /// schedule's audit log (best effort, like the system log: the action stands).
+    pub(crate) async fn record_on(
+        &self,
+        schedule_id: &str,
+        actor: &Actor,
+        action: AuditAction,
+        note: &Note,
+        details: Value,
+    ) {
+        let entry = OperatorAction {
+            schedule_id: schedule_id.to_string(),
+            action,
+            actor: actor.name().to_string(),
+            reason: note.text(""),
+            at: self.now(),
+            details,
+        };
+        if let Err(e) = self.deps().store.record_operator_action(&entry).await {
+            tracing::warn!(schedule = schedule_id, action = %action, error = %e, "operator action not audited");
         }
     }
 

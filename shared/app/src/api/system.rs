@@ -1,6 +1,6 @@
 //! System routes: the kill switch (disable and enable the ticker's and the reconciler's
 //! EventBridge Scheduler schedules at once, with a note and an audit entry), its status, the
-//! operator audit log, and "run at": a one-off MANUAL run at a future instant.
+//! system audit log, and "run at": a one-off MANUAL run at a future instant.
 //!
 //! Run at creates a one-time EventBridge Scheduler schedule, `at(...)` in UTC with
 //! `ActionAfterCompletion: DELETE`, whose target is the api function itself with the input
@@ -18,7 +18,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, TimeDelta, Utc};
-use cronledger_aws::SystemAuditEntry;
+use cronledger_aws::{AuditAction, SystemAuditEntry};
 use cronledger_core::window::utc_text;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -322,11 +322,12 @@ pub async fn run_at(
     let note = Note {
         note: req.note.clone(),
     };
-    api.record(
+    api.record_on(
+        &id,
         &actor,
-        "RUN_AT",
+        AuditAction::RunAt,
         &note,
-        json!({"schedule": id, "at": utc_text(req.at), "scheduler_schedule": name}),
+        json!({"at": utc_text(req.at), "scheduler_schedule": name}),
     )
     .await;
     Ok((
@@ -358,7 +359,9 @@ impl Api {
         Ok(body)
     }
 
-    /// Records an operator's action in the system audit log (best effort: the action stands).
+    /// Records a system-wide action (the kill switch) in the system audit log (best effort:
+    /// the action stands). Actions on one schedule's runs and backfills go to that
+    /// schedule's log instead ([`Api::record_on`]).
     pub(crate) async fn record(&self, actor: &Actor, action: &str, note: &Note, details: Value) {
         let entry = SystemAuditEntry {
             at: self.now(),

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use cronledger_aws::ledger::{AuditEntry, StoredSchedule};
 use cronledger_core::run::Origin;
 use cronledger_core::window::utc_text;
-use cronledger_core::{Run, RunKey};
+use cronledger_core::{Attempt, Run, RunKey};
 use serde_json::{json, Value};
 
 use super::error::ApiError;
@@ -32,6 +32,7 @@ pub fn audit(e: &AuditEntry) -> Value {
         "at": utc_text(e.at),
         "before": e.before,
         "after": e.after,
+        "details": e.details,
     })
 }
 
@@ -99,9 +100,11 @@ pub fn run(r: &Run) -> Value {
     v
 }
 
-/// A run with its attempts: the ledger keeps the count, the lease of the current (or last)
-/// attempt and its outcome; earlier attempts' outcomes are in the logs.
-pub fn run_with_attempts(r: &Run) -> Value {
+/// A run with its attempts. `attempt_history` lists the attempts the run item records (the
+/// most recent ones, oldest first; `attempts_unlisted` counts older ones beyond that bound or
+/// from before attempts were kept); `attempt_detail.current` is the latest attempt as the
+/// run itself describes it (lease, heartbeat).
+pub fn run_with_attempts(r: &Run, attempts: &[Attempt]) -> Value {
     let mut v = run(r);
     if let Some(obj) = v.as_object_mut() {
         obj.insert(
@@ -121,8 +124,37 @@ pub fn run_with_attempts(r: &Run) -> Value {
                 })),
             }),
         );
+        obj.insert(
+            "attempt_history".into(),
+            attempts.iter().map(attempt).collect(),
+        );
+        obj.insert(
+            "attempts_unlisted".into(),
+            json!(u64::from(r.attempts).saturating_sub(attempts.len() as u64)),
+        );
     }
     v
+}
+
+/// One attempt: number (= its lease epoch), worker, start, end, duration, outcome, the
+/// status it left the run in, and the error it reported.
+pub fn attempt(a: &Attempt) -> Value {
+    let start = a.start.as_ref();
+    let end = a.end.as_ref();
+    json!({
+        "number": a.number,
+        "lease_epoch": a.number,
+        "worker": start.map(|s| s.worker.clone()),
+        "started_at": start.map(|s| utc_text(s.started_at)),
+        "finished_at": end.map(|e| utc_text(e.finished_at)),
+        "duration_ms": a.duration_ms(),
+        "outcome": end.map(|e| e.outcome),
+        "status": end.map(|e| e.status),
+        "reason": end.and_then(|e| e.reason),
+        "error": end
+            .filter(|e| e.error_code.is_some() || e.message.is_some())
+            .map(|e| json!({"code": e.error_code, "message": e.message})),
+    })
 }
 
 #[cfg(test)]

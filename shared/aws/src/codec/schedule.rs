@@ -32,6 +32,7 @@ pub const REASON: &str = "reason";
 pub const AT: &str = "at";
 pub const BEFORE: &str = "before";
 pub const AFTER: &str = "after";
+pub const DETAILS: &str = "details";
 
 pub fn encode(schedule: &StoredSchedule) -> Result<Item, StoreError> {
     let id = schedule.id();
@@ -96,10 +97,12 @@ pub fn audit_view(schedule: &StoredSchedule) -> serde_json::Value {
     })
 }
 
-pub fn encode_audit(entry: &AuditEntry) -> Result<Item, StoreError> {
+/// An audit item under `sk` (`keys::audit_sk` for a change, `keys::operator_audit_sk` for
+/// an operator's action).
+pub fn encode_audit(entry: &AuditEntry, sk: String) -> Result<Item, StoreError> {
     Ok(ItemWriter::new()
         .s(PK, keys::schedule_pk(&entry.schedule_id))
-        .s(SK, keys::audit_sk(entry.version))
+        .s(SK, sk)
         .s(TYPE, AUDIT_TYPE)
         .s(ID, &entry.schedule_id)
         .n(VERSION, entry.version)
@@ -109,6 +112,7 @@ pub fn encode_audit(entry: &AuditEntry) -> Result<Item, StoreError> {
         .time(AT, entry.at)
         .opt_s(BEFORE, entry.before.as_ref().map(to_json).transpose()?)
         .s(AFTER, to_json(&entry.after)?)
+        .opt_s(DETAILS, entry.details.as_ref().map(to_json).transpose()?)
         .build())
 }
 
@@ -124,6 +128,7 @@ pub fn decode_audit(item: &Item) -> Result<AuditEntry, StoreError> {
         at: r.time(AT)?,
         before: r.opt_s(BEFORE)?.map(|_| r.json(BEFORE)).transpose()?,
         after: r.json(AFTER)?,
+        details: r.opt_s(DETAILS)?.map(|_| r.json(DETAILS)).transpose()?,
     })
 }
 

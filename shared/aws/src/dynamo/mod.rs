@@ -1,5 +1,6 @@
 //! The ledger on one DynamoDB table.
 
+mod audit;
 mod control;
 mod expr;
 mod ops;
@@ -17,14 +18,14 @@ use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity, TransactWriteItem};
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
-use cronledger_core::{Run, RunKey, RunStatus, ScheduleSpec};
+use cronledger_core::{Attempt, Run, RunKey, RunStatus, ScheduleSpec};
 
 use crate::config::AwsClients;
 use crate::error::StoreError;
 use crate::item::Item;
 use crate::ledger::{
-    AuditEntry, ChangeMeta, Created, Fire, FireOutcome, LedgerStore, Page, RunChange,
-    StoredSchedule,
+    AuditEntry, ChangeMeta, Created, Fire, FireOutcome, LedgerStore, OperatorAction, Page,
+    RunChange, StoredSchedule,
 };
 use crate::meter::{metered, RequestMeter};
 
@@ -265,6 +266,17 @@ impl LedgerStore for DynamoLedger {
         metered("audit_log", self.audit_log_impl(id)).await
     }
 
+    async fn record_operator_action(
+        &self,
+        action: &OperatorAction,
+    ) -> Result<AuditEntry, StoreError> {
+        metered(
+            "record_operator_action",
+            self.record_operator_action_impl(action),
+        )
+        .await
+    }
+
     async fn due_schedules(
         &self,
         shard: u32,
@@ -314,6 +326,14 @@ impl LedgerStore for DynamoLedger {
 
     async fn get_run(&self, key: &RunKey) -> Result<Run, StoreError> {
         metered("get_run", self.get_run_impl(key)).await
+    }
+
+    async fn get_run_with_attempts(&self, key: &RunKey) -> Result<(Run, Vec<Attempt>), StoreError> {
+        metered(
+            "get_run_with_attempts",
+            self.get_run_with_attempts_impl(key),
+        )
+        .await
     }
 
     async fn transition_run(&self, key: &RunKey, change: &RunChange) -> Result<Run, StoreError> {

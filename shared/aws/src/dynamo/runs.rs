@@ -9,9 +9,10 @@ use aws_sdk_dynamodb::types::{
 };
 use chrono::{DateTime, Utc};
 use cronledger_core::run::{is_initial, transition};
-use cronledger_core::{Run, RunKey, RunStatus};
+use cronledger_core::{Attempt, AttemptEnd, AttemptOutcome, AttemptStart, Run, RunKey, RunStatus};
 
 use super::{DynamoLedger, Expr, TxError};
+use crate::codec::attempt as attempts;
 use crate::codec::run as codec;
 use crate::codec::schedule::VERSION;
 use crate::error::StoreError;
@@ -63,6 +64,17 @@ impl DynamoLedger {
         }
     }
 
+    /// The run and its attempt history, from the one item.
+    pub(super) async fn get_run_with_attempts_impl(
+        &self,
+        run_key: &RunKey,
+    ) -> Result<(Run, Vec<Attempt>), StoreError> {
+        match self.get_item(run_item_key(run_key)).await? {
+            Some(item) => Ok((codec::decode(&item)?, attempts::decode(&item)?)),
+            None => Err(StoreError::RunNotFound(run_key.to_string())),
+        }
+    }
+
     pub(super) async fn transition_run_impl(
         &self,
         run_key: &RunKey,
@@ -76,7 +88,7 @@ impl DynamoLedger {
                 change.event
             )));
         }
-        let expr = self.transition_expr(run_key, change, to);
+        let expr = self.transition_expr(run_key, change, to)?;
         let sent = self
             .client
             .update_item()
@@ -117,7 +129,12 @@ impl DynamoLedger {
         Err(explain_refusal(run_key, change, stored))
     }
 
-    fn transition_expr(&self, run_key: &RunKey, change: &RunChange, to: RunStatus) -> Expr {
+    fn transition_expr(
+        &self,
+        run_key: &RunKey,
+        change: &RunChange,
+        to: RunStatus,
+    ) -> Result<Expr, StoreError> {
         let at = time(change.at);
         let mut e = Expr::new();
         e.set(codec::STATUS, s(to.as_str()))
@@ -138,11 +155,45 @@ impl DynamoLedger {
             e.set(codec::LEASE_OWNER, s(&lease.owner))
                 .set(codec::LEASE_UNTIL, time(lease.until));
         }
+        // The attempt history rides on the same write (see `codec::attempt`): the attempt
+        // this change ends (epoch n), then the one it opens (n + 1).
+        if let Some(outcome) = AttemptOutcome::of(change.from, change.event) {
+            let result = change.result.clone().unwrap_or_default();
+            let end = AttemptEnd {
+                finished_at: change.at,
+                outcome,
+                status: to,
+                reason: change.reason,
+                error_code: result.error_code,
+                message: result.message,
+            };
+            e.set(
+                &attempts::end_attribute(change.epoch),
+                s(attempts::to_json(&end)?),
+            );
+        }
         if change.opens_epoch() {
-            e.set(codec::LEASE_EPOCH, n(change.epoch + 1))
+            let opening = change.epoch + 1;
+            e.set(codec::LEASE_EPOCH, n(opening))
                 .add(codec::ATTEMPTS, 1)
                 .set(codec::STARTED_AT, at.clone())
                 .set(codec::LAST_HEARTBEAT_AT, at.clone());
+            let start = AttemptStart {
+                started_at: change.at,
+                worker: change
+                    .lease
+                    .as_ref()
+                    .map(|l| l.owner.clone())
+                    .unwrap_or_default(),
+            };
+            e.set(
+                &attempts::start_attribute(opening),
+                s(attempts::to_json(&start)?),
+            );
+            if let Some(old) = attempts::dropped_by(opening) {
+                e.remove(&attempts::start_attribute(old))
+                    .remove(&attempts::end_attribute(old));
+            }
         }
         match change.event {
             cronledger_core::RunEvent::Heartbeat => {
@@ -170,7 +221,7 @@ impl DynamoLedger {
         e.exists(PK)
             .eq(codec::STATUS, s(change.from.as_str()))
             .eq(codec::LEASE_EPOCH, n(change.epoch));
-        e
+        Ok(e)
     }
 
     pub(super) async fn fire_impl(&self, fire: &Fire) -> Result<FireOutcome, StoreError> {

@@ -252,11 +252,15 @@ impl DynamoLedger {
             at: meta.at,
             before: before.map(codec::audit_view),
             after: codec::audit_view(after),
+            details: None,
         };
         // One entry per version, ever: a second writer at the same version fails here too.
         let mut absent = Expr::new();
         absent.not_exists(PK);
-        self.put(codec::encode_audit(&entry)?, &absent)
+        self.put(
+            codec::encode_audit(&entry, keys::audit_sk(entry.version))?,
+            &absent,
+        )
     }
 
     pub(super) async fn get_schedule_impl(&self, id: &str) -> Result<StoredSchedule, StoreError> {
