@@ -237,6 +237,7 @@ pub struct Function {
     events: mpsc::UnboundedSender<Pending>,
     child: Mutex<Child>,
     output: Arc<Mutex<Vec<OutputLine>>>,
+    readers: Mutex<Vec<std::thread::JoinHandle<()>>>,
     init: Duration,
     server: tokio::task::JoinHandle<()>,
     invocations: AtomicU64,
@@ -295,11 +296,12 @@ impl Function {
             InvokeError::Exited(format!("cannot start {}: {e}", config.binary.display()))
         })?;
         let output = Arc::new(Mutex::new(Vec::new()));
+        let mut readers = Vec::new();
         if let Some(out) = child.stdout.take() {
-            capture(out, Stream::Stdout, output.clone());
+            readers.push(capture(out, Stream::Stdout, output.clone()));
         }
         if let Some(err) = child.stderr.take() {
-            capture(err, Stream::Stderr, output.clone());
+            readers.push(capture(err, Stream::Stderr, output.clone()));
         }
         let mut function = Function {
             config,
@@ -307,6 +309,7 @@ impl Function {
             events,
             child: Mutex::new(child),
             output,
+            readers: Mutex::new(readers),
             init: Duration::ZERO,
             server,
             invocations: AtomicU64::new(0),
@@ -386,6 +389,16 @@ impl Function {
         }
     }
 
+    /// Ends the process and waits until everything it wrote is read: after this, the output
+    /// is complete (lines still in the pipe when an invocation answered included).
+    pub fn stop(&self) {
+        self.kill();
+        let readers: Vec<_> = lock(&self.readers).drain(..).collect();
+        for reader in readers {
+            let _ = reader.join();
+        }
+    }
+
     /// Every line the function wrote so far, both streams in arrival order.
     pub fn output(&self) -> Vec<OutputLine> {
         lock(&self.output).clone()
@@ -448,13 +461,17 @@ impl Drop for Function {
 }
 
 /// Reads a child's stream line by line into `into`, on a thread of its own.
-fn capture(stream: impl Read + Send + 'static, kind: Stream, into: Arc<Mutex<Vec<OutputLine>>>) {
+fn capture(
+    stream: impl Read + Send + 'static,
+    kind: Stream,
+    into: Arc<Mutex<Vec<OutputLine>>>,
+) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         for line in BufReader::new(stream).lines() {
             let Ok(text) = line else { return };
             lock(&into).push(OutputLine { stream: kind, text });
         }
-    });
+    })
 }
 
 /// A function binary next to the test executable (`<target>/<profile>/deps/<test>-<hash>`

@@ -395,6 +395,10 @@ fn logged<'a>(lines: &'a [Value], message: &str) -> Vec<&'a Value> {
 }
 
 fn check_logs(stack: &Stack) {
+    // Complete output: the last lines may still be in the pipes when an invocation answered.
+    for function in [&stack.ticker, &*stack.worker, &stack.reconciler, &stack.api] {
+        function.stop();
+    }
     let ticker = json_lines(&stack.ticker);
     let worker = json_lines(&stack.worker);
     let reconciler = json_lines(&stack.reconciler);
