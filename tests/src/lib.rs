@@ -6,7 +6,9 @@
 
 pub mod api;
 pub mod app;
+pub mod event_source;
 pub mod reconcile;
+pub mod runtime_api;
 pub mod webhook;
 
 use std::collections::hash_map::RandomState;
@@ -126,6 +128,11 @@ impl Drop for TestLanes {
             }
         });
     }
+}
+
+/// A mutex's guard, whether or not another thread panicked holding it.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn cleanup<F, Fut>(work: F)
