@@ -385,13 +385,25 @@ fn json_lines(function: &Function) -> Vec<Value> {
         .collect()
 }
 
-/// The `fields` of the lines whose message is `message`.
+/// The lines whose message is `message`.
 fn logged<'a>(lines: &'a [Value], message: &str) -> Vec<&'a Value> {
     lines
         .iter()
-        .map(|l| &l["fields"])
-        .filter(|f| f["message"] == message)
+        .filter(|l| l["fields"]["message"] == message)
         .collect()
+}
+
+/// A field of a log line: the event's own, else the innermost enclosing span's that has it
+/// (the JSON format lists the spans outermost first).
+fn field<'a>(line: &'a Value, name: &str) -> &'a Value {
+    let own = &line["fields"][name];
+    if !own.is_null() {
+        return own;
+    }
+    line["spans"]
+        .as_array()
+        .and_then(|spans| spans.iter().rev().map(|s| &s[name]).find(|v| !v.is_null()))
+        .unwrap_or(&Value::Null)
 }
 
 fn check_logs(stack: &Stack) {
@@ -408,42 +420,55 @@ fn check_logs(stack: &Stack) {
     let created = logged(&ticker, "run created");
     for schedule in ["e2e-hourly", "e2e-failing"] {
         assert!(
-            created.iter().any(|f| f["schedule"] == schedule
-                && f["run"].as_str().is_some_and(|r| r.starts_with(schedule))),
+            created.iter().any(|l| field(l, "schedule") == schedule
+                && field(l, "run")
+                    .as_str()
+                    .is_some_and(|r| r.starts_with(schedule))),
             "no `run created` line with schedule and run for {schedule}: {created:?}"
         );
     }
-    // Metrics are EMF lines on stdout.
-    assert!(
-        reconciler
-            .iter()
-            .any(|l| l["_aws"]["CloudWatchMetrics"].is_array()),
-        "no EMF line from the reconciler"
-    );
+    // Metrics are EMF lines on stdout, from the ticker, the worker and the reconciler.
+    for (name, lines) in [
+        ("ticker", &ticker),
+        ("worker", &worker),
+        ("reconciler", &reconciler),
+    ] {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l["_aws"]["CloudWatchMetrics"].is_array() && l["Function"] == name),
+            "no EMF line from the {name}"
+        );
+    }
 
-    // Every worker line is inside its invocation's span (the Lambda request id), and every
-    // line about a run carries the run key (`{schedule}/RUN#{scheduled_for}...`).
-    for line in &worker {
-        assert!(line["span"]["requestId"].is_string(), "{line}");
+    // Every worker log line is inside its invocation's span (the Lambda request id), and every
+    // line about a run carries the schedule, the run key and (once started) the attempt.
+    for line in worker.iter().filter(|l| l["_aws"].is_null()) {
+        assert!(field(line, "requestId").is_string(), "{line}");
         let text = line.to_string();
         for schedule in ["e2e-hourly", "e2e-failing", "e2e-manual"] {
-            if text.contains(schedule) {
-                let run = line["fields"]["run"].as_str().unwrap_or("");
+            if text.contains(&format!("{schedule}/RUN#")) {
+                assert_eq!(field(line, "schedule"), schedule, "{line}");
+                let run = field(line, "run").as_str().unwrap_or("");
                 assert!(run.starts_with(&format!("{schedule}/RUN#")), "{line}");
-                if line["fields"]["schedule"].is_null() {
-                    println!(
-                        "e2e: worker line without a `schedule` field: {:?} (run {run})",
-                        line["fields"]["message"]
-                    );
-                }
             }
         }
+    }
+    for line in logged(&worker, "run started")
+        .into_iter()
+        .chain(logged(&worker, "attempt recorded"))
+    {
+        assert!(field(line, "attempt").is_u64(), "{line}");
     }
     let recorded = |schedule: &str| -> Vec<&str> {
         logged(&worker, "attempt recorded")
             .iter()
-            .filter(|f| f["run"].as_str().is_some_and(|r| r.starts_with(schedule)))
-            .map(|f| f["status"].as_str().unwrap_or(""))
+            .filter(|l| {
+                field(l, "run")
+                    .as_str()
+                    .is_some_and(|r| r.starts_with(schedule))
+            })
+            .map(|l| field(l, "status").as_str().unwrap_or(""))
             .collect()
     };
     assert_eq!(recorded("e2e-hourly/"), ["SUCCESS"]);

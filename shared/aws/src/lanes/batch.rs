@@ -2,6 +2,7 @@
 //! poison message never fails or delays its batch-mates.
 
 use std::future::Future;
+use tracing::Instrument;
 
 use cronledger_core::Lane;
 use serde::{Deserialize, Serialize};
@@ -115,15 +116,32 @@ where
     let mut report = BatchReport::default();
     for record in records {
         let outcome = match LaneMessage::parse(&record.body) {
-            Ok(message) => match handler(message, record).await {
-                Ok(()) => MessageOutcome::Done,
-                Err(HandlerFailure::Retry(reason)) => MessageOutcome::Retry(reason),
-                Err(HandlerFailure::Permanent { code, detail }) => {
-                    dead_letter(queue, lane, &record.body, code, &detail).await
+            Ok(message) => {
+                let run = message.run.clone();
+                let span = tracing::info_span!(
+                    "message",
+                    message_id = %record.message_id,
+                    schedule = %run.schedule_id,
+                    run = %run,
+                );
+                async {
+                    match handler(message, record).await {
+                        Ok(()) => MessageOutcome::Done,
+                        Err(HandlerFailure::Retry(reason)) => {
+                            tracing::info!(%lane, %reason, "message left for redelivery");
+                            MessageOutcome::Retry(reason)
+                        }
+                        Err(HandlerFailure::Permanent { code, detail }) => {
+                            dead_letter(queue, lane, &record.body, code, &detail).await
+                        }
+                    }
                 }
-            },
+                .instrument(span)
+                .await
+            }
             Err(err) => {
                 let detail = err.to_string();
+                tracing::warn!(message_id = %record.message_id, %lane, error = %detail, "unreadable message");
                 dead_letter(queue, lane, &record.body, err.code().to_string(), &detail).await
             }
         };
@@ -140,10 +158,16 @@ async fn dead_letter(
     detail: &str,
 ) -> MessageOutcome {
     match queue.dead_letter(lane, body, &code, detail).await {
-        Ok(()) => MessageOutcome::DeadLettered { code },
-        Err(e) => MessageOutcome::DeadLetterFailed {
-            code,
-            error: e.to_string(),
-        },
+        Ok(()) => {
+            tracing::warn!(%lane, %code, detail, "message sent to the lane's DLQ");
+            MessageOutcome::DeadLettered { code }
+        }
+        Err(e) => {
+            tracing::error!(%lane, %code, error = %e, "DLQ send failed; the message is redelivered");
+            MessageOutcome::DeadLetterFailed {
+                code,
+                error: e.to_string(),
+            }
+        }
     }
 }
