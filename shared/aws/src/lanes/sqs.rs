@@ -109,16 +109,25 @@ impl SqsLanes {
 
     /// Finds the existing queues of every lane under `prefix`.
     pub async fn resolve(client: Client, prefix: &str) -> Result<SqsLanes, LaneError> {
+        // Concurrently: this runs in every function's init, where each round trip is cold-start
+        // time (ten lookups one after another were most of it).
         metered("resolve_lanes", async {
-            let mut urls = BTreeMap::new();
-            for &lane in Lane::ALL {
+            let lookups = Lane::ALL.iter().map(|&lane| {
                 let (queue, dlq) = queue_names(prefix, lane);
-                let urls_of = LaneUrls {
-                    queue: queue_url(&client, &queue).await?,
-                    dlq: queue_url(&client, &dlq).await?,
-                };
-                urls.insert(lane, urls_of);
-            }
+                let client = &client;
+                async move {
+                    let (queue, dlq) = futures_util::future::try_join(
+                        queue_url(client, &queue),
+                        queue_url(client, &dlq),
+                    )
+                    .await?;
+                    Ok::<_, LaneError>((lane, LaneUrls { queue, dlq }))
+                }
+            });
+            let urls: BTreeMap<Lane, LaneUrls> = futures_util::future::try_join_all(lookups)
+                .await?
+                .into_iter()
+                .collect();
             Ok(SqsLanes { client, urls })
         })
         .await
