@@ -25,6 +25,7 @@ async fn run(specs: Vec<ScheduleSpec>, config: SimulationConfig) -> SimulationRe
         control,
         lanes: Arc::new(lanes.lanes.clone()),
         shards: 1,
+        meter: Some(ledger.clients.meter.clone()),
     };
     let report = simulate(&env, specs, &config).await.expect("simulation");
     println!(

@@ -32,6 +32,7 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode, CliError> {
             control,
             lanes: stack.lanes.clone(),
             shards: 1,
+            meter: Some(stack.clients.meter.clone()),
         };
         let report = simulate(&env, specs, &config)
             .await
@@ -125,4 +126,9 @@ fn print_table(report: &SimulationReport) {
             .map_or_else(|| "not within the settle limit".to_string(), |t| format!("at {t}")),
         st.wall_ms as f64 / 1000.0
     );
+    if !st.calls.is_empty() {
+        let total: u64 = st.calls.values().sum();
+        let by_kind: Vec<String> = st.calls.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        println!("{total} emulator calls: {}", by_kind.join(", "));
+    }
 }

@@ -14,22 +14,26 @@
 //! settled (a terminal or held entry, nothing in flight) or `settle_limit` passes; the report
 //! covers the windows in `(from, to]` only.
 
+mod agenda;
 mod crash;
 mod job;
 mod lanes;
 mod summary;
 mod time;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
-use chrono::{DateTime, DurationRound, TimeDelta, Timelike, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use cronledger_aws::lanes::LaneSettings;
 use cronledger_aws::ledger::ChangeMeta;
-use cronledger_aws::{LaneError, LedgerStore, ReleaseStateStore, SqsLanes, StoreError};
+use cronledger_aws::MeterSnapshot;
+use cronledger_aws::{
+    LaneError, LedgerStore, ReleaseStateStore, RequestMeter, SqsLanes, StoreError,
+};
 use cronledger_core::run::{LedgerEntry, Origin};
 use cronledger_core::{JobSpec, Lane, Run, Schedule, ScheduleSpec, Span};
 use futures_util::future::join_all;
@@ -42,6 +46,7 @@ use crate::reconciler::{ReconcileError, ReconcileEvent, Reconciler, ReconcilerCo
 use crate::ticker::{TickEvent, Ticker, TickerConfig};
 use crate::worker::{Worker, WorkerConfig};
 
+use agenda::{Agenda, MINUTE, PASS_EVERY};
 pub use crash::{Crash, SimFaults};
 pub use job::{Execution, ExecutionLog, VirtualNoop};
 pub use lanes::{SimLanes, QUEUE_VISIBILITY};
@@ -169,6 +174,9 @@ pub struct SimulationEnv {
     pub lanes: Arc<SqsLanes>,
     /// Shards of the table's `due` and `active` indexes (as the ledger was built with).
     pub shards: u32,
+    /// The store's and lanes' request meter, if they share one: the report then counts
+    /// the emulator calls by operation (where a simulation's wall time goes).
+    pub meter: Option<RequestMeter>,
 }
 
 /// How the simulator's queues must be created: wall-clock visibility out of the way (see
@@ -216,6 +224,8 @@ pub struct SimulationStats {
     pub jobs_replaced: Vec<String>,
     /// Errors the handlers reported (first 50).
     pub errors: Vec<String>,
+    /// Emulator calls by store or lane operation (empty without a meter).
+    pub calls: BTreeMap<String, u64>,
     pub wall_ms: u64,
 }
 
@@ -347,8 +357,8 @@ pub async fn simulate(
         },
     );
 
-    let minute = TimeDelta::minutes(1);
-    let mut next_tick = ceil_to(config.from, minute);
+    let mut agenda = Agenda::new(config.from);
+    let lookahead = TickerConfig::default().lookahead.as_delta();
     let hard_end = config.to + config.settle_limit.as_delta();
     let down = |t: DateTime<Utc>| t <= config.to && config.outages.iter().any(|o| o.covers(t));
     let mut stats = SimulationStats {
@@ -366,17 +376,19 @@ pub async fn simulate(
         crashes: Vec::new(),
         jobs_replaced,
         errors: Vec::new(),
+        calls: BTreeMap::new(),
         wall_ms: 0,
     };
+    let calls_before = env.meter.as_ref().map(RequestMeter::snapshot);
     let mut errors: Vec<String> = Vec::new();
     let mut tasks: JoinSet<()> = JoinSet::new();
 
     loop {
-        let t = [Some(next_tick), time.next_timer(), lanes.next_event()]
+        let t = [Some(agenda.next()), time.next_timer(), lanes.next_event()]
             .into_iter()
             .flatten()
             .min()
-            .unwrap_or(next_tick);
+            .unwrap_or(agenda.next());
         if t > hard_end {
             break;
         }
@@ -385,9 +397,10 @@ pub async fn simulate(
         time.idle().await;
         lanes.release_due().await?;
         let up = !down(t);
-        let is_tick = t == next_tick;
+        let is_tick = t == agenda.next_tick;
+        let is_pass = t == agenda.next_pass;
         if is_tick {
-            next_tick += minute;
+            agenda.next_tick += MINUTE;
             if up {
                 let event = TickEvent {
                     time: t,
@@ -395,19 +408,31 @@ pub async fn simulate(
                 };
                 let reports = join_all(tickers.iter().map(|ticker| ticker.tick(&event))).await;
                 stats.ticks += 1;
+                let idle = reports
+                    .iter()
+                    .all(|r| r.due_schedules == 0 && r.errors.is_empty());
                 errors.extend(reports.into_iter().flat_map(|r| r.errors));
-                if t.minute().is_multiple_of(5) {
-                    let report = reconciler.reconcile(&ReconcileEvent::at(t)).await;
-                    stats.reconciler_passes += 1;
-                    errors.extend(report.errors);
+                if idle {
+                    agenda
+                        .skip_idle_ticks(env.store.as_ref(), env.shards, lookahead, hard_end)
+                        .await?;
                 }
+            }
+        }
+        if is_pass {
+            agenda.next_pass += PASS_EVERY;
+            if up {
+                let report = reconciler.reconcile(&ReconcileEvent::at(t)).await;
+                stats.reconciler_passes += 1;
+                errors.extend(report.errors);
             }
         }
         if up {
             lanes.drain(&workers, &mut tasks).await?;
         }
+        lanes.flush_finished(false).await?;
         while tasks.try_join_next().is_some() {}
-        if is_tick && t >= config.to && t.minute().is_multiple_of(5) && up {
+        if is_pass && t >= config.to && up {
             let entries = read_ledger(env.store.as_ref(), &schedules, config).await?;
             if summary::settled(&schedules, &entries, config.from, config.to) {
                 stats.settled_at = Some(t);
@@ -416,6 +441,7 @@ pub async fn simulate(
         }
     }
     tasks.abort_all();
+    lanes.flush_finished(true).await?;
 
     let entries = read_ledger(env.store.as_ref(), &schedules, config).await?;
     let crashes = faults.crashes();
@@ -442,6 +468,9 @@ pub async fn simulate(
         .collect();
     errors.truncate(MAX_ERRORS);
     stats.errors = errors;
+    if let (Some(meter), Some(before)) = (&env.meter, calls_before) {
+        stats.calls = calls_since(&before, &meter.snapshot());
+    }
     stats.wall_ms = started.elapsed().as_millis() as u64;
     Ok(SimulationReport {
         ledger,
@@ -490,10 +519,17 @@ async fn read_ledger(
     Ok(all)
 }
 
-fn ceil_to(t: DateTime<Utc>, step: TimeDelta) -> DateTime<Utc> {
-    match t.duration_trunc(step) {
-        Ok(floor) if floor == t => t,
-        Ok(floor) => floor + step,
-        Err(_) => t,
+/// Calls per scope (store or lane operation) made between two snapshots.
+fn calls_since(before: &MeterSnapshot, after: &MeterSnapshot) -> BTreeMap<String, u64> {
+    let mut calls: BTreeMap<String, u64> = BTreeMap::new();
+    for ((scope, _), usage) in &after.usage {
+        *calls.entry(scope.clone()).or_default() += usage.calls;
     }
+    for ((scope, _), usage) in &before.usage {
+        if let Some(n) = calls.get_mut(scope) {
+            *n = n.saturating_sub(usage.calls);
+        }
+    }
+    calls.retain(|_, n| *n > 0);
+    calls
 }
