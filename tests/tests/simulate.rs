@@ -8,7 +8,7 @@ use cronledger_app::simulate::{
     lane_settings, simulate, Outage, ScheduleSummary, SimulationConfig, SimulationEnv,
     SimulationReport,
 };
-use cronledger_aws::{DynamoLedger, LedgerStore, ReleaseStateStore};
+use cronledger_aws::{BackfillState, DynamoLedger, LedgerStore, OpsStore, ReleaseStateStore};
 use cronledger_core::{Reason, RunStatus, ScheduleSpec, Trigger};
 use cronledger_tests::{spec_with, t, TestLanes, TestLedger};
 use serde_json::json;
@@ -19,10 +19,12 @@ async fn run(specs: Vec<ScheduleSpec>, config: SimulationConfig) -> SimulationRe
     // One shard, as `cronledger simulate` runs it: one `due` query per tick.
     let one_shard = DynamoLedger::new(&ledger.clients, &ledger.table, 1);
     let store: Arc<dyn LedgerStore> = Arc::new(one_shard.clone());
-    let control: Arc<dyn ReleaseStateStore> = Arc::new(one_shard);
+    let control: Arc<dyn ReleaseStateStore> = Arc::new(one_shard.clone());
+    let ops: Arc<dyn OpsStore> = Arc::new(one_shard);
     let env = SimulationEnv {
         store,
         control,
+        ops,
         lanes: Arc::new(lanes.lanes.clone()),
         shards: 1,
         meter: Some(ledger.clients.meter.clone()),
@@ -137,6 +139,25 @@ async fn six_hour_outage_accounts_for_every_window_once() {
             .all(|(_, _, status, _)| *status == RunStatus::Success),
         "{hourly:?}"
     );
+    // The gap is the backfill tier's, every window fires: the reconciler stores one RUNNING
+    // backfill tracking its catch-up runs (nothing held, so never PAUSED).
+    let proposed: Vec<_> = report
+        .backfills
+        .iter()
+        .map(|b| (b.id.as_str(), b.from, b.to, b.planned, b.state))
+        .collect();
+    assert_eq!(proposed.len(), 1, "{proposed:?}");
+    let (id, from, to, planned, state) = proposed[0];
+    assert_eq!(
+        (id, from, to, planned),
+        (
+            "gap-hourly-catch-up-20260301T030000Z",
+            t("2026-03-01T03:00:00Z"),
+            t("2026-03-01T07:00:00Z"),
+            5
+        )
+    );
+    assert_ne!(state, BackfillState::Paused);
     // MANUAL: 02:15..07:45 (23 = inside) await an operator.
     assert_eq!(counts(&report, "quarter-manual"), [30, 7, 0, 0, 0, 23, 0]);
     assert_eq!(inside(&report, 15), 23);

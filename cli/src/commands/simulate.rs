@@ -30,6 +30,7 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode, CliError> {
         let env = SimulationEnv {
             store,
             control,
+            ops: stack.ledger.clone(),
             lanes: stack.lanes.clone(),
             shards: 1,
             meter: Some(stack.clients.meter.clone()),
@@ -47,6 +48,7 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode, CliError> {
             let text = serde_json::to_string_pretty(&serde_json::json!({
                 "ledger": report.ledger,
                 "summary": report.summary,
+                "backfills": report.backfills,
                 "stats": report.stats,
             }))
             .map_err(|e| CliError::msg(format!("SIMULATE_OUTPUT: {e}")))?;
@@ -112,6 +114,18 @@ fn print_table(report: &SimulationReport) {
             s.unfinished,
             s.unaccounted,
             s.duplicates
+        );
+    }
+    for b in &report.backfills {
+        println!(
+            "backfill {} ({}): {}, {} windows {}..{}; {}",
+            b.id,
+            b.schedule_id,
+            b.state,
+            b.planned,
+            b.from.to_rfc3339(),
+            b.to.to_rfc3339(),
+            b.note
         );
     }
     let st = &report.stats;

@@ -32,7 +32,8 @@ use cronledger_aws::lanes::LaneSettings;
 use cronledger_aws::ledger::ChangeMeta;
 use cronledger_aws::MeterSnapshot;
 use cronledger_aws::{
-    LaneError, LedgerStore, ReleaseStateStore, RequestMeter, SqsLanes, StoreError,
+    Backfill, LaneError, LedgerStore, OpsStore, ReleaseStateStore, RequestMeter, SqsLanes,
+    StoreError,
 };
 use cronledger_core::run::{LedgerEntry, Origin};
 use cronledger_core::{JobSpec, Lane, Run, Schedule, ScheduleSpec, Span};
@@ -40,6 +41,7 @@ use futures_util::future::join_all;
 use serde::Serialize;
 use tokio::task::JoinSet;
 
+use crate::backfill::BackfillReleaser;
 use crate::faults::CrashPoint;
 use crate::jobs::{HttpJob, JobTargets};
 use crate::reconciler::{ReconcileError, ReconcileEvent, Reconciler, ReconcilerConfig, Signals};
@@ -171,6 +173,8 @@ impl SimulationConfig {
 pub struct SimulationEnv {
     pub store: Arc<dyn LedgerStore>,
     pub control: Arc<dyn ReleaseStateStore>,
+    /// Backfills: the ones the reconciler proposes for long gaps, released in its pass.
+    pub ops: Arc<dyn OpsStore>,
     pub lanes: Arc<SqsLanes>,
     /// Shards of the table's `due` and `active` indexes (as the ledger was built with).
     pub shards: u32,
@@ -195,6 +199,8 @@ pub struct SimulationReport {
     /// window.
     pub ledger: Vec<LedgerEntry>,
     pub summary: Vec<ScheduleSummary>,
+    /// The backfills the reconciler proposed for long gaps, as they ended.
+    pub backfills: Vec<Backfill>,
     pub stats: SimulationStats,
 }
 
@@ -346,16 +352,26 @@ pub async fn simulate(
             .with_faults(faults.clone())
         })
         .collect();
+    let signals: Arc<dyn Signals> = Arc::new(QueueSignals(env.lanes.clone()));
     let reconciler = Reconciler::new(
         env.store.clone(),
         env.control.clone(),
         lanes.clone(),
-        Arc::new(QueueSignals(env.lanes.clone())),
+        signals.clone(),
         ReconcilerConfig {
             shards: env.shards,
             ..ReconcilerConfig::default()
         },
-    );
+    )
+    .with_backfills(env.ops.clone());
+    // The reconciler function's second step, as deployed.
+    let releaser = BackfillReleaser {
+        store: env.store.clone(),
+        ops: env.ops.clone(),
+        lanes: lanes.clone(),
+        signals: Some(signals),
+    };
+    let mut proposed: Vec<String> = Vec::new();
 
     let mut agenda = Agenda::new(config.from);
     let lookahead = TickerConfig::default().lookahead.as_delta();
@@ -425,6 +441,8 @@ pub async fn simulate(
                 let report = reconciler.reconcile(&ReconcileEvent::at(t)).await;
                 stats.reconciler_passes += 1;
                 errors.extend(report.errors);
+                proposed.extend(report.backfills_proposed);
+                errors.extend(releaser.pass(t).await.errors);
             }
         }
         if up {
@@ -472,9 +490,14 @@ pub async fn simulate(
         stats.calls = calls_since(&before, &meter.snapshot());
     }
     stats.wall_ms = started.elapsed().as_millis() as u64;
+    let mut backfills = Vec::with_capacity(proposed.len());
+    for id in &proposed {
+        backfills.push(env.ops.get_backfill(id).await?);
+    }
     Ok(SimulationReport {
         ledger,
         summary,
+        backfills,
         stats,
     })
 }
