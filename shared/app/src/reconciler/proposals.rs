@@ -114,11 +114,14 @@ fn proposed(
         created_at: now,
         created_by: "reconciler".to_string(),
         note: format!(
-            "proposed by the reconciler: {} missed window(s) from {} to {} ({:?} tier); {what}",
+            "proposed by the reconciler: {} missed window(s) from {} to {} ({} tier); {what}",
             proposal.windows,
             utc_text(first),
             utc_text(last),
-            plan.tier
+            plan.tier.map_or_else(
+                || "unknown".to_string(),
+                |t| format!("{t:?}").to_lowercase()
+            )
         ),
         updated_at: now,
         last_release_at: None,
