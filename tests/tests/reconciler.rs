@@ -6,11 +6,13 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use cronledger_app::reconciler::{QuietSignals, ReconcileEvent, Reconciler};
+use cronledger_app::backfill::{progress, BackfillReleaser};
+use cronledger_app::reconciler::{proposed_backfill_id, QuietSignals, ReconcileEvent, Reconciler};
 use cronledger_app::ticker::{TickEvent, Ticker};
 use cronledger_aws::lanes::LaneSettings;
 use cronledger_aws::ledger::RunChange;
-use cronledger_aws::{DynamoLedger, LedgerStore, ReleaseStateStore};
+use cronledger_aws::{BackfillState, DynamoLedger, LedgerStore, OpsStore, ReleaseStateStore};
+use cronledger_core::run::Origin;
 use cronledger_core::window::utc_text;
 use cronledger_core::{
     Lane, Reason, Run, RunEvent, RunKey, RunStatus, Schedule, ScheduleSpec, Trigger,
@@ -601,4 +603,124 @@ async fn the_watermark_never_stops_inside_another_reconcilers_range() {
         t("2026-03-05T11:05:00Z"),
     )
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_long_gap_gets_one_proposed_backfill_however_many_reconcilers_plan_it() {
+    let created = t("2026-03-06T00:59:00Z");
+    let env = AppEnv::new(LaneSettings::default(), created).await;
+    let fields = |cap: u32| json!({"misfire": "CATCH_UP_ALL", "grace": "5m", "side_effects": false, "overlap": "ALLOW", "max_auto_catch_up": cap});
+    // 37 windows over 6 hours with a cap of 0: all await approval, the backfill starts PAUSED.
+    let paused = spec_with("gap-paused", "*/10 * * * *", fields(0));
+    // 7 hourly windows under a cap of 10: all fire, the backfill runs (throttled catch-up).
+    let running = spec_with("gap-running", "0 * * * *", fields(10));
+    for spec in [&paused, &running] {
+        env.create(spec.clone(), created).await;
+    }
+    let ledger_of = || DynamoLedger::new(&env.ledger.clients, &env.ledger.table, SHARDS);
+    let reconciler_at = || {
+        let control: Arc<dyn ReleaseStateStore> = Arc::new(ledger_of());
+        let ops: Arc<dyn OpsStore> = Arc::new(ledger_of());
+        Reconciler::new(
+            Arc::new(ledger_of()),
+            control,
+            env.queue.clone(),
+            quiet(),
+            reconciler_config(),
+        )
+        .with_backfills(ops)
+    };
+    // Two reconcilers plan the same gaps at once: one item per gap.
+    let (ra, rb) = (reconciler_at(), reconciler_at());
+    let now = t("2026-03-06T07:05:00Z");
+    let pass = ReconcileEvent::at(now);
+    let (a, b) = tokio::join!(ra.reconcile(&pass), rb.reconcile(&pass));
+    assert!(a.errors.is_empty() && b.errors.is_empty(), "{a:?} {b:?}");
+    let first = t("2026-03-06T01:00:00Z");
+    let horizon = t("2026-03-06T07:00:00Z");
+    let mut ids: Vec<String> = [a.backfills_proposed, b.backfills_proposed].concat();
+    ids.sort();
+    let (paused_id, running_id) = (
+        proposed_backfill_id("gap-paused", first),
+        proposed_backfill_id("gap-running", first),
+    );
+    assert_eq!(ids, vec![paused_id.clone(), running_id.clone()]);
+    let ops = ledger_of();
+    let open = ops.open_backfills().await.expect("open backfills");
+    assert_eq!(open.len(), 2, "{open:?}");
+
+    let p = ops.get_backfill(&paused_id).await.expect("paused backfill");
+    assert_eq!(
+        (p.state, p.from, p.to, p.total_windows, p.planned),
+        (BackfillState::Paused, first, horizon, 37, 37)
+    );
+    assert!(p.held.is_some(), "{p:?}");
+    assert_eq!(p.created_by, "reconciler");
+    assert_eq!(
+        p.replay_group.as_deref(),
+        Some("catchup:gap-paused:2026-03-06T01:00:00Z")
+    );
+    let r = ops
+        .get_backfill(&running_id)
+        .await
+        .expect("running backfill");
+    assert_eq!(
+        (r.state, r.from, r.to, r.total_windows, r.planned),
+        (BackfillState::Running, first, horizon, 7, 7)
+    );
+    // The running one tracks the gap's 7 catch-up runs, PENDING or QUEUED for now.
+    let view = progress(env.store.as_ref(), &r, now)
+        .await
+        .expect("progress");
+    assert_eq!(view["queued"], 7, "{view}");
+
+    for spec in [&paused, &running] {
+        assert_every_window_once(env.store.as_ref(), &compiled(spec), created, horizon).await;
+    }
+    // A later pass has nothing new to propose.
+    let again = reconcile(&ra, t("2026-03-06T07:06:00Z")).await;
+    assert!(again.backfills_proposed.is_empty());
+
+    // An operator resumes the paused one: its first windows run as the backfill's, and the
+    // range record that held them is folded into it (accounted for once).
+    let mut resumed = p.clone();
+    resumed.state = BackfillState::Running;
+    resumed.held = None;
+    ops.put_backfill(&resumed)
+        .await
+        .expect("resume")
+        .expect("not raced");
+    let releaser = BackfillReleaser {
+        store: env.store.clone(),
+        ops: Arc::new(ledger_of()),
+        lanes: env.queue.clone(),
+        signals: None,
+    };
+    let pass = releaser.pass(t("2026-03-06T07:10:00Z")).await;
+    assert!(pass.errors.is_empty(), "{pass:?}");
+    assert_eq!(pass.released, 2, "{pass:?}");
+    let runs =
+        assert_every_window_once(env.store.as_ref(), &compiled(&paused), created, horizon).await;
+    assert_eq!(
+        shape(&runs),
+        vec![(
+            first,
+            RunStatus::Coalesced,
+            Some(Reason::Coalesced),
+            Some(horizon),
+            37
+        )]
+    );
+    let own: Vec<Run> = env
+        .store
+        .runs_between("gap-paused", first, horizon)
+        .await
+        .expect("runs")
+        .into_iter()
+        .filter(|r| r.key.origin != Origin::Expected)
+        .collect();
+    assert_eq!(own.len(), 2);
+    assert!(own
+        .iter()
+        .all(|r| r.trigger == Trigger::Backfill && r.status == RunStatus::Queued));
 }

@@ -8,8 +8,8 @@ use cronledger_app::simulate::{
     lane_settings, simulate, Outage, ScheduleSummary, SimulationConfig, SimulationEnv,
     SimulationReport,
 };
-use cronledger_aws::{DynamoLedger, LedgerStore, ReleaseStateStore};
-use cronledger_core::ScheduleSpec;
+use cronledger_aws::{BackfillState, DynamoLedger, LedgerStore, OpsStore, ReleaseStateStore};
+use cronledger_core::{Reason, RunStatus, ScheduleSpec, Trigger};
 use cronledger_tests::{spec_with, t, TestLanes, TestLedger};
 use serde_json::json;
 
@@ -19,12 +19,15 @@ async fn run(specs: Vec<ScheduleSpec>, config: SimulationConfig) -> SimulationRe
     // One shard, as `cronledger simulate` runs it: one `due` query per tick.
     let one_shard = DynamoLedger::new(&ledger.clients, &ledger.table, 1);
     let store: Arc<dyn LedgerStore> = Arc::new(one_shard.clone());
-    let control: Arc<dyn ReleaseStateStore> = Arc::new(one_shard);
+    let control: Arc<dyn ReleaseStateStore> = Arc::new(one_shard.clone());
+    let ops: Arc<dyn OpsStore> = Arc::new(one_shard);
     let env = SimulationEnv {
         store,
         control,
+        ops,
         lanes: Arc::new(lanes.lanes.clone()),
         shards: 1,
+        meter: Some(ledger.clients.meter.clone()),
     };
     let report = simulate(&env, specs, &config).await.expect("simulation");
     println!(
@@ -94,26 +97,96 @@ async fn six_hour_outage_accounts_for_every_window_once() {
     }
     assert_all_accounted(&report);
 
-    let skip = summary(&report, "every-5-skip");
-    assert_eq!(skip.expected, 90);
-    assert!(skip.skipped >= inside(&report, 5), "{skip:?}");
-    assert_eq!((skip.coalesced, skip.manual, skip.caught_up), (0, 0, 0));
-
-    let once = summary(&report, "every-10-once");
-    assert_eq!(once.manual, 1, "{once:?}");
-    assert_eq!(once.coalesced, inside(&report, 10) - 1, "{once:?}");
-    assert_eq!(once.caught_up, 0);
-
-    let manual = summary(&report, "quarter-manual");
-    assert_eq!(manual.manual, inside(&report, 15), "{manual:?}");
-    assert_eq!(manual.skipped + manual.coalesced, 0);
-
-    let flaky = summary(&report, "minutely-flaky");
-    assert_eq!(flaky.expected, 450);
-    assert!(flaky.skipped >= inside(&report, 1));
+    // The counts (see COLUMNS), derived from the policies. Every schedule's 02:00 window was
+    // fired into the ticker's lookahead at 01:59, so its live run sat QUEUED through the
+    // outage and ran (late, as SCHEDULED) at 08:00.
+    // The first pass after the outage (08:00, horizon 07:58) plans the windows in between.
+    //
+    // SKIP: 02:05..07:55 (71 = inside) SKIPPED (MISSED). The ticker, 71 windows behind,
+    // moves past at most 10 per tick, so 08:00 is only fired at 08:01 (inside its grace),
+    // after the 08:00 drain finished the 02:00 run: nothing overlaps it.
+    assert_eq!(counts(&report, "every-5-skip"), [90, 19, 0, 71, 0, 0, 0]);
+    assert_eq!(inside(&report, 5), 71);
+    // RUN_ONCE, side effects, a 5h50m gap (1h-24h tier): the latest missed window (07:50)
+    // awaits approval, the 34 before it are COALESCED into it.
+    assert_eq!(counts(&report, "every-10-once"), [45, 10, 0, 0, 34, 1, 0]);
+    assert_eq!(inside(&report, 10) - 1, 34);
+    // CATCH_UP_ALL, no side effects, cap 10: 03:00..07:00 (a 5-hour gap, backfill tier) all
+    // fire on the backfill lane and run as CATCH_UP; none is SKIPPED (OVERLAP): overlap is
+    // for live work only. Only 5 windows behind, the ticker reaches 08:00 at the 08:00 tick,
+    // while the live 02:00 run is still QUEUED: SKIP_NEW records 08:00 SKIPPED (OVERLAP).
+    assert_eq!(counts(&report, "hourly-catch-up"), [7, 6, 5, 1, 0, 0, 0]);
+    let hourly: Vec<_> = report
+        .ledger
+        .iter()
+        .filter(|e| e.schedule == "hourly-catch-up")
+        .map(|e| (e.scheduled_for.as_str(), e.trigger, e.status, e.reason))
+        .collect();
+    assert_eq!(
+        hourly.last(),
+        Some(&(
+            "2026-03-01T08:00:00Z",
+            Trigger::Scheduled,
+            RunStatus::Skipped,
+            Some(Reason::Overlap)
+        )),
+        "{hourly:?}"
+    );
+    assert!(
+        hourly
+            .iter()
+            .filter(|(_, trigger, ..)| *trigger == Trigger::CatchUp)
+            .all(|(_, _, status, _)| *status == RunStatus::Success),
+        "{hourly:?}"
+    );
+    // The gap is the backfill tier's, every window fires: the reconciler stores one RUNNING
+    // backfill tracking its catch-up runs (nothing held, so never PAUSED).
+    let proposed: Vec<_> = report
+        .backfills
+        .iter()
+        .map(|b| (b.id.as_str(), b.from, b.to, b.planned, b.state))
+        .collect();
+    assert_eq!(proposed.len(), 1, "{proposed:?}");
+    let (id, from, to, planned, state) = proposed[0];
+    assert_eq!(
+        (id, from, to, planned),
+        (
+            "gap-hourly-catch-up-20260301T030000Z",
+            t("2026-03-01T03:00:00Z"),
+            t("2026-03-01T07:00:00Z"),
+            5
+        )
+    );
+    assert_ne!(state, BackfillState::Paused);
+    // MANUAL: 02:15..07:45 (23 = inside) await an operator.
+    assert_eq!(counts(&report, "quarter-manual"), [30, 7, 0, 0, 0, 23, 0]);
+    assert_eq!(inside(&report, 15), 23);
+    // SKIP, minutely: 02:01..07:58 (358) SKIPPED (MISSED) by the 08:00 pass, whose fence
+    // moves next_run_at to 07:59; the 08:01 tick fires 07:59 (inside its grace), and 08:00
+    // and 08:01, due behind it while it is QUEUED, are SKIPPED (OVERLAP).
+    assert_eq!(
+        counts(&report, "minutely-flaky"),
+        [450, 90, 0, 360, 0, 0, 0]
+    );
     // Each window that ran failed its first attempt and succeeded on the retry.
+    let flaky = summary(&report, "minutely-flaky");
     assert_eq!(flaky.executions, 2 * flaky.ran, "{flaky:?}");
-    assert_eq!(flaky.failed, 0);
+}
+
+/// The summary's columns the assertions pin, in this order.
+const COLUMNS: [&str; 7] = [
+    "expected",
+    "ran",
+    "caught_up",
+    "skipped",
+    "coalesced",
+    "manual",
+    "failed",
+];
+
+fn counts(report: &SimulationReport, id: &str) -> [u64; 7] {
+    let summary = serde_json::to_value(summary(report, id)).unwrap_or_default();
+    COLUMNS.map(|column| summary[column].as_u64().unwrap_or(u64::MAX))
 }
 
 /// Every window has exactly one outcome, nothing is left in flight, nothing ran twice.

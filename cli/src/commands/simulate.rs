@@ -30,8 +30,10 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode, CliError> {
         let env = SimulationEnv {
             store,
             control,
+            ops: stack.ledger.clone(),
             lanes: stack.lanes.clone(),
             shards: 1,
+            meter: Some(stack.clients.meter.clone()),
         };
         let report = simulate(&env, specs, &config)
             .await
@@ -46,6 +48,7 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode, CliError> {
             let text = serde_json::to_string_pretty(&serde_json::json!({
                 "ledger": report.ledger,
                 "summary": report.summary,
+                "backfills": report.backfills,
                 "stats": report.stats,
             }))
             .map_err(|e| CliError::msg(format!("SIMULATE_OUTPUT: {e}")))?;
@@ -113,6 +116,18 @@ fn print_table(report: &SimulationReport) {
             s.duplicates
         );
     }
+    for b in &report.backfills {
+        println!(
+            "backfill {} ({}): {}, {} windows {}..{}; {}",
+            b.id,
+            b.schedule_id,
+            b.state,
+            b.planned,
+            b.from.to_rfc3339(),
+            b.to.to_rfc3339(),
+            b.note
+        );
+    }
     let st = &report.stats;
     println!(
         "\n{} ticks, {} reconciler passes, {} deliveries ({} redelivered), {} crashes injected; settled {}; {:.1}s wall",
@@ -125,4 +140,9 @@ fn print_table(report: &SimulationReport) {
             .map_or_else(|| "not within the settle limit".to_string(), |t| format!("at {t}")),
         st.wall_ms as f64 / 1000.0
     );
+    if !st.calls.is_empty() {
+        let total: u64 = st.calls.values().sum();
+        let by_kind: Vec<String> = st.calls.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        println!("{total} emulator calls: {}", by_kind.join(", "));
+    }
 }

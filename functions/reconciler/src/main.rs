@@ -39,12 +39,13 @@ async fn main() -> Result<(), Error> {
     let reconciler = Arc::new(
         Reconciler::new(
             connected.ledger.clone(),
-            connected.ledger,
+            connected.ledger.clone(),
             connected.lanes,
             signals,
             config,
         )
-        .with_ticker_check(Arc::new(tickers)),
+        .with_ticker_check(Arc::new(tickers))
+        .with_backfills(connected.ledger),
     );
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
         let (reconciler, backfills) = (reconciler.clone(), backfills.clone());

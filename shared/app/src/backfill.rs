@@ -11,15 +11,17 @@
 //! backfill at once. Pause conditions (realtime backlog, CloudWatch alarms, the backfill's
 //! own error rate) hold it without changing its state; an operator's pause changes it.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use chrono::{DateTime, TimeDelta, Utc};
+use cronledger_aws::ledger::RunChange;
 use cronledger_aws::{
     Backfill, BackfillState, LaneError, LaneQueue, LedgerStore, OpsStore, Reprocess, StoreError,
 };
 use cronledger_core::run::Origin;
 use cronledger_core::window::utc_text;
-use cronledger_core::{Lane, Run, RunKey, RunStatus, Schedule, Trigger};
+use cronledger_core::{Lane, Reason, Run, RunEvent, RunKey, RunStatus, Schedule, Trigger};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -79,12 +81,14 @@ pub fn selects(reprocess: Reprocess, covering: &[&Run]) -> bool {
     }
 }
 
-/// The runs that cover window `t`: runs at `t`, and range records spanning it.
-fn covering<'a>(runs: &'a [Run], t: DateTime<Utc>, except: Option<&str>) -> Vec<&'a Run> {
+/// The runs that cover window `t`: runs at `t`, and range records spanning it. With `except`,
+/// not that backfill's own runs, nor the windows the reconciler held for approval in the gap
+/// it proposed the backfill for (running it is their approval).
+fn covering<'a>(runs: &'a [Run], t: DateTime<Utc>, except: Option<&Backfill>) -> Vec<&'a Run> {
     runs.iter()
-        .filter(|r| match &r.key.origin {
-            Origin::Backfill(id) => Some(id.as_str()) != except,
-            _ => true,
+        .filter(|r| match except {
+            Some(b) => !is_own(r, &b.id) && !held_for(r, b),
+            None => true,
         })
         .filter(|r| {
             r.key.scheduled_for == t
@@ -92,6 +96,18 @@ fn covering<'a>(runs: &'a [Run], t: DateTime<Utc>, except: Option<&str>) -> Vec<
                     .is_some_and(|end| r.key.scheduled_for <= t && t <= end)
         })
         .collect()
+}
+
+/// A window of the proposal's gap that the reconciler held for an operator.
+fn held_for(run: &Run, b: &Backfill) -> bool {
+    in_group(run, b) && run.status == RunStatus::ManualRequired
+}
+
+/// A reconciler's catch-up entry of the gap the backfill was proposed for.
+fn in_group(run: &Run, b: &Backfill) -> bool {
+    run.trigger == Trigger::CatchUp
+        && b.replay_group.is_some()
+        && run.replay_group_id == b.replay_group
 }
 
 /// Plans a backfill from the ledger as it is now.
@@ -137,9 +153,10 @@ pub struct Counts {
 }
 
 impl Counts {
-    pub fn of(runs: &[Run], backfill_id: &str) -> Counts {
+    /// The backfill's runs: its own, and for a proposed one the gap's catch-up runs.
+    pub fn of(runs: &[Run], b: &Backfill) -> Counts {
         let mut c = Counts::default();
-        for r in runs.iter().filter(|r| is_of(r, backfill_id)) {
+        for r in runs.iter().filter(|r| is_own(r, &b.id) || in_group(r, b)) {
             match r.status {
                 RunStatus::Pending | RunStatus::Queued => c.queued += 1,
                 RunStatus::Running | RunStatus::RetryPending | RunStatus::Stalled => c.running += 1,
@@ -161,7 +178,7 @@ impl Counts {
     }
 }
 
-fn is_of(run: &Run, backfill_id: &str) -> bool {
+fn is_own(run: &Run, backfill_id: &str) -> bool {
     matches!(&run.key.origin, Origin::Backfill(id) if id == backfill_id)
 }
 
@@ -172,7 +189,7 @@ pub async fn progress(
     now: DateTime<Utc>,
 ) -> Result<Value, BackfillError> {
     let runs = store.runs_between(&b.schedule_id, b.from, b.to).await?;
-    let c = Counts::of(&runs, &b.id);
+    let c = Counts::of(&runs, b);
     let not_selected = b.total_windows.saturating_sub(b.planned);
     let done = c.finished();
     let minutes = (now - b.created_at).num_seconds().max(1) as f64 / 60.0;
@@ -207,6 +224,7 @@ pub async fn progress(
         "created_by": b.created_by,
         "note": b.note,
         "source_record": b.source_record,
+        "replay_group": b.replay_group,
         "version": b.version,
     }))
 }
@@ -364,6 +382,35 @@ impl BackfillReleaser {
         (!causes.is_empty()).then(|| causes.join("; "))
     }
 
+    /// Before the backfill runs window `t` of its proposed gap, the reconciler's entry that
+    /// holds it for approval is folded into the backfill (COALESCED), as approving a range
+    /// record does, so the window is accounted for once.
+    async fn fold_held(
+        &self,
+        runs: &[Run],
+        t: DateTime<Utc>,
+        b: &Backfill,
+        folded: &mut BTreeSet<RunKey>,
+        now: DateTime<Utc>,
+    ) -> Result<(), BackfillError> {
+        let holds: Vec<&Run> = covering(runs, t, None)
+            .into_iter()
+            .filter(|r| held_for(r, b) && !folded.contains(&r.key))
+            .collect();
+        for held in holds {
+            let mut change = RunChange::new(RunEvent::Coalesce, held.status, held.lease_epoch, now);
+            change.reason = Some(Reason::Coalesced);
+            match self.store.transition_run(&held.key, &change).await {
+                // Folded by us, or by a racing pass or an operator's approval first.
+                Ok(_) | Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => {
+                    folded.insert(held.key.clone());
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
     async fn release(
         &self,
         b: Backfill,
@@ -380,7 +427,7 @@ impl BackfillReleaser {
             .store
             .runs_between(&b.schedule_id, b.from - TimeDelta::days(31), b.to)
             .await?;
-        let counts = Counts::of(&runs, &b.id);
+        let counts = Counts::of(&runs, &b);
         let held = self.hold_cause(&b, &counts).await;
         // Take the backfill for this pass: a racing releaser's write fails on the version.
         let mut taken = b.clone();
@@ -406,6 +453,7 @@ impl BackfillReleaser {
         let mut in_flight = counts.in_flight();
         let mut exhausted = false;
         let mut released = 0u64;
+        let mut folded: BTreeSet<RunKey> = BTreeSet::new();
         for _ in 0..WALK_LIMIT {
             let next = match b.cursor {
                 None => schedule.timing().next_at_or_after(b.from),
@@ -415,7 +463,7 @@ impl BackfillReleaser {
                 exhausted = true;
                 break;
             };
-            if !selects(b.reprocess, &covering(&runs, t, Some(&b.id))) {
+            if !selects(b.reprocess, &covering(&runs, t, Some(&b))) {
                 b.passed_over += 1;
                 b.cursor = Some(t);
                 continue;
@@ -423,6 +471,7 @@ impl BackfillReleaser {
             if allowance == 0 {
                 break;
             }
+            self.fold_held(&runs, t, &b, &mut folded, now).await?;
             let mut run = new_run_with_origin(
                 &schedule,
                 stored.version,

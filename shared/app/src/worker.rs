@@ -136,8 +136,13 @@ impl Worker {
 
     async fn handle_delivery(&self, delivery: &Delivery<'_>) -> Result<(), HandlerFailure> {
         let key = &delivery.message.run;
-        let mut run = self.load_run(key).await?;
-        let stored = match self.store.get_schedule(&key.schedule_id).await {
+        // Two independent reads: one round trip instead of two.
+        let (run, stored) = tokio::join!(
+            self.load_run(key),
+            self.store.get_schedule(&key.schedule_id)
+        );
+        let mut run = run?;
+        let stored = match stored {
             Ok(s) => s,
             Err(StoreError::ScheduleNotFound(id)) => {
                 return Err(HandlerFailure::Permanent {
@@ -161,7 +166,11 @@ impl Worker {
         let (started, now) = loop {
             tries += 1;
             let now = self.clock.now();
-            let event = match self.admit(&run, &schedule, now).await {
+            // The overlap check and the ALREADY_DONE check read different runs of the
+            // schedule; read them at once (one round trip) rather than one after the other.
+            let (admission, done) =
+                tokio::join!(self.admit(&run, &schedule, now), self.already_done(&run));
+            let event = match admission {
                 Ok(Admission::Start(event)) => event,
                 Ok(Admission::Ack(why)) => {
                     tracing::info!(status = %run.status, why, "acknowledged without running");
@@ -171,7 +180,7 @@ impl Worker {
                 Ok(Admission::WaitBehind) => return self.wait_behind(&run, &stored, now).await,
                 Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
             };
-            if let Some(reason) = self.already_done(&run).await {
+            if let Some(reason) = done {
                 return self.skip(&run, &stored, reason, now).await;
             }
             let change = RunChange::new(event, run.status, run.lease_epoch, now)

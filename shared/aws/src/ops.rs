@@ -133,6 +133,11 @@ pub struct Backfill {
     pub last_release_at: Option<DateTime<Utc>>,
     /// The MANUAL_REQUIRED range record whose approval created it, if any.
     pub source_record: Option<RunKey>,
+    /// For a backfill the reconciler proposed for a long gap: the `replay_group_id` of the
+    /// gap's catch-up entries. Its CATCH_UP runs count as the backfill's own, and the windows
+    /// it holds for approval are the ones resuming it releases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_group: Option<String>,
     /// Optimistic-concurrency version: 0 before the first write.
     pub version: u64,
 }

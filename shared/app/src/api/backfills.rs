@@ -160,6 +160,7 @@ pub(crate) async fn start(
         updated_at: now,
         last_release_at: None,
         source_record,
+        replay_group: None,
         version: 0,
     };
     let stored = api.deps().ops.create_backfill(&b).await?;

@@ -93,6 +93,7 @@ impl Reconciler {
         let watermark = stored.reconciled_through;
         let mut pending = Vec::new();
         let mut covered_until: Option<DateTime<Utc>> = None;
+        let mut proposed = false;
         for round in 0..PLAN_ROUNDS {
             let runs = self
                 .store
@@ -110,6 +111,12 @@ impl Reconciler {
             .map_err(|e| ReconcileError::Plan(e.to_string()))?;
             if round == 0 {
                 self.report_missed(&schedule, &plan, report);
+            }
+            if !proposed && plan.backfill.is_some() {
+                // Before the entries: see [`super::proposals`].
+                self.propose_backfill(&stored, &schedule, &plan, &runs, now, report)
+                    .await?;
+                proposed = true;
             }
             let written = self
                 .write_plan(&stored, &schedule, &plan, now, correction_open, report)
@@ -213,6 +220,7 @@ impl Reconciler {
                 last = %b.last,
                 windows = b.windows,
                 start_paused = b.start_paused,
+                stored = self.backfills.is_some(),
                 "long gap: catch-up goes through the throttled backfill lane"
             );
         }

@@ -19,6 +19,7 @@
 pub mod config;
 pub mod error;
 mod missed;
+mod proposals;
 mod release;
 pub mod signals;
 mod stuck;
@@ -28,7 +29,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use cronledger_aws::keys::shard_of;
-use cronledger_aws::{LaneQueue, LedgerStore, ReleaseStateStore};
+use cronledger_aws::{LaneQueue, LedgerStore, OpsStore, ReleaseStateStore};
 use cronledger_core::{Lane, Run, RunStatus, Trigger};
 use futures_util::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
@@ -39,6 +40,7 @@ use crate::ticker::TickEvent;
 
 pub use config::{PauseConfig, ReconcilerConfig, ReleaseConfig, StuckConfig};
 pub use error::ReconcileError;
+pub use proposals::proposed_backfill_id;
 pub use release::LaneGate;
 pub use signals::{AwsSignals, QuietSignals, SchedulerTickers, Signals, TickerSchedules};
 
@@ -120,6 +122,8 @@ pub struct ReconcileReport {
     pub fenced: u32,
     /// Catch-up runs sent to their lane.
     pub released: u32,
+    /// Backfills this pass created for long gaps, by id (see [`proposals`]).
+    pub backfills_proposed: Vec<String>,
     pub lanes: Vec<LaneGate>,
     pub stuck: StuckReport,
     /// The ticker's EventBridge schedules that are missing, disabled or unreadable.
@@ -142,6 +146,7 @@ impl ReconcileReport {
         self.watermark_races += o.watermark_races;
         self.fenced += o.fenced;
         self.released += o.released;
+        self.backfills_proposed.extend(o.backfills_proposed);
         self.lanes.extend(o.lanes);
         self.stuck.merge(&o.stuck);
         self.ticker_problems.extend(o.ticker_problems);
@@ -161,6 +166,8 @@ pub struct Reconciler {
     lanes: Arc<dyn LaneQueue>,
     signals: Arc<dyn Signals>,
     tickers: Option<Arc<dyn TickerSchedules>>,
+    /// Where proposed backfills are stored; without it they are only logged.
+    backfills: Option<Arc<dyn OpsStore>>,
     config: ReconcilerConfig,
     metrics: Metrics,
     schedules: ScheduleCache,
@@ -180,6 +187,7 @@ impl Reconciler {
             lanes,
             signals,
             tickers: None,
+            backfills: None,
             config,
             metrics: Metrics::new(),
             schedules: ScheduleCache::default(),
@@ -189,6 +197,12 @@ impl Reconciler {
     /// Checks these ticker schedules (`config.ticker_schedules`) on every pass.
     pub fn with_ticker_check(mut self, tickers: Arc<dyn TickerSchedules>) -> Reconciler {
         self.tickers = Some(tickers);
+        self
+    }
+
+    /// Stores the backfills the planner proposes for long gaps (see [`proposals`]).
+    pub fn with_backfills(mut self, ops: Arc<dyn OpsStore>) -> Reconciler {
+        self.backfills = Some(ops);
         self
     }
 

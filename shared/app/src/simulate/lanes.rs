@@ -44,6 +44,8 @@ struct State {
     /// event source receives only while this says there is something, which spares the
     /// empty receive that would otherwise end every drain.
     visible: BTreeMap<Lane, u64>,
+    /// Receipt handles of finished messages, deleted together at the end of the instant.
+    finished: BTreeMap<Lane, Vec<String>>,
 }
 
 /// Counts of what went through the lanes.
@@ -97,8 +99,9 @@ impl SimLanes {
         held.chain(hidden).min()
     }
 
-    /// Sends the held messages and uncovers the hidden ones that are due now. This is SQS's
-    /// part, so it happens during scheduler outages too.
+    /// Sends the held messages and uncovers the hidden ones that are due now, with one batch
+    /// request per lane and 10 messages. This is SQS's part, so it happens during scheduler
+    /// outages too.
     pub async fn release_due(&self) -> Result<(), LaneError> {
         let now = self.time.now();
         let (held, hidden) = {
@@ -113,16 +116,29 @@ impl SimLanes {
                 .partition(|(t, _, _)| *t <= now);
             (held, hidden)
         };
-        let sends = held.iter().map(|(_, message)| self.send_now(message));
-        for result in join_all(sends).await {
+        let copies = if self.duplicate { 2 } else { 1 };
+        let mut sends: BTreeMap<Lane, Vec<LaneMessage>> = BTreeMap::new();
+        for (_, message) in held {
+            let lane = sends.entry(message.lane).or_default();
+            lane.extend(std::iter::repeat_n(message, copies));
+        }
+        let sent = sends.iter().map(|(lane, messages)| async move {
+            self.sqs.send_batch(*lane, messages).await?;
+            self.counted_sends(*lane, messages.len() as u64 / copies as u64);
+            Ok::<(), LaneError>(())
+        });
+        for result in join_all(sent).await {
             result?;
         }
-        let uncover = hidden.iter().map(|(_, lane, receipt)| async move {
-            self.sqs
-                .extend_visibility(*lane, receipt, Duration::ZERO)
-                .await?;
-            self.counters.redelivered.fetch_add(1, Ordering::Relaxed);
-            *self.state().visible.entry(*lane).or_default() += 1;
+        let mut shows: BTreeMap<Lane, Vec<String>> = BTreeMap::new();
+        for (_, lane, receipt) in hidden {
+            shows.entry(lane).or_default().push(receipt);
+        }
+        let uncover = shows.iter().map(|(lane, receipts)| async move {
+            self.sqs.show_batch(*lane, receipts).await?;
+            let n = receipts.len() as u64;
+            self.counters.redelivered.fetch_add(n, Ordering::Relaxed);
+            *self.state().visible.entry(*lane).or_default() += n;
             Ok::<(), LaneError>(())
         });
         for result in join_all(uncover).await {
@@ -131,17 +147,50 @@ impl SimLanes {
         Ok(())
     }
 
-    async fn send_now(&self, message: &LaneMessage) -> Result<String, LaneError> {
-        let id = self.sqs.send(message, Duration::ZERO).await?;
-        self.counters.sent.fetch_add(1, Ordering::Relaxed);
-        *self.state().visible.entry(message.lane).or_default() += 1;
+    /// Counts `n` messages (and their copies) sent to `lane` and now visible there.
+    fn counted_sends(&self, lane: Lane, n: u64) {
+        self.counters.sent.fetch_add(n, Ordering::Relaxed);
+        let mut visible = n;
         if self.duplicate {
-            self.sqs.send(message, Duration::ZERO).await?;
             self.counters
                 .duplicates_sent
-                .fetch_add(1, Ordering::Relaxed);
-            *self.state().visible.entry(message.lane).or_default() += 1;
+                .fetch_add(n, Ordering::Relaxed);
+            visible *= 2;
         }
+        *self.state().visible.entry(lane).or_default() += visible;
+    }
+
+    /// Deletes finished messages with one batch request per 10 (as Lambda's event source
+    /// deletes a batch), only lanes with a full batch unless `all`. Waiting costs nothing: a
+    /// received message stays hidden for the queue's 12 hours of wall time.
+    pub async fn flush_finished(&self, all: bool) -> Result<(), LaneError> {
+        let finished: Vec<(Lane, Vec<String>)> = {
+            let mut state = self.state();
+            let full: Vec<Lane> = state
+                .finished
+                .iter()
+                .filter(|(_, r)| all || r.len() >= 10)
+                .map(|(lane, _)| *lane)
+                .collect();
+            full.into_iter()
+                .filter_map(|lane| state.finished.remove(&lane).map(|r| (lane, r)))
+                .collect()
+        };
+        let deletes = finished
+            .iter()
+            .map(|(lane, receipts)| self.sqs.delete_batch(*lane, receipts));
+        for result in join_all(deletes).await {
+            result?;
+        }
+        Ok(())
+    }
+
+    async fn send_now(&self, message: &LaneMessage) -> Result<String, LaneError> {
+        let id = self.sqs.send(message, Duration::ZERO).await?;
+        if self.duplicate {
+            self.sqs.send(message, Duration::ZERO).await?;
+        }
+        self.counted_sends(message.lane, 1);
         Ok(id)
     }
 
@@ -212,8 +261,14 @@ impl SimLanes {
             self.state()
                 .hidden
                 .push((at, lane, record.receipt_handle.clone()));
-        } else if let Err(e) = self.sqs.delete(lane, &record.receipt_handle).await {
-            tracing::warn!(%lane, error = %e, "simulator: could not delete a finished message");
+        } else {
+            // Deleted with the instant's other finished messages (see `flush_finished`):
+            // received, it stays hidden meanwhile.
+            self.state()
+                .finished
+                .entry(lane)
+                .or_default()
+                .push(record.receipt_handle.clone());
         }
     }
 }

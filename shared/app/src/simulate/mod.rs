@@ -14,34 +14,41 @@
 //! settled (a terminal or held entry, nothing in flight) or `settle_limit` passes; the report
 //! covers the windows in `(from, to]` only.
 
+mod agenda;
 mod crash;
 mod job;
 mod lanes;
 mod summary;
 mod time;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
-use chrono::{DateTime, DurationRound, TimeDelta, Timelike, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use cronledger_aws::lanes::LaneSettings;
 use cronledger_aws::ledger::ChangeMeta;
-use cronledger_aws::{LaneError, LedgerStore, ReleaseStateStore, SqsLanes, StoreError};
+use cronledger_aws::MeterSnapshot;
+use cronledger_aws::{
+    Backfill, LaneError, LedgerStore, OpsStore, ReleaseStateStore, RequestMeter, SqsLanes,
+    StoreError,
+};
 use cronledger_core::run::{LedgerEntry, Origin};
 use cronledger_core::{JobSpec, Lane, Run, Schedule, ScheduleSpec, Span};
 use futures_util::future::join_all;
 use serde::Serialize;
 use tokio::task::JoinSet;
 
+use crate::backfill::BackfillReleaser;
 use crate::faults::CrashPoint;
 use crate::jobs::{HttpJob, JobTargets};
 use crate::reconciler::{ReconcileError, ReconcileEvent, Reconciler, ReconcilerConfig, Signals};
 use crate::ticker::{TickEvent, Ticker, TickerConfig};
 use crate::worker::{Worker, WorkerConfig};
 
+use agenda::{Agenda, MINUTE, PASS_EVERY};
 pub use crash::{Crash, SimFaults};
 pub use job::{Execution, ExecutionLog, VirtualNoop};
 pub use lanes::{SimLanes, QUEUE_VISIBILITY};
@@ -166,9 +173,14 @@ impl SimulationConfig {
 pub struct SimulationEnv {
     pub store: Arc<dyn LedgerStore>,
     pub control: Arc<dyn ReleaseStateStore>,
+    /// Backfills: the ones the reconciler proposes for long gaps, released in its pass.
+    pub ops: Arc<dyn OpsStore>,
     pub lanes: Arc<SqsLanes>,
     /// Shards of the table's `due` and `active` indexes (as the ledger was built with).
     pub shards: u32,
+    /// The store's and lanes' request meter, if they share one: the report then counts
+    /// the emulator calls by operation (where a simulation's wall time goes).
+    pub meter: Option<RequestMeter>,
 }
 
 /// How the simulator's queues must be created: wall-clock visibility out of the way (see
@@ -187,6 +199,8 @@ pub struct SimulationReport {
     /// window.
     pub ledger: Vec<LedgerEntry>,
     pub summary: Vec<ScheduleSummary>,
+    /// The backfills the reconciler proposed for long gaps, as they ended.
+    pub backfills: Vec<Backfill>,
     pub stats: SimulationStats,
 }
 
@@ -216,6 +230,8 @@ pub struct SimulationStats {
     pub jobs_replaced: Vec<String>,
     /// Errors the handlers reported (first 50).
     pub errors: Vec<String>,
+    /// Emulator calls by store or lane operation (empty without a meter).
+    pub calls: BTreeMap<String, u64>,
     pub wall_ms: u64,
 }
 
@@ -336,19 +352,29 @@ pub async fn simulate(
             .with_faults(faults.clone())
         })
         .collect();
+    let signals: Arc<dyn Signals> = Arc::new(QueueSignals(env.lanes.clone()));
     let reconciler = Reconciler::new(
         env.store.clone(),
         env.control.clone(),
         lanes.clone(),
-        Arc::new(QueueSignals(env.lanes.clone())),
+        signals.clone(),
         ReconcilerConfig {
             shards: env.shards,
             ..ReconcilerConfig::default()
         },
-    );
+    )
+    .with_backfills(env.ops.clone());
+    // The reconciler function's second step, as deployed.
+    let releaser = BackfillReleaser {
+        store: env.store.clone(),
+        ops: env.ops.clone(),
+        lanes: lanes.clone(),
+        signals: Some(signals),
+    };
+    let mut proposed: Vec<String> = Vec::new();
 
-    let minute = TimeDelta::minutes(1);
-    let mut next_tick = ceil_to(config.from, minute);
+    let mut agenda = Agenda::new(config.from);
+    let lookahead = TickerConfig::default().lookahead.as_delta();
     let hard_end = config.to + config.settle_limit.as_delta();
     let down = |t: DateTime<Utc>| t <= config.to && config.outages.iter().any(|o| o.covers(t));
     let mut stats = SimulationStats {
@@ -366,17 +392,19 @@ pub async fn simulate(
         crashes: Vec::new(),
         jobs_replaced,
         errors: Vec::new(),
+        calls: BTreeMap::new(),
         wall_ms: 0,
     };
+    let calls_before = env.meter.as_ref().map(RequestMeter::snapshot);
     let mut errors: Vec<String> = Vec::new();
     let mut tasks: JoinSet<()> = JoinSet::new();
 
     loop {
-        let t = [Some(next_tick), time.next_timer(), lanes.next_event()]
+        let t = [Some(agenda.next()), time.next_timer(), lanes.next_event()]
             .into_iter()
             .flatten()
             .min()
-            .unwrap_or(next_tick);
+            .unwrap_or(agenda.next());
         if t > hard_end {
             break;
         }
@@ -385,9 +413,10 @@ pub async fn simulate(
         time.idle().await;
         lanes.release_due().await?;
         let up = !down(t);
-        let is_tick = t == next_tick;
+        let is_tick = t == agenda.next_tick;
+        let is_pass = t == agenda.next_pass;
         if is_tick {
-            next_tick += minute;
+            agenda.next_tick += MINUTE;
             if up {
                 let event = TickEvent {
                     time: t,
@@ -395,19 +424,33 @@ pub async fn simulate(
                 };
                 let reports = join_all(tickers.iter().map(|ticker| ticker.tick(&event))).await;
                 stats.ticks += 1;
+                let idle = reports
+                    .iter()
+                    .all(|r| r.due_schedules == 0 && r.errors.is_empty());
                 errors.extend(reports.into_iter().flat_map(|r| r.errors));
-                if t.minute().is_multiple_of(5) {
-                    let report = reconciler.reconcile(&ReconcileEvent::at(t)).await;
-                    stats.reconciler_passes += 1;
-                    errors.extend(report.errors);
+                if idle {
+                    agenda
+                        .skip_idle_ticks(env.store.as_ref(), env.shards, lookahead, hard_end)
+                        .await?;
                 }
+            }
+        }
+        if is_pass {
+            agenda.next_pass += PASS_EVERY;
+            if up {
+                let report = reconciler.reconcile(&ReconcileEvent::at(t)).await;
+                stats.reconciler_passes += 1;
+                errors.extend(report.errors);
+                proposed.extend(report.backfills_proposed);
+                errors.extend(releaser.pass(t).await.errors);
             }
         }
         if up {
             lanes.drain(&workers, &mut tasks).await?;
         }
+        lanes.flush_finished(false).await?;
         while tasks.try_join_next().is_some() {}
-        if is_tick && t >= config.to && t.minute().is_multiple_of(5) && up {
+        if is_pass && t >= config.to && up {
             let entries = read_ledger(env.store.as_ref(), &schedules, config).await?;
             if summary::settled(&schedules, &entries, config.from, config.to) {
                 stats.settled_at = Some(t);
@@ -416,6 +459,7 @@ pub async fn simulate(
         }
     }
     tasks.abort_all();
+    lanes.flush_finished(true).await?;
 
     let entries = read_ledger(env.store.as_ref(), &schedules, config).await?;
     let crashes = faults.crashes();
@@ -442,10 +486,18 @@ pub async fn simulate(
         .collect();
     errors.truncate(MAX_ERRORS);
     stats.errors = errors;
+    if let (Some(meter), Some(before)) = (&env.meter, calls_before) {
+        stats.calls = calls_since(&before, &meter.snapshot());
+    }
     stats.wall_ms = started.elapsed().as_millis() as u64;
+    let mut backfills = Vec::with_capacity(proposed.len());
+    for id in &proposed {
+        backfills.push(env.ops.get_backfill(id).await?);
+    }
     Ok(SimulationReport {
         ledger,
         summary,
+        backfills,
         stats,
     })
 }
@@ -490,10 +542,17 @@ async fn read_ledger(
     Ok(all)
 }
 
-fn ceil_to(t: DateTime<Utc>, step: TimeDelta) -> DateTime<Utc> {
-    match t.duration_trunc(step) {
-        Ok(floor) if floor == t => t,
-        Ok(floor) => floor + step,
-        Err(_) => t,
+/// Calls per scope (store or lane operation) made between two snapshots.
+fn calls_since(before: &MeterSnapshot, after: &MeterSnapshot) -> BTreeMap<String, u64> {
+    let mut calls: BTreeMap<String, u64> = BTreeMap::new();
+    for ((scope, _), usage) in &after.usage {
+        *calls.entry(scope.clone()).or_default() += usage.calls;
     }
+    for ((scope, _), usage) in &before.usage {
+        if let Some(n) = calls.get_mut(scope) {
+            *n = n.saturating_sub(usage.calls);
+        }
+    }
+    calls.retain(|_, n| *n > 0);
+    calls
 }

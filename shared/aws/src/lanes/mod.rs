@@ -1,6 +1,7 @@
 //! The lanes: SQS queues with their own DLQs, the message envelope, and batch handling.
 
 pub mod batch;
+mod bulk;
 pub mod envelope;
 pub mod sqs;
 

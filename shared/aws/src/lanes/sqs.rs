@@ -98,7 +98,7 @@ pub fn queue_names(prefix: &str, lane: Lane) -> (String, String) {
 
 #[derive(Debug, Clone)]
 pub struct SqsLanes {
-    client: Client,
+    pub(super) client: Client,
     urls: BTreeMap<Lane, LaneUrls>,
 }
 
