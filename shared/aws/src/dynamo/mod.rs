@@ -13,10 +13,11 @@ use std::hash::BuildHasher;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity, TransactWriteItem};
 use aws_sdk_dynamodb::Client;
+use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use chrono::{DateTime, Utc};
 use cronledger_core::{Attempt, Run, RunKey, RunStatus, ScheduleSpec};
 
@@ -169,16 +170,26 @@ impl DynamoLedger {
                     .record_capacity("PutItem", out.consumed_capacity());
                 Ok(true)
             }
-            Err(err)
-                if matches!(
-                    err.as_service_error(),
-                    Some(PutItemError::ConditionalCheckFailedException(_))
-                ) =>
-            {
-                Ok(false)
-            }
-            Err(err) => Err(StoreError::request("PutItem", err)),
+            Err(err) => unless_condition_failed("PutItem", err),
         }
+    }
+}
+
+/// A conditional write's error: `Ok(false)` when only its condition failed (another writer
+/// got there first), the request error otherwise.
+pub(crate) fn unless_condition_failed<E>(
+    operation: &'static str,
+    err: SdkError<E, HttpResponse>,
+) -> Result<bool, StoreError>
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    if err.as_service_error().and_then(ProvideErrorMetadata::code)
+        == Some("ConditionalCheckFailedException")
+    {
+        Ok(false)
+    } else {
+        Err(StoreError::request(operation, err))
     }
 }
 

@@ -1,11 +1,10 @@
 //! Schedule operations: audited, optimistic-locked changes and the ticker's index.
 
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{Put, ReturnConsumedCapacity, TransactWriteItem, Update};
 use chrono::{DateTime, Utc};
 use cronledger_core::{Schedule, ScheduleSpec};
 
-use super::{DynamoLedger, Expr, TxError, CHANGE_TRIES};
+use super::{unless_condition_failed, DynamoLedger, Expr, TxError, CHANGE_TRIES};
 use crate::codec::schedule as codec;
 use crate::cursor;
 use crate::error::StoreError;
@@ -433,15 +432,7 @@ impl DynamoLedger {
                     .record_capacity("UpdateItem", out.consumed_capacity());
                 Ok(true)
             }
-            Err(err)
-                if matches!(
-                    err.as_service_error(),
-                    Some(UpdateItemError::ConditionalCheckFailedException(_))
-                ) =>
-            {
-                Ok(false)
-            }
-            Err(err) => Err(StoreError::request("UpdateItem", err)),
+            Err(err) => unless_condition_failed("UpdateItem", err),
         }
     }
 
