@@ -121,16 +121,11 @@ impl Worker {
         .await
     }
 
-    /// Handles one delivery inside a span naming the schedule, the run and (once known) the
-    /// attempt, so every log line about the run carries them.
-    pub async fn handle(&self, delivery: Delivery<'_>) -> Result<(), HandlerFailure> {
-        let key = &delivery.message.run;
-        let span = tracing::info_span!(
-            "run",
-            schedule = %key.schedule_id,
-            run = %key,
-            attempt = tracing::field::Empty,
-        );
+    /// Handles one delivery inside a span that gets the attempt once it is known; the batch's
+    /// span around it already names the schedule and the run, so every log line about the run
+    /// carries all three.
+    async fn handle(&self, delivery: Delivery<'_>) -> Result<(), HandlerFailure> {
+        let span = tracing::info_span!("attempt", attempt = tracing::field::Empty);
         self.handle_delivery(&delivery).instrument(span).await
     }
 
