@@ -605,6 +605,60 @@ async fn the_watermark_never_stops_inside_another_reconcilers_range() {
     .await;
 }
 
+/// Another race made deterministic: a reconciler read the ledger while a racing one was
+/// still writing its plan, so it saw the first catch-up runs of the gap already there. It
+/// must finish that plan, not start a second gap after them: one replay group, one tier, and
+/// the cap counted over the whole gap (planned as a new gap, the rest would get a fresh cap).
+#[tokio::test]
+async fn a_plan_written_in_part_is_finished_as_the_same_gap() {
+    let created = t("2026-03-06T00:59:00Z");
+    let env = AppEnv::new(LaneSettings::default(), created).await;
+    let fields = json!({"misfire": "CATCH_UP_ALL", "grace": "5m", "side_effects": false,
+        "overlap": "ALLOW", "max_auto_catch_up": 5});
+    let spec = spec_with("half-written", "0 * * * *", fields);
+    env.create(spec.clone(), created).await;
+    let schedule = compiled(&spec);
+    let config = reconciler_config();
+    let now = t("2026-03-06T07:05:00Z");
+    let full = cronledger_core::plan(cronledger_core::PlanInput {
+        schedule: &schedule,
+        watermark: created,
+        now,
+        existing: &cronledger_core::Coverage::new(),
+        pauses: &[],
+        config: config.planner,
+    })
+    .expect("plans");
+    assert_eq!((full.totals.fire, full.totals.manual), (5, 2));
+    // The racing reconciler got its first three entries in.
+    for entry in &full.entries[..3] {
+        let run = full.to_run(&schedule, entry, now, 1);
+        env.store.create_run(&run).await.expect("written");
+    }
+
+    let r = reconciler(&env, quiet(), config);
+    reconcile(&r, now).await;
+    let runs = assert_every_window_once(
+        env.store.as_ref(),
+        &schedule,
+        created,
+        t("2026-03-06T07:00:00Z"),
+    )
+    .await;
+    assert_eq!(runs.len(), 7);
+    let fired = runs.iter().filter(|r| r.reason.is_none()).count();
+    let held = runs
+        .iter()
+        .filter(|r| r.status == RunStatus::ManualRequired && r.reason == Some(Reason::CapExceeded))
+        .count();
+    assert_eq!((fired, held), (5, 2), "{:?}", shape(&runs));
+    assert!(
+        runs.iter()
+            .all(|r| r.replay_group_id == full.replay_group_id && r.trigger == Trigger::CatchUp),
+        "{runs:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_long_gap_gets_one_proposed_backfill_however_many_reconcilers_plan_it() {
     let created = t("2026-03-06T00:59:00Z");

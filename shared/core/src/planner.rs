@@ -24,6 +24,31 @@ pub struct Coverage {
     points: BTreeSet<DateTime<Utc>>,
     /// Inclusive `[first, last]` ranges, sorted by start.
     ranges: Vec<(DateTime<Utc>, DateTime<Utc>)>,
+    /// Inclusive `[first, last]` stretches that a reconciler's plan wrote (trigger CATCH_UP)
+    /// after the watermark: part of a gap still being accounted for, not windows that ran.
+    planned: PlannedStretches,
+}
+
+#[derive(Debug, Clone, Default)]
+struct PlannedStretches {
+    points: BTreeSet<DateTime<Utc>>,
+    ranges: Vec<(DateTime<Utc>, DateTime<Utc>)>,
+}
+
+/// Whether `t` falls in one of `ranges` (inclusive, sorted by start).
+fn in_ranges(ranges: &[(DateTime<Utc>, DateTime<Utc>)], t: DateTime<Utc>) -> bool {
+    // Ranges never overlap each other much; scan back from the last range starting <= t.
+    let upto = ranges.partition_point(|(s, _)| *s <= t);
+    ranges[..upto].iter().rev().any(|(_, e)| t <= *e)
+}
+
+fn insert_range(
+    ranges: &mut Vec<(DateTime<Utc>, DateTime<Utc>)>,
+    first: DateTime<Utc>,
+    last: DateTime<Utc>,
+) {
+    let at = ranges.partition_point(|(s, _)| *s <= first);
+    ranges.insert(at, (first, last));
 }
 
 impl Coverage {
@@ -36,17 +61,29 @@ impl Coverage {
     }
 
     pub fn add_range(&mut self, first: DateTime<Utc>, last: DateTime<Utc>) {
-        let at = self.ranges.partition_point(|(s, _)| *s <= first);
-        self.ranges.insert(at, (first, last));
+        insert_range(&mut self.ranges, first, last);
+    }
+
+    /// An entry a reconciler's plan wrote: a racing reconciler, or a pass that stopped
+    /// before its watermark moved. The planner counts these windows into the gap (its
+    /// oldest window, tier, cap and replay group) without writing them again, so whoever
+    /// plans the rest decides it exactly as the first writer did.
+    pub fn add_planned(&mut self, first: DateTime<Utc>, last: DateTime<Utc>) {
+        if first == last {
+            self.add(first);
+            self.planned.points.insert(first);
+        } else {
+            self.add_range(first, last);
+            insert_range(&mut self.planned.ranges, first, last);
+        }
+    }
+
+    fn is_planned(&self, t: DateTime<Utc>) -> bool {
+        self.planned.points.contains(&t) || in_ranges(&self.planned.ranges, t)
     }
 
     pub fn covers(&self, t: DateTime<Utc>) -> bool {
-        if self.points.contains(&t) {
-            return true;
-        }
-        // Ranges never overlap each other much; scan back from the last range starting <= t.
-        let upto = self.ranges.partition_point(|(s, _)| *s <= t);
-        self.ranges[..upto].iter().rev().any(|(_, e)| t <= *e)
+        self.points.contains(&t) || in_ranges(&self.ranges, t)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -292,6 +329,8 @@ struct Missed {
     at: DateTime<Utc>,
     window: Window,
     paused: Option<Reason>,
+    /// Already written by a reconciler's plan: decided again for the gap's sake, not written.
+    planned: bool,
 }
 
 pub fn plan(input: PlanInput<'_>) -> Result<Plan, Issue> {
@@ -328,20 +367,25 @@ pub fn plan(input: PlanInput<'_>) -> Result<Plan, Issue> {
         totals.expected += 1;
         let window = Window::new(previous.unwrap_or(at), at);
         previous = Some(at);
-        if input.existing.covers(at) {
-            totals.recorded += 1;
-            continue;
-        }
         let paused = input
             .pauses
             .iter()
             .find(|p| p.contains(at))
             .map(|p| p.reason);
+        let planned = input.existing.is_planned(at);
+        if input.existing.covers(at) {
+            totals.recorded += 1;
+            // A paused window is no part of the gap, whoever recorded it.
+            if !planned || paused.is_some() {
+                continue;
+            }
+        }
         missed.push(Missed {
             index,
             at,
             window,
             paused,
+            planned,
         });
     }
 
@@ -393,6 +437,7 @@ pub fn plan(input: PlanInput<'_>) -> Result<Plan, Issue> {
         }
         decided.extend(live.into_iter().zip(actions));
     }
+    decided.retain(|(m, _)| !m.planned);
     decided.sort_by_key(|(m, _)| m.index);
 
     for (_, action) in &decided {

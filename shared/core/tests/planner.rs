@@ -861,6 +861,31 @@ fn check_case(case: &Case) -> Result<(), TestCaseError> {
     .unwrap();
     prop_assert!(replay.is_empty(), "{:?}", replay.entries);
     prop_assert_eq!(replay.totals.recorded, plan.totals.expected);
+    // A plan written only in part (a racing reconciler read the ledger mid-write, or a pass
+    // stopped before its watermark moved) is finished by a re-plan that writes exactly the
+    // rest, in the same gap: same tier, replay group, backfill and cap.
+    let n = plan.entries.len();
+    for written in [1, n / 2, n.saturating_sub(1)] {
+        if written == 0 || written >= n {
+            continue;
+        }
+        let mut partly = existing.clone();
+        for entry in &plan.entries[..written] {
+            partly.add_planned(
+                entry.scheduled_for,
+                entry.range_end.unwrap_or(entry.scheduled_for),
+            );
+        }
+        let rest = cronledger_core::plan(PlanInput {
+            existing: &partly,
+            ..input
+        })
+        .unwrap();
+        prop_assert_eq!(&rest.entries[..], &plan.entries[written..]);
+        prop_assert_eq!(&rest.replay_group_id, &plan.replay_group_id);
+        prop_assert_eq!(rest.tier, plan.tier);
+        prop_assert_eq!(&rest.backfill, &plan.backfill);
+    }
     // Planning later from the new watermark only sees windows after it.
     let later = cronledger_core::plan(PlanInput {
         watermark: plan.through,

@@ -16,7 +16,7 @@
 use chrono::{DateTime, Utc};
 use cronledger_aws::ledger::{ScheduleState, StoredSchedule};
 use cronledger_core::planner::{Action, Pause, PlannedEntry, Release};
-use cronledger_core::run::Origin;
+use cronledger_core::run::{Origin, Trigger};
 use cronledger_core::{plan, Coverage, Lane, Plan, PlanInput, Reason, Run, Schedule};
 
 use tracing::Instrument;
@@ -314,13 +314,20 @@ fn count(entry: &PlannedEntry, report: &mut ReconcileReport) {
 }
 
 /// The windows the ledger accounts for: expected occurrences only (an operator's run at the
-/// same instant is its own request, not the occurrence), range records as ranges.
+/// same instant is its own request, not the occurrence), range records as ranges. Entries a
+/// reconciler's plan wrote (trigger CATCH_UP; after the watermark they belong to a gap still
+/// being written) are marked so the rest of that gap is planned exactly as they were.
 fn coverage_of(runs: &[Run]) -> Coverage {
     let mut coverage = Coverage::new();
     for run in runs.iter().filter(|r| r.key.origin == Origin::Expected) {
-        match run.range_end {
-            Some(end) => coverage.add_range(run.key.scheduled_for, end),
-            None => coverage.add(run.key.scheduled_for),
+        let (first, last) = (
+            run.key.scheduled_for,
+            run.range_end.unwrap_or(run.key.scheduled_for),
+        );
+        match (run.trigger, run.range_end) {
+            (Trigger::CatchUp, _) => coverage.add_planned(first, last),
+            (_, Some(_)) => coverage.add_range(first, last),
+            (_, None) => coverage.add(first),
         }
     }
     coverage
