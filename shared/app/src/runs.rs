@@ -73,10 +73,14 @@ pub fn new_run_with_origin(
 
 /// Compiled schedules by id and version: a warm Lambda parses each expression once.
 #[derive(Default, Clone)]
-pub struct ScheduleCache(Arc<Mutex<CompiledById>>);
+pub struct ScheduleCache(Arc<Mutex<Compiled>>);
 
-/// Compiled schedules keyed by `(id, version)`.
-type CompiledById = HashMap<(String, u64), Arc<Schedule>>;
+#[derive(Default)]
+struct Compiled {
+    by_version: HashMap<(String, u64), Arc<Schedule>>,
+    /// The version seen last, per id: a hint for reads planned before the schedule is read.
+    latest: HashMap<String, Arc<Schedule>>,
+}
 
 /// Past this many entries the cache starts over (schedules are small; this bounds memory
 /// when versions churn).
@@ -85,16 +89,26 @@ const CACHE_LIMIT: usize = 50_000;
 impl ScheduleCache {
     pub fn get(&self, stored: &StoredSchedule) -> Result<Arc<Schedule>, Issue> {
         let key = (stored.spec.id.clone(), stored.version);
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(s) = map.get(&key) {
+        let mut cache = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(s) = cache.by_version.get(&key) {
             return Ok(s.clone());
         }
         let compiled = Arc::new(Schedule::new(stored.spec.clone())?);
-        if map.len() >= CACHE_LIMIT {
-            map.clear();
+        if cache.by_version.len() >= CACHE_LIMIT {
+            cache.by_version.clear();
+            cache.latest.clear();
         }
-        map.insert(key, compiled.clone());
+        cache.by_version.insert(key, compiled.clone());
+        cache
+            .latest
+            .insert(stored.spec.id.clone(), compiled.clone());
         Ok(compiled)
+    }
+
+    /// The schedule as this process saw it last (any version), if it has.
+    pub fn last_seen(&self, id: &str) -> Option<Arc<Schedule>> {
+        let cache = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        cache.latest.get(id).cloned()
     }
 }
 

@@ -405,16 +405,23 @@ pub async fn active_runs_of(
     store: &dyn LedgerStore,
     schedule_id: &str,
 ) -> Result<Vec<ActiveRun>, StoreError> {
-    let page = store.run_history(schedule_id, 25, None).await?;
-    Ok(page
-        .items
-        .into_iter()
+    let page = store.run_history(schedule_id, RECENT_RUNS, None).await?;
+    Ok(live_active(&page.items))
+}
+
+/// How many of a schedule's newest runs the overlap checks read.
+pub const RECENT_RUNS: u32 = 25;
+
+/// The live runs still in flight among `recent` (see [`active_runs_of`]).
+pub fn live_active(recent: &[Run]) -> Vec<ActiveRun> {
+    recent
+        .iter()
         .filter(|r| r.status.is_active() && is_live(r.trigger))
         .map(|r| ActiveRun {
-            key: r.key,
+            key: r.key.clone(),
             status: r.status,
         })
-        .collect())
+        .collect()
 }
 
 /// Live work: what the overlap policy governs.

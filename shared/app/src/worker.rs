@@ -13,7 +13,7 @@ use tracing::Instrument;
 
 use chrono::{DateTime, Utc};
 use cronledger_aws::lanes::{process_batch, BatchReport, HandlerFailure, SqsRecord};
-use cronledger_aws::ledger::{RunChange, StoredSchedule};
+use cronledger_aws::ledger::{Page, RunChange, StoredSchedule};
 use cronledger_aws::{LaneMessage, LaneQueue, LedgerStore, StoreError};
 use cronledger_core::run::RunResult;
 use cronledger_core::{
@@ -26,7 +26,7 @@ use crate::faults::{CrashPoint, Faults};
 use crate::jobs::{JobContext, JobFailure, JobOutcome, JobTargets};
 use crate::metrics::{Metrics, Unit};
 use crate::runs::ScheduleCache;
-use crate::ticker::{active_runs_of, is_live};
+use crate::ticker::{active_runs_of, is_live, live_active, RECENT_RUNS};
 
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
@@ -131,12 +131,14 @@ impl Worker {
 
     async fn handle_delivery(&self, delivery: &Delivery<'_>) -> Result<(), HandlerFailure> {
         let key = &delivery.message.run;
-        // Two independent reads: one round trip instead of two.
-        let (run, stored) = tokio::join!(
-            self.load_run(key),
+        // Two independent reads at once: the schedule, and the run with what the admission
+        // checks need to know about its neighbours.
+        let with_recent = self.overlap_likely(key, delivery.message.lane);
+        let (seen, stored) = tokio::join!(
+            self.look(key, with_recent),
             self.store.get_schedule(&key.schedule_id)
         );
-        let mut run = run?;
+        let mut seen = seen?;
         let stored = match stored {
             Ok(s) => s,
             Err(StoreError::ScheduleNotFound(id)) => {
@@ -161,22 +163,19 @@ impl Worker {
         let (started, now) = loop {
             tries += 1;
             let now = self.clock.now();
-            // The overlap check and the ALREADY_DONE check read different runs of the
-            // schedule; read them at once (one round trip) rather than one after the other.
-            let (admission, done) =
-                tokio::join!(self.admit(&run, &schedule, now), self.already_done(&run));
-            let event = match admission {
+            let run = &seen.run;
+            let event = match self.admit(&seen, &schedule, now).await {
                 Ok(Admission::Start(event)) => event,
                 Ok(Admission::Ack(why)) => {
                     tracing::info!(status = %run.status, why, "acknowledged without running");
                     return Ok(());
                 }
-                Ok(Admission::Skip(reason)) => return self.skip(&run, &stored, reason, now).await,
-                Ok(Admission::WaitBehind) => return self.wait_behind(&run, &stored, now).await,
+                Ok(Admission::Skip(reason)) => return self.skip(run, &stored, reason, now).await,
+                Ok(Admission::WaitBehind) => return self.wait_behind(run, &stored, now).await,
                 Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
             };
-            if let Some(reason) = done {
-                return self.skip(&run, &stored, reason, now).await;
+            if let Some(reason) = already_done(&seen) {
+                return self.skip(run, &stored, reason, now).await;
             }
             let change = RunChange::new(event, run.status, run.lease_epoch, now)
                 .with_lease(&self.config.owner, now + self.config.lease.as_delta());
@@ -185,7 +184,7 @@ impl Worker {
                 Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. })
                     if tries < START_TRIES =>
                 {
-                    run = self.load_run(key).await?;
+                    seen = self.look(key, false).await?;
                 }
                 Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => {
                     return Err(HandlerFailure::Retry(format!(
@@ -225,13 +224,61 @@ impl Worker {
         self.record(delivery, &stored, &started, outcome).await
     }
 
+    /// Whether the admission will want the schedule's newest runs (the overlap check): a
+    /// live lane (catch-up lanes carry no live work) and a policy other than ALLOW as this
+    /// process last saw the schedule (unknown: the default, SKIP_NEW). Only a hint: when it
+    /// is wrong, the admission reads what it needs itself.
+    fn overlap_likely(&self, key: &RunKey, lane: Lane) -> bool {
+        if matches!(lane, Lane::Correction | Lane::Backfill) {
+            return false;
+        }
+        self.schedules
+            .last_seen(&key.schedule_id)
+            .is_none_or(|s| s.spec.overlap != OverlapPolicy::Allow)
+    }
+
+    /// Reads the run with the other runs at its instant (ALREADY_DONE looks at them) in one
+    /// query, or, `with_recent`, the schedule's newest runs, which for a live run also
+    /// hold its instant: one read then serves the run, ALREADY_DONE and the overlap check.
+    async fn look(&self, key: &RunKey, with_recent: bool) -> Result<Sighting, HandlerFailure> {
+        let retry = |e: StoreError| HandlerFailure::Retry(e.to_string());
+        if with_recent {
+            let page = match self
+                .store
+                .run_history(&key.schedule_id, RECENT_RUNS, None)
+                .await
+            {
+                Ok(page) => Some(page),
+                Err(e) if e.code() == "STORE_MALFORMED_ITEM" => None,
+                Err(e) => return Err(retry(e)),
+            };
+            if let Some(page) = page.filter(|p| reaches(p, key.scheduled_for)) {
+                let same_instant = page
+                    .items
+                    .iter()
+                    .filter(|r| r.key.scheduled_for == key.scheduled_for)
+                    .cloned()
+                    .collect();
+                return Sighting::of(key, same_instant, Some(page.items));
+            }
+        }
+        let at = key.scheduled_for;
+        match self.store.runs_between(&key.schedule_id, at, at).await {
+            Ok(same_instant) => Sighting::of(key, same_instant, None),
+            // A neighbour that does not decode must not stop this run: read it alone.
+            Err(e) if e.code() == "STORE_MALFORMED_ITEM" => Ok(Sighting {
+                run: self.load_run(key).await?,
+                same_instant: Vec::new(),
+                recent: None,
+            }),
+            Err(e) => Err(retry(e)),
+        }
+    }
+
     async fn load_run(&self, key: &RunKey) -> Result<Run, HandlerFailure> {
         match self.store.get_run(key).await {
             Ok(run) => Ok(run),
-            Err(StoreError::RunNotFound(_)) => Err(HandlerFailure::Permanent {
-                code: "RUN_NOT_FOUND".into(),
-                detail: format!("no run {key} for this message"),
-            }),
+            Err(StoreError::RunNotFound(_)) => Err(run_not_found(key)),
             Err(e) if e.code() == "STORE_MALFORMED_ITEM" => Err(HandlerFailure::Permanent {
                 code: e.code().into(),
                 detail: e.to_string(),
@@ -243,10 +290,11 @@ impl Worker {
     /// Decides whether a delivery starts an attempt.
     async fn admit(
         &self,
-        run: &Run,
+        seen: &Sighting,
         schedule: &Schedule,
         now: DateTime<Utc>,
     ) -> Result<Admission, StoreError> {
+        let run = &seen.run;
         let lease_live = run.lease.as_ref().is_some_and(|l| l.until > now);
         let event = match run.status {
             RunStatus::Pending | RunStatus::Queued | RunStatus::RetryPending => RunEvent::Start,
@@ -264,11 +312,11 @@ impl Worker {
             return Ok(Admission::Start(event));
         }
         // The ticker decided overlap when it wrote the run; check again, things moved since.
-        let others: Vec<_> = active_runs_of(self.store.as_ref(), schedule.id())
-            .await?
-            .into_iter()
-            .filter(|r| r.key != run.key)
-            .collect();
+        let active = match &seen.recent {
+            Some(recent) => live_active(recent),
+            None => active_runs_of(self.store.as_ref(), schedule.id()).await?,
+        };
+        let others: Vec<_> = active.into_iter().filter(|r| r.key != run.key).collect();
         let running_other = others.iter().any(|r| r.status == RunStatus::Running);
         let earlier_waiting = others
             .iter()
@@ -278,33 +326,6 @@ impl Worker {
             OverlapPolicy::QueueNew if running_other || earlier_waiting => Admission::WaitBehind,
             _ => Admission::Start(event),
         })
-    }
-
-    /// ALREADY_DONE when another run of the same window (an operator's, say) already succeeded
-    /// with the same idempotency key. Runs that can share a key share `scheduled_for`, so one
-    /// query of that instant finds them all.
-    async fn already_done(&self, run: &Run) -> Option<Reason> {
-        if run.forced {
-            // An operator forced this run (`mode=new`): it runs whatever already succeeded.
-            return None;
-        }
-        let same_instant = self
-            .store
-            .runs_between(
-                &run.key.schedule_id,
-                run.key.scheduled_for,
-                run.key.scheduled_for,
-            )
-            .await
-            .ok()?;
-        same_instant
-            .iter()
-            .any(|r| {
-                r.key != run.key
-                    && r.idempotency_key == run.idempotency_key
-                    && r.status.is_success()
-            })
-            .then_some(Reason::AlreadyDone)
     }
 
     async fn skip(
@@ -578,5 +599,106 @@ fn failure_result(f: &JobFailure) -> RunResult {
         error_code: Some(f.code().to_string()),
         message: Some(f.message().chars().take(1000).collect()),
         ..RunResult::default()
+    }
+}
+
+/// What the worker read about a delivery's run before deciding whether it starts.
+struct Sighting {
+    run: Run,
+    /// Every run at the run's instant, itself included: runs that can share its idempotency
+    /// key share its `scheduled_for`.
+    same_instant: Vec<Run>,
+    /// The schedule's newest runs, when the read that found the run was that one.
+    recent: Option<Vec<Run>>,
+}
+
+impl Sighting {
+    fn of(
+        key: &RunKey,
+        same_instant: Vec<Run>,
+        recent: Option<Vec<Run>>,
+    ) -> Result<Sighting, HandlerFailure> {
+        let run = same_instant
+            .iter()
+            .find(|r| r.key == *key)
+            .cloned()
+            .ok_or_else(|| run_not_found(key))?;
+        Ok(Sighting {
+            run,
+            same_instant,
+            recent,
+        })
+    }
+}
+
+fn run_not_found(key: &RunKey) -> HandlerFailure {
+    HandlerFailure::Permanent {
+        code: "RUN_NOT_FOUND".into(),
+        detail: format!("no run {key} for this message"),
+    }
+}
+
+/// Whether a newest-first page of runs holds every run at `at`.
+fn reaches(page: &Page<Run>, at: DateTime<Utc>) -> bool {
+    holds_instant(
+        page.next.is_none(),
+        page.items.last().map(|r| r.key.scheduled_for),
+        at,
+    )
+}
+
+/// A newest-first page that is `complete`, or whose `oldest` run is in an earlier second than
+/// `at`, holds every run at `at`. Sort keys are instants as text, and within one second text
+/// order is not time order (`…:05.5Z` sorts before `…:05Z`), hence the whole second.
+fn holds_instant(complete: bool, oldest: Option<DateTime<Utc>>, at: DateTime<Utc>) -> bool {
+    let floor = at - chrono::TimeDelta::nanoseconds(i64::from(at.timestamp_subsec_nanos()));
+    complete || oldest.is_some_and(|oldest| oldest < floor)
+}
+
+/// ALREADY_DONE when another run of the same window (an operator's, say) already succeeded
+/// with the same idempotency key.
+fn already_done(seen: &Sighting) -> Option<Reason> {
+    let run = &seen.run;
+    if run.forced {
+        // An operator forced this run (`mode=new`): it runs whatever already succeeded.
+        return None;
+    }
+    seen.same_instant
+        .iter()
+        .any(|r| {
+            r.key != run.key && r.idempotency_key == run.idempotency_key && r.status.is_success()
+        })
+        .then_some(Reason::AlreadyDone)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::holds_instant;
+    use chrono::{DateTime, Utc};
+
+    fn t(s: &str) -> DateTime<Utc> {
+        s.parse().expect("instant")
+    }
+
+    #[test]
+    fn a_page_holds_an_instant_only_when_it_reaches_an_earlier_second() {
+        let at = t("2026-03-01T10:05:00Z");
+        assert!(holds_instant(true, None, at));
+        assert!(holds_instant(false, Some(t("2026-03-01T10:04:59Z")), at));
+        // More runs at this very instant may be on the next page.
+        assert!(!holds_instant(false, Some(at), at));
+        assert!(!holds_instant(false, None, at));
+        // Same second, earlier in time: `…:00.5Z` sorts before `…:00Z` as text.
+        let fractional = t("2026-03-01T10:05:00.700Z");
+        assert!(!holds_instant(
+            false,
+            Some(t("2026-03-01T10:05:00.500Z")),
+            fractional
+        ));
+        assert!(holds_instant(
+            false,
+            Some(t("2026-03-01T10:04:59.900Z")),
+            fractional
+        ));
     }
 }

@@ -544,12 +544,17 @@ async fn read_ledger(
 
 /// Calls per scope (store or lane operation) made between two snapshots.
 fn calls_since(before: &MeterSnapshot, after: &MeterSnapshot) -> BTreeMap<String, u64> {
+    // Calls outside any store or lane operation are named by their AWS operation.
+    let name = |scope: &String, op: &String| match scope.as_str() {
+        cronledger_aws::meter::UNSCOPED => op.clone(),
+        _ => scope.clone(),
+    };
     let mut calls: BTreeMap<String, u64> = BTreeMap::new();
-    for ((scope, _), usage) in &after.usage {
-        *calls.entry(scope.clone()).or_default() += usage.calls;
+    for ((scope, op), usage) in &after.usage {
+        *calls.entry(name(scope, op)).or_default() += usage.calls;
     }
-    for ((scope, _), usage) in &before.usage {
-        if let Some(n) = calls.get_mut(scope) {
+    for ((scope, op), usage) in &before.usage {
+        if let Some(n) = calls.get_mut(&name(scope, op)) {
             *n = n.saturating_sub(usage.calls);
         }
     }
