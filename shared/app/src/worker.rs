@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tracing::Instrument;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SubsecRound, Utc};
 use cronledger_aws::lanes::{process_batch, BatchReport, HandlerFailure, SqsRecord};
 use cronledger_aws::ledger::{Page, RunChange, StoredSchedule};
 use cronledger_aws::{LaneMessage, LaneQueue, LedgerStore, StoreError};
@@ -651,8 +651,7 @@ fn reaches(page: &Page<Run>, at: DateTime<Utc>) -> bool {
 /// `at`, holds every run at `at`. Sort keys are instants as text, and within one second text
 /// order is not time order (`…:05.5Z` sorts before `…:05Z`), hence the whole second.
 fn holds_instant(complete: bool, oldest: Option<DateTime<Utc>>, at: DateTime<Utc>) -> bool {
-    let floor = at - chrono::TimeDelta::nanoseconds(i64::from(at.timestamp_subsec_nanos()));
-    complete || oldest.is_some_and(|oldest| oldest < floor)
+    complete || oldest.is_some_and(|oldest| oldest < at.trunc_subsecs(0))
 }
 
 /// ALREADY_DONE when another run of the same window (an operator's, say) already succeeded

@@ -21,34 +21,35 @@ use crate::window::{utc_text, Window};
 /// Windows the ledger already accounts for: single entries and range records.
 #[derive(Debug, Clone, Default)]
 pub struct Coverage {
-    points: BTreeSet<DateTime<Utc>>,
-    /// Inclusive `[first, last]` ranges, sorted by start.
-    ranges: Vec<(DateTime<Utc>, DateTime<Utc>)>,
-    /// Inclusive `[first, last]` stretches that a reconciler's plan wrote (trigger CATCH_UP)
-    /// after the watermark: part of a gap still being accounted for, not windows that ran.
-    planned: PlannedStretches,
+    /// Every window accounted for.
+    all: Windows,
+    /// The part of `all` a reconciler's plan wrote (trigger CATCH_UP) after the watermark:
+    /// part of a gap still being accounted for, not windows that ran.
+    planned: Windows,
 }
 
+/// A set of windows: single instants and inclusive `[first, last]` ranges.
 #[derive(Debug, Clone, Default)]
-struct PlannedStretches {
+struct Windows {
     points: BTreeSet<DateTime<Utc>>,
+    /// Sorted by start.
     ranges: Vec<(DateTime<Utc>, DateTime<Utc>)>,
 }
 
-/// Whether `t` falls in one of `ranges` (inclusive, sorted by start).
-fn in_ranges(ranges: &[(DateTime<Utc>, DateTime<Utc>)], t: DateTime<Utc>) -> bool {
-    // Ranges never overlap each other much; scan back from the last range starting <= t.
-    let upto = ranges.partition_point(|(s, _)| *s <= t);
-    ranges[..upto].iter().rev().any(|(_, e)| t <= *e)
-}
+impl Windows {
+    fn add_range(&mut self, first: DateTime<Utc>, last: DateTime<Utc>) {
+        let at = self.ranges.partition_point(|(s, _)| *s <= first);
+        self.ranges.insert(at, (first, last));
+    }
 
-fn insert_range(
-    ranges: &mut Vec<(DateTime<Utc>, DateTime<Utc>)>,
-    first: DateTime<Utc>,
-    last: DateTime<Utc>,
-) {
-    let at = ranges.partition_point(|(s, _)| *s <= first);
-    ranges.insert(at, (first, last));
+    fn contains(&self, t: DateTime<Utc>) -> bool {
+        if self.points.contains(&t) {
+            return true;
+        }
+        // Ranges never overlap each other much; scan back from the last range starting <= t.
+        let upto = self.ranges.partition_point(|(s, _)| *s <= t);
+        self.ranges[..upto].iter().rev().any(|(_, e)| t <= *e)
+    }
 }
 
 impl Coverage {
@@ -57,11 +58,11 @@ impl Coverage {
     }
 
     pub fn add(&mut self, scheduled_for: DateTime<Utc>) {
-        self.points.insert(scheduled_for);
+        self.all.points.insert(scheduled_for);
     }
 
     pub fn add_range(&mut self, first: DateTime<Utc>, last: DateTime<Utc>) {
-        insert_range(&mut self.ranges, first, last);
+        self.all.add_range(first, last);
     }
 
     /// An entry a reconciler's plan wrote: a racing reconciler, or a pass that stopped
@@ -69,25 +70,25 @@ impl Coverage {
     /// oldest window, tier, cap and replay group) without writing them again, so whoever
     /// plans the rest decides it exactly as the first writer did.
     pub fn add_planned(&mut self, first: DateTime<Utc>, last: DateTime<Utc>) {
-        if first == last {
-            self.add(first);
-            self.planned.points.insert(first);
-        } else {
-            self.add_range(first, last);
-            insert_range(&mut self.planned.ranges, first, last);
+        for windows in [&mut self.all, &mut self.planned] {
+            if first == last {
+                windows.points.insert(first);
+            } else {
+                windows.add_range(first, last);
+            }
         }
     }
 
     fn is_planned(&self, t: DateTime<Utc>) -> bool {
-        self.planned.points.contains(&t) || in_ranges(&self.planned.ranges, t)
+        self.planned.contains(t)
     }
 
     pub fn covers(&self, t: DateTime<Utc>) -> bool {
-        self.points.contains(&t) || in_ranges(&self.ranges, t)
+        self.all.contains(t)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.points.is_empty() && self.ranges.is_empty()
+        self.all.points.is_empty() && self.all.ranges.is_empty()
     }
 
     /// `through`, moved to the end of any range record that covers it (repeatedly, for
@@ -95,9 +96,10 @@ impl Coverage {
     /// the watermark, so the part of the range past it would look missing and be planned
     /// again.
     pub fn extend_through(&self, mut through: DateTime<Utc>) -> DateTime<Utc> {
+        let ranges = &self.all.ranges;
         loop {
-            let upto = self.ranges.partition_point(|(s, _)| *s <= through);
-            match self.ranges[..upto].iter().map(|(_, e)| *e).max() {
+            let upto = ranges.partition_point(|(s, _)| *s <= through);
+            match ranges[..upto].iter().map(|(_, e)| *e).max() {
                 Some(end) if end > through => through = end,
                 _ => return through,
             }
@@ -367,18 +369,22 @@ pub fn plan(input: PlanInput<'_>) -> Result<Plan, Issue> {
         totals.expected += 1;
         let window = Window::new(previous.unwrap_or(at), at);
         previous = Some(at);
+        let covered = input.existing.covers(at);
+        let planned = covered && input.existing.is_planned(at);
+        if covered {
+            totals.recorded += 1;
+            if !planned {
+                continue;
+            }
+        }
         let paused = input
             .pauses
             .iter()
             .find(|p| p.contains(at))
             .map(|p| p.reason);
-        let planned = input.existing.is_planned(at);
-        if input.existing.covers(at) {
-            totals.recorded += 1;
-            // A paused window is no part of the gap, whoever recorded it.
-            if !planned || paused.is_some() {
-                continue;
-            }
+        // A paused window is no part of the gap, whoever recorded it.
+        if planned && paused.is_some() {
+            continue;
         }
         missed.push(Missed {
             index,
