@@ -16,7 +16,7 @@ use cronledger_app::ticker::{TickEvent, TickReport, Ticker, TickerConfig};
 use cronledger_app::worker::{Worker, WorkerConfig};
 use cronledger_aws::lanes::{BatchReport, LaneSettings, Received, SqsRecord};
 use cronledger_aws::ledger::{
-    AuditEntry, ChangeMeta, Created, Fire, FireOutcome, Page, RunChange, StoredSchedule,
+    AuditEntry, ChangeMeta, Created, Fire, FireOutcome, Page, RecentRuns, RunChange, StoredSchedule,
 };
 use cronledger_aws::{LaneError, LaneMessage, LaneQueue, LedgerStore, SqsLanes, StoreError};
 use cronledger_core::{Lane, Run, RunEvent, RunKey, RunStatus, ScheduleSpec, Span};
@@ -532,6 +532,15 @@ impl LedgerStore for ObservedStore {
         cursor: Option<&str>,
     ) -> Result<Page<Run>, StoreError> {
         self.inner.active_runs(shard, status, limit, cursor).await
+    }
+
+    async fn recent_runs(
+        &self,
+        schedule_id: &str,
+        limit: u32,
+        at: Option<DateTime<Utc>>,
+    ) -> Result<RecentRuns, StoreError> {
+        self.inner.recent_runs(schedule_id, limit, at).await
     }
 
     async fn run_history(

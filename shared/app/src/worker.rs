@@ -13,7 +13,7 @@ use tracing::Instrument;
 
 use chrono::{DateTime, SubsecRound, Utc};
 use cronledger_aws::lanes::{process_batch, BatchReport, HandlerFailure, SqsRecord};
-use cronledger_aws::ledger::{Page, RunChange, StoredSchedule};
+use cronledger_aws::ledger::{RecentRuns, RunChange, StoredSchedule};
 use cronledger_aws::{LaneMessage, LaneQueue, LedgerStore, StoreError};
 use cronledger_core::run::RunResult;
 use cronledger_core::{
@@ -243,23 +243,25 @@ impl Worker {
     async fn look(&self, key: &RunKey, with_recent: bool) -> Result<Sighting, HandlerFailure> {
         let retry = |e: StoreError| HandlerFailure::Retry(e.to_string());
         if with_recent {
-            let page = match self
+            let recent = match self
                 .store
-                .run_history(&key.schedule_id, RECENT_RUNS, None)
+                .recent_runs(&key.schedule_id, RECENT_RUNS, Some(key.scheduled_for))
                 .await
             {
-                Ok(page) => Some(page),
+                Ok(recent) => Some(recent),
                 Err(e) if e.code() == "STORE_MALFORMED_ITEM" => None,
                 Err(e) => return Err(retry(e)),
             };
-            if let Some(page) = page.filter(|p| reaches(p, key.scheduled_for)) {
-                let same_instant = page
-                    .items
+            let reaches =
+                |r: &RecentRuns| holds_instant(r.complete, r.oldest_read, key.scheduled_for);
+            if let Some(recent) = recent.filter(reaches) {
+                let same_instant = recent
+                    .runs
                     .iter()
                     .filter(|r| r.key.scheduled_for == key.scheduled_for)
                     .cloned()
                     .collect();
-                return Sighting::of(key, same_instant, Some(page.items));
+                return Sighting::of(key, same_instant, Some(recent.runs));
             }
         }
         let at = key.scheduled_for;
@@ -537,11 +539,11 @@ impl Worker {
         if stored.spec.overlap != OverlapPolicy::QueueNew {
             return;
         }
-        let Ok(page) = self.store.run_history(stored.id(), 25, None).await else {
+        let Ok(recent) = self.store.recent_runs(stored.id(), RECENT_RUNS, None).await else {
             return;
         };
-        let Some(next) = page
-            .items
+        let Some(next) = recent
+            .runs
             .into_iter()
             .filter(|r| r.status == RunStatus::Pending && r.reason == Some(Reason::QueuedBehind))
             .min_by_key(|r| r.key.clone())
@@ -608,7 +610,8 @@ struct Sighting {
     /// Every run at the run's instant, itself included: runs that can share its idempotency
     /// key share its `scheduled_for`.
     same_instant: Vec<Run>,
-    /// The schedule's newest runs, when the read that found the run was that one.
+    /// The schedule's newest runs still in flight (and those at the run's instant), when the
+    /// read that found the run was that one.
     recent: Option<Vec<Run>>,
 }
 
@@ -638,16 +641,7 @@ fn run_not_found(key: &RunKey) -> HandlerFailure {
     }
 }
 
-/// Whether a newest-first page of runs holds every run at `at`.
-fn reaches(page: &Page<Run>, at: DateTime<Utc>) -> bool {
-    holds_instant(
-        page.next.is_none(),
-        page.items.last().map(|r| r.key.scheduled_for),
-        at,
-    )
-}
-
-/// A newest-first page that is `complete`, or whose `oldest` run is in an earlier second than
+/// A newest-first read that is `complete`, or whose `oldest` run is in an earlier second than
 /// `at`, holds every run at `at`. Sort keys are instants as text, and within one second text
 /// order is not time order (`…:05.5Z` sorts before `…:05Z`), hence the whole second.
 fn holds_instant(complete: bool, oldest: Option<DateTime<Utc>>, at: DateTime<Utc>) -> bool {

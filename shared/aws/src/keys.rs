@@ -50,6 +50,15 @@ pub fn run_sk(key: &RunKey) -> String {
     key.sort_key()
 }
 
+/// The instant a run sort key (`RUN#{instant}` and an optional `#...` suffix) is for.
+pub fn run_sk_instant(sk: &str) -> Option<DateTime<Utc>> {
+    let rest = sk.strip_prefix(RUN_PREFIX)?;
+    let instant = rest.split('#').next()?;
+    DateTime::parse_from_rfc3339(instant)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
 pub fn backfill_pk(id: &str) -> String {
     format!("BACKFILL#{id}")
 }
@@ -121,6 +130,23 @@ mod tests {
         assert!(due_sk(t("2026-01-01T00:00:00Z"), "zzz") < bound);
         assert!(due_sk(t("2025-12-31T23:59:59Z"), "a") < bound);
         assert!(due_sk(t("2026-01-01T00:00:01Z"), "a") > bound);
+    }
+
+    #[test]
+    fn a_run_sort_key_gives_back_its_instant() {
+        let at = t("2026-03-01T10:05:00.5Z");
+        let manual = RunKey {
+            schedule_id: "a".into(),
+            scheduled_for: at,
+            origin: cronledger_core::run::Origin::Manual("m#1".into()),
+        };
+        assert_eq!(run_sk_instant(&run_sk(&manual)), Some(at));
+        assert_eq!(
+            run_sk_instant("RUN#2026-03-01T10:05:00Z"),
+            Some(t("2026-03-01T10:05:00Z"))
+        );
+        assert_eq!(run_sk_instant("DEF"), None);
+        assert_eq!(run_sk_instant("RUN#garbage"), None);
     }
 
     #[test]

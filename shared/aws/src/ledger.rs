@@ -229,6 +229,16 @@ pub struct Page<T> {
     pub next: Option<String>,
 }
 
+/// What [`LedgerStore::recent_runs`] found, and how far back it looked.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RecentRuns {
+    pub runs: Vec<Run>,
+    /// The read reached the schedule's oldest run.
+    pub complete: bool,
+    /// The window of the oldest run the read looked at (when not `complete`).
+    pub oldest_read: Option<DateTime<Utc>>,
+}
+
 /// The ledger operations the Lambda functions use.
 #[async_trait]
 pub trait LedgerStore: Send + Sync {
@@ -336,6 +346,16 @@ pub trait LedgerStore: Send + Sync {
         limit: u32,
         cursor: Option<&str>,
     ) -> Result<Page<Run>, StoreError>;
+
+    /// Of a schedule's newest `limit` runs, the ones still in flight and, with `at`, the
+    /// ones scheduled in `at`'s second, newest first: what the overlap, ALREADY_DONE and
+    /// QUEUE_NEW checks need. The store reads the whole page and sends only those.
+    async fn recent_runs(
+        &self,
+        schedule_id: &str,
+        limit: u32,
+        at: Option<DateTime<Utc>>,
+    ) -> Result<RecentRuns, StoreError>;
 
     /// A schedule's runs, newest first.
     async fn run_history(

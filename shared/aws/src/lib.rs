@@ -23,7 +23,7 @@ pub use error::{LaneError, StoreError};
 pub use lanes::{LaneMessage, LaneQueue, QueueDepth, SqsLanes};
 pub use ledger::{
     AuditAction, AuditEntry, ChangeMeta, Created, Fire, FireOutcome, LedgerStore, OperatorAction,
-    Page, Pause, RunChange, ScheduleState, StoredSchedule,
+    Page, Pause, RecentRuns, RunChange, ScheduleState, StoredSchedule,
 };
 pub use meter::{metered, MeterSnapshot, RequestMeter, Usage};
 pub use ops::{

@@ -12,6 +12,8 @@ pub struct Expr {
     set: Vec<String>,
     remove: Vec<String>,
     conditions: Vec<String>,
+    /// Alternatives of a query's filter: an item is kept when any holds.
+    filters: Vec<String>,
 }
 
 impl Expr {
@@ -107,6 +109,30 @@ impl Expr {
         }
     }
 
+    /// Keeps items whose `attr` is one of `values` (a query filter alternative).
+    pub fn or_one_of(
+        &mut self,
+        attr: &str,
+        values: impl IntoIterator<Item = AttributeValue>,
+    ) -> &mut Expr {
+        let n = self.name(attr);
+        let vs: Vec<String> = values.into_iter().map(|v| self.value(v)).collect();
+        self.filters.push(format!("{n} IN ({})", vs.join(", ")));
+        self
+    }
+
+    /// Keeps items whose `attr` begins with `prefix` (a query filter alternative).
+    pub fn or_begins_with(&mut self, attr: &str, prefix: AttributeValue) -> &mut Expr {
+        let (n, v) = (self.name(attr), self.value(prefix));
+        self.filters.push(format!("begins_with({n}, {v})"));
+        self
+    }
+
+    /// The query filter: any of its alternatives.
+    pub fn filter(&self) -> Option<String> {
+        (!self.filters.is_empty()).then(|| self.filters.join(" OR "))
+    }
+
     pub fn update(&self) -> Option<String> {
         let mut parts = Vec::new();
         if !self.set.is_empty() {
@@ -157,5 +183,20 @@ mod tests {
         assert_eq!(e.names().unwrap().len(), 5);
         assert_eq!(e.values().unwrap().len(), 4);
         assert_eq!(Expr::new().update(), None);
+    }
+
+    #[test]
+    fn a_filter_keeps_an_item_when_any_alternative_holds() {
+        let mut e = Expr::new();
+        e.eq("PK", s("SCHED#a"))
+            .or_one_of("status", [s("QUEUED"), s("RUNNING")])
+            .or_begins_with("scheduled_for", s("2026-03-01T10:05:00"));
+        assert_eq!(e.condition().unwrap(), "#PK = :v0");
+        assert_eq!(
+            e.filter().unwrap(),
+            "#status IN (:v1, :v2) OR begins_with(#scheduled_for, :v3)"
+        );
+        assert_eq!(e.values().unwrap().len(), 4);
+        assert_eq!(Expr::new().filter(), None);
     }
 }

@@ -26,7 +26,7 @@ use crate::error::StoreError;
 use crate::item::Item;
 use crate::ledger::{
     AuditEntry, ChangeMeta, Created, Fire, FireOutcome, LedgerStore, OperatorAction, Page,
-    RunChange, StoredSchedule,
+    RecentRuns, RunChange, StoredSchedule,
 };
 use crate::meter::{metered, RequestMeter};
 
@@ -363,6 +363,15 @@ impl LedgerStore for DynamoLedger {
             self.active_runs_impl(shard, status, limit, cursor),
         )
         .await
+    }
+
+    async fn recent_runs(
+        &self,
+        schedule_id: &str,
+        limit: u32,
+        at: Option<DateTime<Utc>>,
+    ) -> Result<RecentRuns, StoreError> {
+        metered("recent_runs", self.recent_runs_impl(schedule_id, limit, at)).await
     }
 
     async fn run_history(

@@ -18,7 +18,7 @@ use crate::codec::schedule::VERSION;
 use crate::error::StoreError;
 use crate::item::{key, n, s, time, Item};
 use crate::keys::{self, GSI2PK, GSI2SK, PK, SK};
-use crate::ledger::{Created, Fire, FireOutcome, Page, RunChange};
+use crate::ledger::{Created, Fire, FireOutcome, Page, RecentRuns, RunChange};
 
 impl DynamoLedger {
     pub(super) async fn create_run_impl(&self, run: &Run) -> Result<Created, StoreError> {
@@ -307,6 +307,50 @@ impl DynamoLedger {
         Ok(Page {
             items: decode_all(&items)?,
             next,
+        })
+    }
+
+    pub(super) async fn recent_runs_impl(
+        &self,
+        schedule_id: &str,
+        limit: u32,
+        at: Option<DateTime<Utc>>,
+    ) -> Result<RecentRuns, StoreError> {
+        let mut expr = Expr::new();
+        expr.eq(PK, s(keys::schedule_pk(schedule_id)))
+            .begins_with(SK, s(keys::RUN_PREFIX));
+        let active = RunStatus::ALL.iter().filter(|status| status.is_active());
+        expr.or_one_of(codec::STATUS, active.map(|status| s(status.as_str())));
+        if let Some(at) = at {
+            // The whole second: every text form of the instant (fractions) begins with it.
+            let second = at.format("%Y-%m-%dT%H:%M:%S").to_string();
+            expr.or_begins_with(codec::SCHEDULED_FOR, s(second));
+        }
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .set_key_condition_expression(expr.condition())
+            .set_filter_expression(expr.filter())
+            .set_expression_attribute_names(expr.names())
+            .set_expression_attribute_values(expr.values())
+            .limit(limit.clamp(1, 1000) as i32)
+            .scan_index_forward(false)
+            .consistent_read(true)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map_err(|e| StoreError::request("Query", e))?;
+        self.meter.record_capacity("Query", out.consumed_capacity());
+        // Where the read stopped: the sort key of the last run it looked at, filtered or not.
+        let stopped_at = out
+            .last_evaluated_key()
+            .and_then(|k| k.get(SK))
+            .and_then(|sk| sk.as_s().ok());
+        Ok(RecentRuns {
+            runs: decode_all(out.items())?,
+            complete: out.last_evaluated_key().is_none(),
+            oldest_read: stopped_at.and_then(|sk| keys::run_sk_instant(sk)),
         })
     }
 
