@@ -92,8 +92,18 @@ pub struct SimulateArgs {
     /// Send every message twice.
     #[arg(long)]
     pub duplicate_deliveries: bool,
+    /// Where the lanes keep their messages: in this process (the default: SQS's part of a
+    /// simulation without a round trip per call) or in the emulator's SQS queues.
+    #[arg(long, value_enum, default_value = "memory")]
+    pub queues: SimQueuesArg,
     #[arg(long, value_enum, default_value = "json")]
     pub format: Format,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SimQueuesArg {
+    Memory,
+    Sqs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

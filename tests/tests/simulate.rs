@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use cronledger_app::faults::CrashPoint;
 use cronledger_app::simulate::{
-    lane_settings, simulate, Outage, ScheduleSummary, SimulationConfig, SimulationEnv,
+    lane_settings, simulate, Outage, ScheduleSummary, SimQueues, SimulationConfig, SimulationEnv,
     SimulationReport,
 };
 use cronledger_aws::{BackfillState, DynamoLedger, LedgerStore, OpsStore, ReleaseStateStore};
@@ -13,9 +13,27 @@ use cronledger_core::{Reason, RunStatus, ScheduleSpec, Trigger};
 use cronledger_tests::{spec_with, t, TestLanes, TestLedger};
 use serde_json::json;
 
+/// Where a test simulation's lanes keep their messages.
+#[derive(Clone, Copy, PartialEq)]
+enum Queues {
+    Memory,
+    Sqs,
+}
+
 async fn run(specs: Vec<ScheduleSpec>, config: SimulationConfig) -> SimulationReport {
+    run_on(Queues::Memory, specs, config).await
+}
+
+async fn run_on(
+    queues: Queues,
+    specs: Vec<ScheduleSpec>,
+    config: SimulationConfig,
+) -> SimulationReport {
     let ledger = TestLedger::new().await;
-    let lanes = TestLanes::with_clients(ledger.clients.clone(), lane_settings()).await;
+    let lanes = match queues {
+        Queues::Memory => None,
+        Queues::Sqs => Some(TestLanes::with_clients(ledger.clients.clone(), lane_settings()).await),
+    };
     // One shard, as `cronledger simulate` runs it: one `due` query per tick.
     let one_shard = DynamoLedger::new(&ledger.clients, &ledger.table, 1);
     let store: Arc<dyn LedgerStore> = Arc::new(one_shard.clone());
@@ -25,7 +43,10 @@ async fn run(specs: Vec<ScheduleSpec>, config: SimulationConfig) -> SimulationRe
         store,
         control,
         ops,
-        lanes: Arc::new(lanes.lanes.clone()),
+        queues: lanes.as_ref().map_or_else(
+            || SimQueues::memory(lane_settings().max_receive_count),
+            |lanes| SimQueues::Sqs(Arc::new(lanes.lanes.clone())),
+        ),
         shards: 1,
         meter: Some(ledger.clients.meter.clone()),
     };
@@ -83,11 +104,29 @@ fn inside(report: &SimulationReport, step_minutes: i64) -> u32 {
     (minutes / step_minutes - 1) as u32
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn six_hour_outage_accounts_for_every_window_once() {
+fn six_hour_outage() -> SimulationConfig {
     let mut config = SimulationConfig::new(t("2026-03-01T01:00:00Z"), t("2026-03-01T08:30:00Z"));
     config.outages = vec![Outage::parse("2026-03-01T02:00:00Z..2026-03-01T08:00:00Z").unwrap()];
-    let report = run(schedules(), config).await;
+    config
+}
+
+/// The in-process queues stand in for SQS without changing an entry of the ledger.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_process_queues_and_sqs_give_the_same_ledger() {
+    let (memory, sqs) = tokio::join!(
+        run_on(Queues::Memory, schedules(), six_hour_outage()),
+        run_on(Queues::Sqs, schedules(), six_hour_outage())
+    );
+    assert_all_accounted(&sqs);
+    let json = |r: &SimulationReport| serde_json::to_value(&r.ledger).unwrap_or_default();
+    assert_eq!(json(&memory), json(&sqs));
+    assert_eq!(memory.stats.deliveries, sqs.stats.deliveries);
+    assert_eq!(memory.stats.redeliveries, sqs.stats.redeliveries);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn six_hour_outage_accounts_for_every_window_once() {
+    let report = run(schedules(), six_hour_outage()).await;
     for e in report
         .ledger
         .iter()

@@ -7,12 +7,12 @@ use std::sync::Arc;
 use chrono::Utc;
 use cronledger_app::faults::CrashPoint;
 use cronledger_app::simulate::{
-    lane_settings, simulate, Outage, SimulationConfig, SimulationEnv, SimulationReport,
+    lane_settings, simulate, Outage, SimQueues, SimulationConfig, SimulationEnv, SimulationReport,
 };
 use cronledger_aws::{LedgerStore, ReleaseStateStore};
 
 use super::{instant, load_manifest, stack, CliError};
-use crate::args::{Format, SimulateArgs};
+use crate::args::{Format, SimQueuesArg, SimulateArgs};
 
 pub fn run(args: SimulateArgs) -> Result<ExitCode, CliError> {
     let config = config(&args)?;
@@ -27,11 +27,15 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode, CliError> {
         let stack = stack::create("SIMULATE", &name, 1, lane_settings()).await?;
         let store: Arc<dyn LedgerStore> = stack.ledger.clone();
         let control: Arc<dyn ReleaseStateStore> = stack.ledger.clone();
+        let queues = match args.queues {
+            SimQueuesArg::Memory => SimQueues::memory(lane_settings().max_receive_count),
+            SimQueuesArg::Sqs => SimQueues::Sqs(stack.lanes.clone()),
+        };
         let env = SimulationEnv {
             store,
             control,
             ops: stack.ledger.clone(),
-            lanes: stack.lanes.clone(),
+            queues,
             shards: 1,
             meter: Some(stack.clients.meter.clone()),
         };

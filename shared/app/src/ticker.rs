@@ -113,6 +113,26 @@ impl TickReport {
     }
 }
 
+/// What a tick found due (see [`Ticker::due`]).
+#[derive(Debug, Clone)]
+pub struct DueSchedules {
+    now: DateTime<Utc>,
+    until: DateTime<Utc>,
+    schedules: Vec<StoredSchedule>,
+    errors: Vec<String>,
+}
+
+impl DueSchedules {
+    /// Whether a window is due already rather than inside the lookahead: only such a window
+    /// is checked against the schedule's running work when it is fired (its overlap
+    /// policy), so only then does the firing depend on what workers do meanwhile.
+    pub fn fires_due_windows(&self) -> bool {
+        self.schedules
+            .iter()
+            .any(|s| s.next_run_at.is_some_and(|t| t <= self.now))
+    }
+}
+
 pub struct Ticker {
     store: Arc<dyn LedgerStore>,
     lanes: Arc<dyn LaneQueue>,
@@ -159,26 +179,51 @@ impl Ticker {
     }
 
     pub async fn tick(&self, event: &TickEvent) -> TickReport {
+        let due = self.due(event).await;
+        self.fire(due).await
+    }
+
+    /// The tick's first half: the schedules with a window due by the end of the lookahead.
+    pub async fn due(&self, event: &TickEvent) -> DueSchedules {
         let now = event.time;
         let until = now + self.config.lookahead.as_delta();
         let shards: Vec<u32> = match &event.shards {
             Some(s) => s.clone(),
             None => (0..self.config.shards).collect(),
         };
-        let mut report = TickReport::default();
-        let mut due = Vec::new();
+        let mut due = DueSchedules {
+            now,
+            until,
+            schedules: Vec::new(),
+            errors: Vec::new(),
+        };
         for shard in shards {
             match self
                 .store
                 .due_schedules(shard, until, self.config.due_limit)
                 .await
             {
-                Ok(mut found) => due.append(&mut found),
-                Err(e) => report.errors.push(format!("shard {shard}: {e}")),
+                Ok(mut found) => due.schedules.append(&mut found),
+                Err(e) => due.errors.push(format!("shard {shard}: {e}")),
             }
         }
-        report.due_schedules = due.len() as u32;
-        let reports: Vec<TickReport> = stream::iter(due)
+        due
+    }
+
+    /// The tick's second half: fires the due windows, oldest first per schedule.
+    pub async fn fire(&self, due: DueSchedules) -> TickReport {
+        let DueSchedules {
+            now,
+            until,
+            schedules,
+            errors,
+        } = due;
+        let mut report = TickReport {
+            due_schedules: schedules.len() as u32,
+            errors,
+            ..TickReport::default()
+        };
+        let reports: Vec<TickReport> = stream::iter(schedules)
             .map(|schedule| {
                 let span = tracing::info_span!("schedule", schedule = %schedule.id());
                 self.fire_schedule(schedule, now, until).instrument(span)
@@ -405,8 +450,8 @@ pub async fn active_runs_of(
     store: &dyn LedgerStore,
     schedule_id: &str,
 ) -> Result<Vec<ActiveRun>, StoreError> {
-    let page = store.run_history(schedule_id, RECENT_RUNS, None).await?;
-    Ok(live_active(&page.items))
+    let recent = store.recent_runs(schedule_id, RECENT_RUNS, None).await?;
+    Ok(live_active(&recent.runs))
 }
 
 /// How many of a schedule's newest runs the overlap checks read.

@@ -1,15 +1,15 @@
-//! The lanes as the simulator sees them: the real SQS queues, with the two things SQS times by
-//! the wall clock (message delays and visibility timeouts) moved onto the virtual clock, and
-//! an event source that drains them between virtual instants.
+//! The lanes as the simulator sees them: queues (see [`super::queues`]) with the two things
+//! SQS times by the wall clock (message delays and visibility timeouts) moved onto the
+//! virtual clock, and an event source that drains them between virtual instants.
 //!
 //! - A delayed send (the ticker's lookahead) is held here and sent, undelayed, when the
 //!   virtual clock reaches its time.
-//! - The queues are created with the longest visibility timeout SQS allows, so a received
-//!   message never reappears on its own in wall time. When the worker keeps a message
+//! - A received message never reappears on its own (SQS queues are created with the longest
+//!   visibility timeout SQS allows, 12 hours of wall time). When the worker keeps a message
 //!   (retry backoff, QUEUE_NEW deferral, a crash), the visibility it asked for (or the
 //!   simulated default) is noted in virtual time, and the message is made visible again
 //!   (`ChangeMessageVisibility` to 0) when the virtual clock gets there. Receive counts, the
-//!   redrive to the DLQ and partial batch responses stay real SQS behaviour.
+//!   redrive to the DLQ and partial batch responses stay SQS behaviour.
 //! - With duplicate deliveries on, every message is sent twice: two copies, each received,
 //!   handled and acknowledged on its own, possibly at the same time by two workers.
 
@@ -21,11 +21,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
 use cronledger_aws::lanes::SqsRecord;
-use cronledger_aws::{LaneError, LaneMessage, LaneQueue, SqsLanes};
+use cronledger_aws::{LaneError, LaneMessage, LaneQueue};
 use cronledger_core::Lane;
 use futures_util::future::join_all;
 use tokio::task::JoinSet;
 
+use super::queues::SimQueues;
 use super::time::VirtualTime;
 use crate::worker::Worker;
 
@@ -58,7 +59,7 @@ pub struct LaneCounters {
 }
 
 pub struct SimLanes {
-    sqs: Arc<SqsLanes>,
+    queues: SimQueues,
     time: VirtualTime,
     duplicate: bool,
     /// How long a message the worker kept without saying for how long stays hidden
@@ -71,13 +72,13 @@ pub struct SimLanes {
 
 impl SimLanes {
     pub fn new(
-        sqs: Arc<SqsLanes>,
+        queues: SimQueues,
         time: VirtualTime,
         duplicate: bool,
         default_visibility: TimeDelta,
     ) -> SimLanes {
         SimLanes {
-            sqs,
+            queues,
             time,
             duplicate,
             default_visibility,
@@ -123,7 +124,7 @@ impl SimLanes {
             lane.extend(std::iter::repeat_n(message, copies));
         }
         let sent = sends.iter().map(|(lane, messages)| async move {
-            self.sqs.send_batch(*lane, messages).await?;
+            self.queues.send_batch(*lane, messages).await?;
             self.counted_sends(*lane, messages.len() as u64 / copies as u64);
             Ok::<(), LaneError>(())
         });
@@ -135,7 +136,7 @@ impl SimLanes {
             shows.entry(lane).or_default().push(receipt);
         }
         let uncover = shows.iter().map(|(lane, receipts)| async move {
-            self.sqs.show_batch(*lane, receipts).await?;
+            self.queues.show_batch(*lane, receipts).await?;
             let n = receipts.len() as u64;
             self.counters.redelivered.fetch_add(n, Ordering::Relaxed);
             *self.state().visible.entry(*lane).or_default() += n;
@@ -178,7 +179,7 @@ impl SimLanes {
         };
         let deletes = finished
             .iter()
-            .map(|(lane, receipts)| self.sqs.delete_batch(*lane, receipts));
+            .map(|(lane, receipts)| self.queues.delete_batch(*lane, receipts));
         for result in join_all(deletes).await {
             result?;
         }
@@ -186,9 +187,9 @@ impl SimLanes {
     }
 
     async fn send_now(&self, message: &LaneMessage) -> Result<String, LaneError> {
-        let id = self.sqs.send(message, Duration::ZERO).await?;
+        let id = self.queues.send(message).await?;
         if self.duplicate {
-            self.sqs.send(message, Duration::ZERO).await?;
+            self.queues.send(message).await?;
         }
         self.counted_sends(message.lane, 1);
         Ok(id)
@@ -219,7 +220,7 @@ impl SimLanes {
             }
             for lane in lanes {
                 while self.state().visible.get(&lane).is_some_and(|n| *n > 0) {
-                    let received = self.sqs.receive(lane, false, 10, Duration::ZERO).await?;
+                    let received = self.queues.receive(lane).await?;
                     {
                         let mut state = self.state();
                         let n = state.visible.entry(lane).or_default();
@@ -295,7 +296,7 @@ impl LaneQueue for SimLanes {
         code: &str,
         detail: &str,
     ) -> Result<(), LaneError> {
-        self.sqs.dead_letter(lane, body, code, detail).await
+        self.queues.dead_letter(lane, body, code, detail).await
     }
 
     /// Noted in virtual time; the message stays hidden in SQS meanwhile (see the module docs).

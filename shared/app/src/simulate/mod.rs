@@ -18,6 +18,7 @@ mod agenda;
 mod crash;
 mod job;
 mod lanes;
+mod queues;
 mod summary;
 mod time;
 
@@ -32,8 +33,7 @@ use cronledger_aws::lanes::LaneSettings;
 use cronledger_aws::ledger::ChangeMeta;
 use cronledger_aws::MeterSnapshot;
 use cronledger_aws::{
-    Backfill, LaneError, LedgerStore, OpsStore, ReleaseStateStore, RequestMeter, SqsLanes,
-    StoreError,
+    Backfill, LaneError, LedgerStore, OpsStore, ReleaseStateStore, RequestMeter, StoreError,
 };
 use cronledger_core::run::{LedgerEntry, Origin};
 use cronledger_core::{JobSpec, Lane, Run, Schedule, ScheduleSpec, Span};
@@ -45,13 +45,14 @@ use crate::backfill::BackfillReleaser;
 use crate::faults::CrashPoint;
 use crate::jobs::{HttpJob, JobTargets};
 use crate::reconciler::{ReconcileError, ReconcileEvent, Reconciler, ReconcilerConfig, Signals};
-use crate::ticker::{TickEvent, Ticker, TickerConfig};
+use crate::ticker::{DueSchedules, TickEvent, Ticker, TickerConfig};
 use crate::worker::{Worker, WorkerConfig};
 
 use agenda::{Agenda, MINUTE, PASS_EVERY};
 pub use crash::{Crash, SimFaults};
 pub use job::{Execution, ExecutionLog, VirtualNoop};
 pub use lanes::{SimLanes, QUEUE_VISIBILITY};
+pub use queues::{MemoryQueues, SimQueues};
 pub use summary::ScheduleSummary;
 pub use time::VirtualTime;
 
@@ -168,14 +169,16 @@ impl SimulationConfig {
     }
 }
 
-/// Where the simulation runs: a fresh table and lanes (created with [`lane_settings`]).
+/// Where the simulation runs: a fresh table, and fresh lanes (SQS queues created with
+/// [`lane_settings`], or [`SimQueues::memory`]).
 #[derive(Clone)]
 pub struct SimulationEnv {
     pub store: Arc<dyn LedgerStore>,
     pub control: Arc<dyn ReleaseStateStore>,
     /// Backfills: the ones the reconciler proposes for long gaps, released in its pass.
     pub ops: Arc<dyn OpsStore>,
-    pub lanes: Arc<SqsLanes>,
+    /// The lanes' messages: the emulator's SQS or in-process queues (see [`queues`]).
+    pub queues: SimQueues,
     /// Shards of the table's `due` and `active` indexes (as the ledger was built with).
     pub shards: u32,
     /// The store's and lanes' request meter, if they share one: the report then counts
@@ -235,8 +238,8 @@ pub struct SimulationStats {
     pub wall_ms: u64,
 }
 
-/// Queue depths straight from the (emulated) SQS; no CloudWatch alarms.
-struct QueueSignals(Arc<SqsLanes>);
+/// Queue depths straight from the queues; no CloudWatch alarms.
+struct QueueSignals(SimQueues);
 
 #[async_trait]
 impl Signals for QueueSignals {
@@ -308,7 +311,7 @@ pub async fn simulate(
     ));
     let log = ExecutionLog::default();
     let lanes = Arc::new(SimLanes::new(
-        env.lanes.clone(),
+        env.queues.clone(),
         time.clone(),
         config.duplicate_deliveries,
         visibility,
@@ -352,7 +355,7 @@ pub async fn simulate(
             .with_faults(faults.clone())
         })
         .collect();
-    let signals: Arc<dyn Signals> = Arc::new(QueueSignals(env.lanes.clone()));
+    let signals: Arc<dyn Signals> = Arc::new(QueueSignals(env.queues.clone()));
     let reconciler = Reconciler::new(
         env.store.clone(),
         env.control.clone(),
@@ -422,7 +425,26 @@ pub async fn simulate(
                     time: t,
                     shards: None,
                 };
-                let reports = join_all(tickers.iter().map(|ticker| ticker.tick(&event))).await;
+                let due = join_all(tickers.iter().map(|ticker| ticker.due(&event))).await;
+                // Firing windows inside the lookahead touches nothing a worker reads or
+                // writes, so it goes alongside this instant's deliveries (about a third of a
+                // simulated minute's round trips). A window already due is checked against
+                // the schedule's running work, and a reconciler pass reads the whole ledger:
+                // those wait, so the simulation stays repeatable.
+                let alongside = !is_pass && !due.iter().any(DueSchedules::fires_due_windows);
+                let fire = join_all(
+                    tickers
+                        .iter()
+                        .zip(due)
+                        .map(|(ticker, due)| ticker.fire(due)),
+                );
+                let reports = if alongside {
+                    let (reports, drained) = tokio::join!(fire, lanes.drain(&workers, &mut tasks));
+                    drained?;
+                    reports
+                } else {
+                    fire.await
+                };
                 stats.ticks += 1;
                 let idle = reports
                     .iter()
