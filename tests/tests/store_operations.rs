@@ -375,3 +375,46 @@ async fn runs_list_newest_first_by_window_range_and_while_active() {
     assert_eq!(queued_now, [seen[1].clone()]);
     assert_eq!(active(Some(RunStatus::Pending)).await.len(), 25);
 }
+
+#[tokio::test]
+async fn recent_runs_sends_only_runs_in_flight_and_at_the_instant_and_says_how_far_it_read() {
+    let env = TestLedger::new().await;
+    let ledger = &env.ledger;
+    let id = "recent";
+    let spec = spec(id, "* * * * *");
+    let t0 = t("2026-03-01T00:00:00Z");
+    let minute = |m: i64| t0 + Duration::minutes(m);
+    // Minutes 0..30: every fifth PENDING, the rest SKIPPED; an operator's run at minute 20.
+    for m in 0..30 {
+        let mut run = scheduled_run(&spec, minute(m), minute(m), "ticker");
+        if m % 5 != 0 {
+            run.status = RunStatus::Skipped;
+        }
+        ledger.create_run(&run).await.expect("create");
+    }
+    let mut operator = manual_run(&scheduled_run(&spec, minute(20), minute(20), "op"), "req");
+    operator.status = RunStatus::Skipped;
+    ledger.create_run(&operator).await.expect("manual");
+
+    let minutes = |runs: &[cronledger_core::Run]| -> Vec<i64> {
+        runs.iter()
+            .map(|r| (r.key.scheduled_for - t0).num_minutes())
+            .collect()
+    };
+    // The newest 10 are minutes 29..21 and the operator's run at 20 (it sorts after minute 20's
+    // own key): in flight only 25; at 20, both runs of that instant too.
+    let recent = ledger.recent_runs(id, 10, None).await.expect("recent");
+    assert_eq!(minutes(&recent.runs), [25]);
+    assert!(!recent.complete);
+    assert_eq!(recent.oldest_read, Some(minute(20)));
+    let at_20 = ledger
+        .recent_runs(id, 12, Some(minute(20)))
+        .await
+        .expect("recent at 20");
+    assert_eq!(minutes(&at_20.runs), [25, 20, 20]);
+    assert_eq!(at_20.oldest_read, Some(minute(19)));
+    // Read to the end: complete, every run in flight.
+    let all = ledger.recent_runs(id, 100, None).await.expect("all");
+    assert!(all.complete);
+    assert_eq!(minutes(&all.runs), [25, 20, 15, 10, 5, 0]);
+}
