@@ -473,3 +473,52 @@ pub fn live_active(recent: &[Run]) -> Vec<ActiveRun> {
 pub fn is_live(trigger: Trigger) -> bool {
     matches!(trigger, Trigger::Scheduled | Trigger::Manual)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cronledger_aws::ledger::ScheduleState;
+    use cronledger_core::ScheduleSpec;
+
+    fn t(s: &str) -> DateTime<Utc> {
+        s.parse().expect("instant")
+    }
+
+    fn due_at(id: &str, next_run_at: Option<&str>) -> StoredSchedule {
+        let spec: ScheduleSpec = serde_json::from_value(serde_json::json!({
+            "id": id, "cron": "* * * * *", "timezone": "UTC", "job": {"type": "noop"}
+        }))
+        .expect("spec");
+        StoredSchedule {
+            spec,
+            version: 1,
+            state: ScheduleState::Active,
+            shard: 0,
+            next_run_at: next_run_at.map(t),
+            reconciled_through: t("2026-03-01T00:00:00Z"),
+            pauses: Vec::new(),
+            created_at: t("2026-03-01T00:00:00Z"),
+            updated_at: t("2026-03-01T00:00:00Z"),
+        }
+    }
+
+    fn due(schedules: Vec<StoredSchedule>) -> DueSchedules {
+        DueSchedules {
+            now: t("2026-03-01T10:00:00Z"),
+            until: t("2026-03-01T10:01:00Z"),
+            schedules,
+            errors: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn only_a_window_due_by_now_is_a_due_window_not_one_inside_the_lookahead() {
+        let ahead = due_at("ahead", Some("2026-03-01T10:01:00Z"));
+        assert!(!due(vec![ahead.clone()]).fires_due_windows());
+        assert!(!due(vec![]).fires_due_windows());
+        for behind in ["2026-03-01T10:00:00Z", "2026-03-01T09:20:00Z"] {
+            let behind = due_at("behind", Some(behind));
+            assert!(due(vec![ahead.clone(), behind]).fires_due_windows());
+        }
+    }
+}
