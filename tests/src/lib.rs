@@ -19,9 +19,7 @@ use chrono::{DateTime, Utc};
 use cronledger_aws::lanes::{LaneSettings, SqsLanes};
 use cronledger_aws::{AwsClients, AwsSettings, DynamoLedger, TableDefinition};
 use cronledger_core::run::Origin;
-use cronledger_core::{
-    Lane, Run, RunKey, RunStatus, Schedule, ScheduleSpec, Trigger, ValidationRules,
-};
+use cronledger_core::{Lane, Run, Schedule, ScheduleSpec, Trigger, ValidationRules};
 
 /// Shards the test ledgers use (small, so per-shard queries see several schedules).
 pub const SHARDS: u32 = 4;
@@ -194,35 +192,17 @@ pub fn scheduled_run(
     writer: &str,
 ) -> Run {
     let schedule = Schedule::new(spec.clone()).expect("the spec compiles");
-    let window = schedule.window_for(scheduled_for);
-    Run {
-        key: RunKey::expected(spec.id.clone(), scheduled_for),
-        trigger: Trigger::Scheduled,
-        status: RunStatus::Pending,
-        reason: None,
-        window,
-        business_date: schedule.business_date(&window),
-        idempotency_key: schedule.idempotency_key(&window),
-        replay_group_id: Some(writer.to_string()),
-        range_end: None,
-        count: 1,
-        coalesced_into: None,
-        lane: Some(Lane::Normal),
-        attempts: 0,
-        lease: None,
-        lease_epoch: 0,
+    let mut run = schedule.pending_run(
+        scheduled_for,
+        schedule.window_for(scheduled_for),
+        Origin::Expected,
+        Trigger::Scheduled,
         created_at,
-        queued_at: None,
-        started_at: None,
-        completed_at: None,
-        last_heartbeat_at: None,
-        schedule_version: 1,
-        cron: spec.cron.clone(),
-        timezone: spec.timezone.name().to_string(),
-        job_id: None,
-        result: None,
-        forced: false,
-    }
+        1,
+    );
+    run.replay_group_id = Some(writer.to_string());
+    run.lane = Some(Lane::Normal);
+    run
 }
 
 /// An operator's run at the same instant as an expected one (its own key).

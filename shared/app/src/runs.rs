@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use cronledger_aws::ledger::{RunChange, StoredSchedule};
 use cronledger_aws::{LaneError, LaneMessage, LaneQueue, LedgerStore, StoreError};
 use cronledger_core::run::Origin;
-use cronledger_core::{Issue, Lane, Run, RunEvent, RunKey, RunStatus, Schedule, Trigger};
+use cronledger_core::{Issue, Lane, Run, RunEvent, RunStatus, Schedule, Trigger};
 
 /// A fresh PENDING run of an expected occurrence (or an operator's, by `origin`), with its
 /// business inputs fixed now (invariant 5).
@@ -37,38 +37,14 @@ pub fn new_run_with_origin(
     created_at: DateTime<Utc>,
 ) -> Run {
     let window = schedule.window_for(scheduled_for);
-    Run {
-        key: RunKey {
-            schedule_id: schedule.id().to_string(),
-            scheduled_for,
-            origin,
-        },
-        trigger,
-        status: RunStatus::Pending,
-        reason: None,
+    schedule.pending_run(
+        scheduled_for,
         window,
-        business_date: schedule.business_date(&window),
-        idempotency_key: schedule.idempotency_key(&window),
-        replay_group_id: None,
-        range_end: None,
-        count: 1,
-        coalesced_into: None,
-        lane: Some(schedule.spec.priority.live_lane()),
-        attempts: 0,
-        lease: None,
-        lease_epoch: 0,
+        origin,
+        trigger,
         created_at,
-        queued_at: None,
-        started_at: None,
-        completed_at: None,
-        last_heartbeat_at: None,
         schedule_version,
-        cron: schedule.spec.cron.clone(),
-        timezone: schedule.spec.timezone.name().to_string(),
-        job_id: None,
-        result: None,
-        forced: false,
-    }
+    )
 }
 
 /// Compiled schedules by id and version: a warm Lambda parses each expression once.

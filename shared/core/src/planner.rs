@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::error::{Code, Issue};
 use crate::policy::{Lane, MisfirePolicy};
-use crate::run::{Origin, Reason, Run, RunKey, RunStatus, Trigger};
+use crate::run::{Origin, Reason, Run, RunStatus, Trigger};
 use crate::schedule::Schedule;
 use crate::span::Span;
 use crate::window::{utc_text, Window};
@@ -269,46 +269,28 @@ impl Plan {
         created_at: DateTime<Utc>,
         schedule_version: u64,
     ) -> Run {
-        let window = entry.window;
-        let lane = match entry.action {
+        let mut run = schedule.pending_run(
+            entry.scheduled_for,
+            entry.window,
+            Origin::Expected,
+            Trigger::CatchUp,
+            created_at,
+            schedule_version,
+        );
+        run.status = entry.action.status();
+        run.reason = entry.action.reason();
+        run.replay_group_id = self.replay_group_id.clone();
+        run.range_end = entry.range_end;
+        run.count = entry.count;
+        run.coalesced_into = match entry.action {
+            Action::Coalesce { into } => Some(into),
+            _ => None,
+        };
+        run.lane = match entry.action {
             Action::Fire { lane, .. } => Some(lane),
             _ => None,
         };
-        Run {
-            key: RunKey {
-                schedule_id: schedule.id().to_string(),
-                scheduled_for: entry.scheduled_for,
-                origin: Origin::Expected,
-            },
-            trigger: Trigger::CatchUp,
-            status: entry.action.status(),
-            reason: entry.action.reason(),
-            window,
-            business_date: schedule.business_date(&window),
-            idempotency_key: schedule.idempotency_key(&window),
-            replay_group_id: self.replay_group_id.clone(),
-            range_end: entry.range_end,
-            count: entry.count,
-            coalesced_into: match entry.action {
-                Action::Coalesce { into } => Some(into),
-                _ => None,
-            },
-            lane,
-            attempts: 0,
-            lease: None,
-            lease_epoch: 0,
-            created_at,
-            queued_at: None,
-            started_at: None,
-            completed_at: None,
-            last_heartbeat_at: None,
-            schedule_version,
-            cron: schedule.spec.cron.clone(),
-            timezone: schedule.spec.timezone.name().to_string(),
-            job_id: None,
-            result: None,
-            forced: false,
-        }
+        run
     }
 }
 
