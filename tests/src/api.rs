@@ -161,6 +161,26 @@ impl ApiEnv {
             .await
     }
 
+    /// `GET path` as `who`.
+    pub async fn get(&self, who: &str, path: &str) -> Answer {
+        self.call(Some(who), Method::GET, path, None).await
+    }
+
+    /// `POST path` as `who`.
+    pub async fn post(&self, who: &str, path: &str, body: Option<Value>) -> Answer {
+        self.call(Some(who), Method::POST, path, body).await
+    }
+
+    /// `PUT path` as `who`.
+    pub async fn put(&self, who: &str, path: &str, body: Option<Value>) -> Answer {
+        self.call(Some(who), Method::PUT, path, body).await
+    }
+
+    /// `DELETE path` as `who`.
+    pub async fn delete(&self, who: &str, path: &str, body: Option<Value>) -> Answer {
+        self.call(Some(who), Method::DELETE, path, body).await
+    }
+
     pub async fn call_with(
         &self,
         caller: Option<Caller>,

@@ -24,9 +24,7 @@ fn schedule_doc(id: &str, cron: &str) -> Value {
 }
 
 async fn create(api: &ApiEnv, doc: Value) -> Value {
-    let a = api
-        .call(Some(ADMIN), Method::POST, "/v1/schedules", Some(doc))
-        .await;
+    let a = api.post(ADMIN, "/v1/schedules", Some(doc)).await;
     assert_eq!(a.status, StatusCode::CREATED, "{:?}", a.body);
     a.body
 }
@@ -55,21 +53,16 @@ async fn schedules_crud_with_if_match_preview_diff_and_audit() {
     assert_eq!(created["version"], 1);
     assert_eq!(created["state"], "ACTIVE");
 
-    let got = api
-        .call(Some(VIEWER), Method::GET, "/v1/schedules/nightly", None)
-        .await;
+    let got = api.get(VIEWER, "/v1/schedules/nightly").await;
     assert_eq!(got.status, StatusCode::OK);
     assert_eq!(got.headers["etag"], "\"1\"");
-    let listed = api
-        .call(Some(VIEWER), Method::GET, "/v1/schedules?limit=10", None)
-        .await;
+    let listed = api.get(VIEWER, "/v1/schedules?limit=10").await;
     assert_eq!(listed.body["items"].as_array().map(Vec::len), Some(1));
 
     // A second create of the same id conflicts.
     let again = api
-        .call(
-            Some(ADMIN),
-            Method::POST,
+        .post(
+            ADMIN,
             "/v1/schedules",
             Some(schedule_doc("nightly", "0 3 * * *")),
         )
@@ -81,9 +74,7 @@ async fn schedules_crud_with_if_match_preview_diff_and_audit() {
 
     // Update: If-Match required, stale is 412 with the current version, fresh applies.
     let update = || Some(schedule_doc("nightly", "0 4 * * *"));
-    let missing = api
-        .call(Some(ADMIN), Method::PUT, "/v1/schedules/nightly", update())
-        .await;
+    let missing = api.put(ADMIN, "/v1/schedules/nightly", update()).await;
     assert_eq!(missing.status, StatusCode::BAD_REQUEST);
     let admin = || Some(Caller::new(ADMIN));
     let ok = api
@@ -125,22 +116,14 @@ async fn schedules_crud_with_if_match_preview_diff_and_audit() {
 
     // Pause and resume with notes; pausing twice conflicts; a stale If-Match is 412.
     let paused = api
-        .call(
-            Some(ADMIN),
-            Method::POST,
+        .post(
+            ADMIN,
             "/v1/schedules/nightly/pause",
             Some(json!({"note": "vendor outage"})),
         )
         .await;
     assert_eq!(paused.body["state"], "PAUSED");
-    let twice = api
-        .call(
-            Some(ADMIN),
-            Method::POST,
-            "/v1/schedules/nightly/pause",
-            None,
-        )
-        .await;
+    let twice = api.post(ADMIN, "/v1/schedules/nightly/pause", None).await;
     assert_eq!(twice.status, StatusCode::CONFLICT);
     let stale_resume = api
         .call_with(
@@ -153,9 +136,8 @@ async fn schedules_crud_with_if_match_preview_diff_and_audit() {
         .await;
     assert_eq!(stale_resume.status, StatusCode::PRECONDITION_FAILED);
     let resumed = api
-        .call(
-            Some(ADMIN),
-            Method::POST,
+        .post(
+            ADMIN,
             "/v1/schedules/nightly/resume",
             Some(json!({"note": "vendor back"})),
         )
@@ -164,16 +146,11 @@ async fn schedules_crud_with_if_match_preview_diff_and_audit() {
 
     // Preview of the stored schedule and of a document, with DST notes.
     let preview = api
-        .call(
-            Some(VIEWER),
-            Method::GET,
-            "/v1/schedules/nightly/preview?count=3",
-            None,
-        )
+        .get(VIEWER, "/v1/schedules/nightly/preview?count=3")
         .await;
     assert_eq!(preview.body["fire_times"].as_array().map(Vec::len), Some(3));
     let dst = api
-        .call(Some(VIEWER), Method::POST, "/v1/preview", Some(json!({
+        .post(VIEWER, "/v1/preview", Some(json!({
             "schedule": {"id": "ny", "cron": "30 2 * * *", "timezone": "America/New_York", "job": {"type": "noop"}},
             "count": 2, "after": "2026-03-07T12:00:00Z"})))
         .await;
@@ -187,52 +164,34 @@ async fn schedules_crud_with_if_match_preview_diff_and_audit() {
 
     // The risk diff without saving.
     let diff = api
-        .call(
-            Some(VIEWER),
-            Method::POST,
+        .post(
+            VIEWER,
             "/v1/schedules/nightly/diff",
             Some(schedule_doc("nightly", "*/5 * * * *")),
         )
         .await;
     assert_eq!(diff.status, StatusCode::OK, "{:?}", diff.body);
     assert_eq!(diff.body["report"]["level"], "HIGH");
-    let still = api
-        .call(Some(VIEWER), Method::GET, "/v1/schedules/nightly", None)
-        .await;
+    let still = api.get(VIEWER, "/v1/schedules/nightly").await;
     assert_eq!(still.body["spec"]["cron"], "0 4 * * *");
 
     // Archive, then nothing changes any more.
     let archived = api
-        .call(
-            Some(ADMIN),
-            Method::POST,
+        .post(
+            ADMIN,
             "/v1/schedules/nightly/archive",
             Some(json!({"note": "retired"})),
         )
         .await;
     assert_eq!(archived.body["state"], "ARCHIVED");
-    let after = api
-        .call(
-            Some(ADMIN),
-            Method::POST,
-            "/v1/schedules/nightly/pause",
-            None,
-        )
-        .await;
+    let after = api.post(ADMIN, "/v1/schedules/nightly/pause", None).await;
     assert_eq!(
         (after.status, after.code()),
         (StatusCode::CONFLICT, "SCHEDULE_ARCHIVED")
     );
 
     // The audit log has every change with its actor and note.
-    let audit = api
-        .call(
-            Some(VIEWER),
-            Method::GET,
-            "/v1/schedules/nightly/audit",
-            None,
-        )
-        .await;
+    let audit = api.get(VIEWER, "/v1/schedules/nightly/audit").await;
     let entries = audit.body["entries"]
         .as_array()
         .cloned()
@@ -246,16 +205,12 @@ async fn schedules_crud_with_if_match_preview_diff_and_audit() {
     assert_eq!(entries[2]["reason"], "vendor outage");
     assert!(entries.iter().all(|e| e["actor"] == ADMIN));
 
-    let unknown = api
-        .call(Some(VIEWER), Method::GET, "/v1/schedules/nope", None)
-        .await;
+    let unknown = api.get(VIEWER, "/v1/schedules/nope").await;
     assert_eq!(
         (unknown.status, unknown.code()),
         (StatusCode::NOT_FOUND, "SCHEDULE_NOT_FOUND")
     );
-    let no_audit = api
-        .call(Some(VIEWER), Method::GET, "/v1/schedules/nope/audit", None)
-        .await;
+    let no_audit = api.get(VIEWER, "/v1/schedules/nope/audit").await;
     assert_eq!(no_audit.status, StatusCode::NOT_FOUND);
 }
 
@@ -314,9 +269,7 @@ async fn bad_input_gets_the_right_codes_and_never_a_panic() {
     // Unknown fields: in a schedule (the core's code, every issue) and in a request type.
     let mut doc = schedule_doc("s2", "61 * * * *");
     doc["colour"] = json!("blue");
-    let invalid = api
-        .call(Some(ADMIN), Method::POST, "/v1/schedules", Some(doc))
-        .await;
+    let invalid = api.post(ADMIN, "/v1/schedules", Some(doc)).await;
     assert_eq!(invalid.status, StatusCode::UNPROCESSABLE_ENTITY);
     let codes: Vec<&str> = invalid.body["details"]["issues"]
         .as_array()
@@ -327,9 +280,8 @@ async fn bad_input_gets_the_right_codes_and_never_a_panic() {
         "{codes:?}"
     );
     let extra = api
-        .call(
-            Some(ADMIN),
-            Method::POST,
+        .post(
+            ADMIN,
             "/v1/schedules/s1/runs",
             Some(json!({"mode": "new", "force": true})),
         )
@@ -339,26 +291,16 @@ async fn bad_input_gets_the_right_codes_and_never_a_panic() {
         (StatusCode::UNPROCESSABLE_ENTITY, "REQUEST_INVALID")
     );
     let bad_mode = api
-        .call(
-            Some(ADMIN),
-            Method::POST,
+        .post(
+            ADMIN,
             "/v1/schedules/s1/runs",
             Some(json!({"mode": "twice"})),
         )
         .await;
     assert_eq!(bad_mode.status, StatusCode::UNPROCESSABLE_ENTITY);
-    let bad_query = api
-        .call(
-            Some(ADMIN),
-            Method::GET,
-            "/v1/schedules/s1/runs?status=DONE",
-            None,
-        )
-        .await;
+    let bad_query = api.get(ADMIN, "/v1/schedules/s1/runs?status=DONE").await;
     assert_eq!(bad_query.status, StatusCode::UNPROCESSABLE_ENTITY);
-    let unknown_query = api
-        .call(Some(ADMIN), Method::GET, "/v1/schedules?colour=1", None)
-        .await;
+    let unknown_query = api.get(ADMIN, "/v1/schedules?colour=1").await;
     assert_eq!(unknown_query.status, StatusCode::UNPROCESSABLE_ENTITY);
 
     // Oversize body: 413 with the JSON error.
@@ -398,49 +340,30 @@ async fn bad_input_gets_the_right_codes_and_never_a_panic() {
         )
         .await;
     assert_eq!(bad_key.status, StatusCode::BAD_REQUEST);
-    let bad_run = api
-        .call(
-            Some(ADMIN),
-            Method::GET,
-            "/v1/schedules/s1/runs/not-a-time",
-            None,
-        )
-        .await;
+    let bad_run = api.get(ADMIN, "/v1/schedules/s1/runs/not-a-time").await;
     assert_eq!(
         (bad_run.status, bad_run.code()),
         (StatusCode::NOT_FOUND, "RUN_NOT_FOUND")
     );
     let no_run = api
-        .call(
-            Some(ADMIN),
-            Method::GET,
-            "/v1/schedules/s1/runs/2026-03-10T11:00:00Z",
-            None,
-        )
+        .get(ADMIN, "/v1/schedules/s1/runs/2026-03-10T11:00:00Z")
         .await;
     assert_eq!(no_run.status, StatusCode::NOT_FOUND);
-    let bad_cursor = api
-        .call(Some(ADMIN), Method::GET, "/v1/schedules?cursor=zz", None)
-        .await;
+    let bad_cursor = api.get(ADMIN, "/v1/schedules?cursor=zz").await;
     assert_eq!(
         (bad_cursor.status, bad_cursor.code()),
         (StatusCode::BAD_REQUEST, "STORE_BAD_CURSOR")
     );
-    let no_route = api
-        .call(Some(ADMIN), Method::GET, "/v1/nothing", None)
-        .await;
+    let no_route = api.get(ADMIN, "/v1/nothing").await;
     assert_eq!(
         (no_route.status, no_route.code()),
         (StatusCode::NOT_FOUND, "ROUTE_NOT_FOUND")
     );
-    let wrong_method = api
-        .call(Some(ADMIN), Method::DELETE, "/v1/schedules/s1", None)
-        .await;
+    let wrong_method = api.delete(ADMIN, "/v1/schedules/s1", None).await;
     assert_eq!(wrong_method.status, StatusCode::METHOD_NOT_ALLOWED);
     let future = api
-        .call(
-            Some(ADMIN),
-            Method::POST,
+        .post(
+            ADMIN,
             "/v1/schedules/s1/runs",
             Some(json!({"scheduled_for": "2027-01-01T00:00:00Z"})),
         )
@@ -450,7 +373,7 @@ async fn bad_input_gets_the_right_codes_and_never_a_panic() {
         (StatusCode::UNPROCESSABLE_ENTITY, "RUN_IN_FUTURE")
     );
     let backwards = api
-        .call(Some(ADMIN), Method::POST, "/v1/schedules/s1/backfills", Some(json!({"from": "2026-03-10T10:00:00Z", "to": "2026-03-10T09:00:00Z", "concurrency": 0})))
+        .post(ADMIN, "/v1/schedules/s1/backfills", Some(json!({"from": "2026-03-10T10:00:00Z", "to": "2026-03-10T09:00:00Z", "concurrency": 0})))
         .await;
     assert_eq!(backwards.status, StatusCode::UNPROCESSABLE_ENTITY);
     // Every error has the one shape.
@@ -486,9 +409,7 @@ async fn each_role_is_allowed_and_refused() {
         (nobody.status, nobody.code()),
         (StatusCode::UNAUTHORIZED, "UNAUTHENTICATED")
     );
-    let stranger = api
-        .call(Some(STRANGER), Method::GET, "/v1/schedules", None)
-        .await;
+    let stranger = api.get(STRANGER, "/v1/schedules").await;
     assert_eq!(
         (stranger.status, stranger.code()),
         (StatusCode::FORBIDDEN, "FORBIDDEN")
@@ -496,46 +417,36 @@ async fn each_role_is_allowed_and_refused() {
 
     // Viewer: reads yes, operator work no.
     assert_eq!(
-        api.call(Some(VIEWER), Method::GET, "/v1/schedules/s1/runs", None)
-            .await
-            .status,
+        api.get(VIEWER, "/v1/schedules/s1/runs").await.status,
         StatusCode::OK
     );
-    let viewer_run = api
-        .call(Some(VIEWER), Method::POST, "/v1/schedules/s1/runs", None)
-        .await;
+    let viewer_run = api.post(VIEWER, "/v1/schedules/s1/runs", None).await;
     assert_eq!(viewer_run.status, StatusCode::FORBIDDEN);
     let viewer_backfill = api
-        .call(Some(VIEWER), Method::POST, "/v1/schedules/s1/backfills", Some(json!({"from": "2026-03-10T10:00:00Z", "to": "2026-03-10T11:00:00Z", "dry_run": true})))
+        .post(VIEWER, "/v1/schedules/s1/backfills", Some(json!({"from": "2026-03-10T10:00:00Z", "to": "2026-03-10T11:00:00Z", "dry_run": true})))
         .await;
     assert_eq!(viewer_backfill.status, StatusCode::FORBIDDEN);
 
     // Operator (an assumed-role session, matched by prefix): runs and backfills yes, schedules no.
-    let op_run = api
-        .call(Some(OPERATOR), Method::POST, "/v1/schedules/s1/runs", None)
-        .await;
+    let op_run = api.post(OPERATOR, "/v1/schedules/s1/runs", None).await;
     assert_eq!(op_run.status, StatusCode::CREATED, "{:?}", op_run.body);
     let op_dry = api
-        .call(Some(OPERATOR), Method::POST, "/v1/schedules/s1/backfills", Some(json!({"from": "2026-03-10T10:00:00Z", "to": "2026-03-10T11:00:00Z", "dry_run": true})))
+        .post(OPERATOR, "/v1/schedules/s1/backfills", Some(json!({"from": "2026-03-10T10:00:00Z", "to": "2026-03-10T11:00:00Z", "dry_run": true})))
         .await;
     assert_eq!(op_dry.status, StatusCode::OK, "{:?}", op_dry.body);
     let op_create = api
-        .call(
-            Some(OPERATOR),
-            Method::POST,
+        .post(
+            OPERATOR,
             "/v1/schedules",
             Some(schedule_doc("s2", "0 * * * *")),
         )
         .await;
     assert_eq!(op_create.status, StatusCode::FORBIDDEN);
-    let op_pause = api
-        .call(Some(OPERATOR), Method::POST, "/v1/schedules/s1/pause", None)
-        .await;
+    let op_pause = api.post(OPERATOR, "/v1/schedules/s1/pause", None).await;
     assert_eq!(op_pause.status, StatusCode::FORBIDDEN);
     let op_kill = api
-        .call(
-            Some(OPERATOR),
-            Method::POST,
+        .post(
+            OPERATOR,
             "/v1/system/kill-switch",
             Some(json!({"engaged": true, "note": "x"})),
         )
@@ -544,24 +455,10 @@ async fn each_role_is_allowed_and_refused() {
 
     // Admin: everything an operator may, and schedules; the job-type allowlist still applies.
     let lambda = json!({"id": "inv", "cron": "0 * * * *", "timezone": "UTC", "job": {"type": "lambda", "function": "arn:aws:lambda:us-east-1:1:function:f"}});
-    let admin_lambda = api
-        .call(
-            Some(ADMIN),
-            Method::POST,
-            "/v1/schedules",
-            Some(lambda.clone()),
-        )
-        .await;
+    let admin_lambda = api.post(ADMIN, "/v1/schedules", Some(lambda.clone())).await;
     assert_eq!(admin_lambda.status, StatusCode::FORBIDDEN);
     assert_eq!(admin_lambda.body["details"]["job_type"], "lambda");
-    let allowed = api
-        .call(
-            Some(LAMBDA_ADMIN),
-            Method::POST,
-            "/v1/schedules",
-            Some(lambda),
-        )
-        .await;
+    let allowed = api.post(LAMBDA_ADMIN, "/v1/schedules", Some(lambda)).await;
     assert_eq!(allowed.status, StatusCode::CREATED, "{:?}", allowed.body);
     // A JWT caller in the admin group.
     let jwt = Caller::new("user-123").with_groups(&["platform-admins"]);
@@ -576,9 +473,7 @@ async fn each_role_is_allowed_and_refused() {
         .await;
     assert_eq!(by_group.status, StatusCode::CREATED);
     assert_eq!(
-        api.call(Some(ADMIN), Method::POST, "/v1/schedules/s1/runs", None)
-            .await
-            .status,
+        api.post(ADMIN, "/v1/schedules/s1/runs", None).await.status,
         StatusCode::OK
     );
     // The local runner's fixed identity.
@@ -631,17 +526,14 @@ async fn a_double_click_is_one_run_reuse_finds_it_and_new_forces_another() {
     assert_eq!(sends.len(), 1, "one message for one run");
 
     // Reuse answers with the window's run while it is in flight or done.
-    let reuse = api
-        .call(Some(OPERATOR), Method::POST, "/v1/schedules/s1/runs", None)
-        .await;
+    let reuse = api.post(OPERATOR, "/v1/schedules/s1/runs", None).await;
     assert_eq!(reuse.status, StatusCode::OK);
     assert_eq!(reuse.body["reused"], true);
     assert_eq!(reuse.body["run"]["run_id"], a.body["run"]["run_id"]);
     // New always makes another run of the same window.
     let forced = api
-        .call(
-            Some(OPERATOR),
-            Method::POST,
+        .post(
+            OPERATOR,
             "/v1/schedules/s1/runs",
             Some(json!({"mode": "new"})),
         )
@@ -655,23 +547,19 @@ async fn a_double_click_is_one_run_reuse_finds_it_and_new_forces_another() {
 
     // History: newest first, filtered by trigger and status.
     let history = api
-        .call(
-            Some(VIEWER),
-            Method::GET,
+        .get(
+            VIEWER,
             "/v1/schedules/s1/runs?trigger=MANUAL&status=QUEUED&limit=1",
-            None,
         )
         .await;
     assert_eq!(history.body["items"].as_array().map(Vec::len), Some(1));
     let page2 = api
-        .call(
-            Some(VIEWER),
-            Method::GET,
+        .get(
+            VIEWER,
             &format!(
                 "/v1/schedules/s1/runs?trigger=MANUAL&limit=1&cursor={}",
                 history.body["next"].as_str().unwrap_or("")
             ),
-            None,
         )
         .await;
     assert_eq!(page2.body["items"].as_array().map(Vec::len), Some(1));
@@ -680,12 +568,7 @@ async fn a_double_click_is_one_run_reuse_finds_it_and_new_forces_another() {
         history.body["items"][0]["run_id"]
     );
     let none = api
-        .call(
-            Some(VIEWER),
-            Method::GET,
-            "/v1/schedules/s1/runs?trigger=BACKFILL",
-            None,
-        )
+        .get(VIEWER, "/v1/schedules/s1/runs?trigger=BACKFILL")
         .await;
     assert_eq!(none.body["items"].as_array().map(Vec::len), Some(0));
 }
@@ -697,14 +580,7 @@ async fn retry_is_a_new_attempt_of_the_same_run() {
     doc["max_attempts"] = json!(1);
     doc["job"] = json!({"type": "noop", "fail_times": 1});
     create(&api, doc).await;
-    let made = api
-        .call(
-            Some(OPERATOR),
-            Method::POST,
-            "/v1/schedules/flaky/runs",
-            None,
-        )
-        .await;
+    let made = api.post(OPERATOR, "/v1/schedules/flaky/runs", None).await;
     assert_eq!(made.status, StatusCode::CREATED, "{:?}", made.body);
     let run_id = made.body["run"]["run_id"]
         .as_str()
@@ -712,15 +588,14 @@ async fn retry_is_a_new_attempt_of_the_same_run() {
         .to_string();
     drain(&api, Lane::Manual).await;
     let path = format!("/v1/schedules/flaky/runs/{run_id}");
-    let failed = api.call(Some(VIEWER), Method::GET, &path, None).await;
+    let failed = api.get(VIEWER, &path).await;
     assert_eq!(failed.body["status"], "FAILED", "{:?}", failed.body);
     assert_eq!(failed.body["attempts"], 1);
 
     // Retrying something that has not failed is refused; a failed run goes back as itself.
     let retry = api
-        .call(
-            Some(OPERATOR),
-            Method::POST,
+        .post(
+            OPERATOR,
             &format!("{path}/retry"),
             Some(json!({"note": "vendor fixed"})),
         )
@@ -729,18 +604,14 @@ async fn retry_is_a_new_attempt_of_the_same_run() {
     assert_eq!(retry.body["run_id"], run_id.as_str());
     assert_eq!(retry.body["status"], "QUEUED");
     drain(&api, Lane::Manual).await;
-    let done = api.call(Some(VIEWER), Method::GET, &path, None).await;
+    let done = api.get(VIEWER, &path).await;
     assert_eq!(done.body["status"], "SUCCESS", "{:?}", done.body);
     assert_eq!(done.body["attempts"], 2);
     assert_eq!(done.body["attempt_detail"]["current"]["number"], 2);
-    let again = api
-        .call(Some(OPERATOR), Method::POST, &format!("{path}/retry"), None)
-        .await;
+    let again = api.post(OPERATOR, &format!("{path}/retry"), None).await;
     assert_eq!(again.status, StatusCode::CONFLICT);
     // Still one run for the schedule: retries never make runs.
-    let history = api
-        .call(Some(VIEWER), Method::GET, "/v1/schedules/flaky/runs", None)
-        .await;
+    let history = api.get(VIEWER, "/v1/schedules/flaky/runs").await;
     assert_eq!(history.body["items"].as_array().map(Vec::len), Some(1));
     // Two attempts of the one run: the failed one, then the operator's retry that succeeded.
     let history = done.body["attempt_history"]
@@ -760,9 +631,7 @@ async fn retry_is_a_new_attempt_of_the_same_run() {
     assert_eq!(done.body["attempts_unlisted"], 0);
     // The operator's note is in the schedule's audit log, after its CREATE; not in the
     // system log, which keeps system-wide actions.
-    let audit = api
-        .call(Some(VIEWER), Method::GET, "/v1/schedules/flaky/audit", None)
-        .await;
+    let audit = api.get(VIEWER, "/v1/schedules/flaky/audit").await;
     let entries = audit.body["entries"]
         .as_array()
         .cloned()
@@ -776,9 +645,7 @@ async fn retry_is_a_new_attempt_of_the_same_run() {
     assert_eq!(entries[2]["actor"], OPERATOR);
     assert_eq!(entries[2]["details"]["run"], run_id.as_str());
     assert_eq!(entries[2]["version"], 1);
-    let system = api
-        .call(Some(VIEWER), Method::GET, "/v1/system/audit", None)
-        .await;
+    let system = api.get(VIEWER, "/v1/system/audit").await;
     assert_eq!(system.body["entries"], json!([]));
 }
 
@@ -820,9 +687,8 @@ async fn approval_rejection_cancel_and_a_range_record_becoming_a_backfill() {
         .expect("pending run");
 
     let approve = api
-        .call(
-            Some(OPERATOR),
-            Method::POST,
+        .post(
+            OPERATOR,
             "/v1/schedules/s1/runs/2026-03-10T08:00:00Z/approve",
             Some(json!({"note": "checked"})),
         )
@@ -831,9 +697,8 @@ async fn approval_rejection_cancel_and_a_range_record_becoming_a_backfill() {
     assert_eq!(approve.body["run"]["status"], "QUEUED");
     assert_eq!(approve.body["run"]["lane"], "manual");
     let twice = api
-        .call(
-            Some(OPERATOR),
-            Method::POST,
+        .post(
+            OPERATOR,
             "/v1/schedules/s1/runs/2026-03-10T08:00:00Z/approve",
             None,
         )
@@ -844,19 +709,13 @@ async fn approval_rejection_cancel_and_a_range_record_becoming_a_backfill() {
     );
     drain(&api, Lane::Manual).await;
     let ran = api
-        .call(
-            Some(VIEWER),
-            Method::GET,
-            "/v1/schedules/s1/runs/2026-03-10T08:00:00Z",
-            None,
-        )
+        .get(VIEWER, "/v1/schedules/s1/runs/2026-03-10T08:00:00Z")
         .await;
     assert_eq!(ran.body["status"], "SUCCESS");
 
     let reject = api
-        .call(
-            Some(OPERATOR),
-            Method::POST,
+        .post(
+            OPERATOR,
             "/v1/schedules/s1/runs/2026-03-10T09:00:00Z/reject",
             Some(json!({"note": "not needed"})),
         )
@@ -864,9 +723,8 @@ async fn approval_rejection_cancel_and_a_range_record_becoming_a_backfill() {
     assert_eq!(reject.body["status"], "CANCELLED");
     assert_eq!(reject.body["reason"], "REJECTED");
     let cancel = api
-        .call(
-            Some(OPERATOR),
-            Method::POST,
+        .post(
+            OPERATOR,
             "/v1/schedules/s1/runs/2026-03-10T10:00:00Z/cancel",
             None,
         )
@@ -874,9 +732,8 @@ async fn approval_rejection_cancel_and_a_range_record_becoming_a_backfill() {
     assert_eq!(cancel.body["status"], "CANCELLED");
     assert_eq!(cancel.body["reason"], "CANCELLED_BY_OPERATOR");
     let cancel_done = api
-        .call(
-            Some(OPERATOR),
-            Method::POST,
+        .post(
+            OPERATOR,
             "/v1/schedules/s1/runs/2026-03-10T08:00:00Z/cancel",
             None,
         )
@@ -888,9 +745,8 @@ async fn approval_rejection_cancel_and_a_range_record_becoming_a_backfill() {
 
     // The range record's four windows become a backfill; the record is folded into it.
     let range = api
-        .call(
-            Some(OPERATOR),
-            Method::POST,
+        .post(
+            OPERATOR,
             "/v1/schedules/s1/runs/2026-03-09T01:00:00Z/approve",
             None,
         )
@@ -911,12 +767,7 @@ async fn a_backfill_respects_its_concurrency_pauses_resumes_and_verify_finds_a_h
     let mut dry = range.clone();
     dry["dry_run"] = json!(true);
     let plan = api
-        .call(
-            Some(OPERATOR),
-            Method::POST,
-            "/v1/schedules/hist/backfills",
-            Some(dry),
-        )
+        .post(OPERATOR, "/v1/schedules/hist/backfills", Some(dry))
         .await;
     assert_eq!(plan.status, StatusCode::OK, "{:?}", plan.body);
     assert_eq!(plan.body["size"], 13);
@@ -931,12 +782,7 @@ async fn a_backfill_respects_its_concurrency_pauses_resumes_and_verify_finds_a_h
     use cronledger_aws::LedgerStore;
 
     let created = api
-        .call(
-            Some(OPERATOR),
-            Method::POST,
-            "/v1/schedules/hist/backfills",
-            Some(range),
-        )
+        .post(OPERATOR, "/v1/schedules/hist/backfills", Some(range))
         .await;
     assert_eq!(created.status, StatusCode::CREATED, "{:?}", created.body);
     let id = created.body["id"].as_str().unwrap_or("").to_string();
@@ -972,9 +818,8 @@ async fn a_backfill_respects_its_concurrency_pauses_resumes_and_verify_finds_a_h
         if passes == 2 && !paused_once {
             // Paused: the next pass releases nothing, even with room.
             let p = api
-                .call(
-                    Some(OPERATOR),
-                    Method::POST,
+                .post(
+                    OPERATOR,
                     &format!("{progress_path}/pause"),
                     Some(json!({"note": "month end"})),
                 )
@@ -984,12 +829,7 @@ async fn a_backfill_respects_its_concurrency_pauses_resumes_and_verify_finds_a_h
             api.env.clock.advance(TimeDelta::minutes(1));
             assert_eq!(api.release().await.released, 0);
             let r = api
-                .call(
-                    Some(OPERATOR),
-                    Method::POST,
-                    &format!("{progress_path}/resume"),
-                    None,
-                )
+                .post(OPERATOR, &format!("{progress_path}/resume"), None)
                 .await;
             assert_eq!(r.body["state"], "RUNNING");
             paused_once = true;
@@ -1004,9 +844,7 @@ async fn a_backfill_respects_its_concurrency_pauses_resumes_and_verify_finds_a_h
         max_in_flight, 2,
         "the measured concurrency reached its limit and never passed it"
     );
-    let progress = api
-        .call(Some(VIEWER), Method::GET, &progress_path, None)
-        .await;
+    let progress = api.get(VIEWER, &progress_path).await;
     assert_eq!(progress.body["state"], "DONE", "{:?}", progress.body);
     assert_eq!(progress.body["succeeded"], 13);
     assert_eq!(progress.body["failed"], 0);
@@ -1015,9 +853,7 @@ async fn a_backfill_respects_its_concurrency_pauses_resumes_and_verify_finds_a_h
         .is_some_and(|r| r > 0.0));
 
     let verify_path = format!("/v1/backfills/{id}/verify");
-    let clean = api
-        .call(Some(VIEWER), Method::GET, &verify_path, None)
-        .await;
+    let clean = api.get(VIEWER, &verify_path).await;
     assert_eq!(clean.body["complete"], true, "{:?}", clean.body);
     assert_eq!(clean.body["expected_windows"], 13);
 
@@ -1044,9 +880,7 @@ async fn a_backfill_respects_its_concurrency_pauses_resumes_and_verify_finds_a_h
         .send()
         .await
         .expect("delete one run");
-    let found = api
-        .call(Some(VIEWER), Method::GET, &verify_path, None)
-        .await;
+    let found = api.get(VIEWER, &verify_path).await;
     assert_eq!(found.body["complete"], false);
     assert_eq!(found.body["missing"], 1);
     assert_eq!(
@@ -1057,28 +891,21 @@ async fn a_backfill_respects_its_concurrency_pauses_resumes_and_verify_finds_a_h
 
     // Reprocess missing: a new backfill plans exactly the hole.
     let refill = api
-        .call(Some(OPERATOR), Method::POST, "/v1/schedules/hist/backfills", Some(json!({"from": "2026-03-10T08:00:00Z", "to": "2026-03-10T10:00:00Z", "reprocess": "missing", "dry_run": true})))
+        .post(OPERATOR, "/v1/schedules/hist/backfills", Some(json!({"from": "2026-03-10T08:00:00Z", "to": "2026-03-10T10:00:00Z", "reprocess": "missing", "dry_run": true})))
         .await;
     assert_eq!(refill.body["windows"], json!(["2026-03-10T09:10:00Z"]));
 
     // Cancel: a second backfill's unstarted runs end CANCELLED.
     let all = api
-        .call(Some(OPERATOR), Method::POST, "/v1/schedules/hist/backfills", Some(json!({"from": "2026-03-10T08:00:00Z", "to": "2026-03-10T09:00:00Z", "reprocess": "all", "concurrency": 3})))
+        .post(OPERATOR, "/v1/schedules/hist/backfills", Some(json!({"from": "2026-03-10T08:00:00Z", "to": "2026-03-10T09:00:00Z", "reprocess": "all", "concurrency": 3})))
         .await;
     let second = all.body["id"].as_str().unwrap_or("").to_string();
     api.env.clock.advance(TimeDelta::minutes(1));
     assert_eq!(api.release().await.released, 3);
-    let listed = api
-        .call(Some(VIEWER), Method::GET, "/v1/backfills", None)
-        .await;
+    let listed = api.get(VIEWER, "/v1/backfills").await;
     assert_eq!(listed.body["items"].as_array().map(Vec::len), Some(1));
     let cancelled = api
-        .call(
-            Some(OPERATOR),
-            Method::POST,
-            &format!("/v1/backfills/{second}/cancel"),
-            None,
-        )
+        .post(OPERATOR, &format!("/v1/backfills/{second}/cancel"), None)
         .await;
     assert_eq!(cancelled.body["state"], "CANCELLED", "{:?}", cancelled.body);
     assert_eq!(
@@ -1086,20 +913,13 @@ async fn a_backfill_respects_its_concurrency_pauses_resumes_and_verify_finds_a_h
         Some(true)
     );
     let again = api
-        .call(
-            Some(OPERATOR),
-            Method::POST,
-            &format!("/v1/backfills/{second}/resume"),
-            None,
-        )
+        .post(OPERATOR, &format!("/v1/backfills/{second}/resume"), None)
         .await;
     assert_eq!(
         (again.status, again.code()),
         (StatusCode::CONFLICT, "BACKFILL_STATE_CONFLICT")
     );
-    let unknown = api
-        .call(Some(VIEWER), Method::GET, "/v1/backfills/nope", None)
-        .await;
+    let unknown = api.get(VIEWER, "/v1/backfills/nope").await;
     assert_eq!(unknown.status, StatusCode::NOT_FOUND);
 }
 
@@ -1107,23 +927,19 @@ async fn a_backfill_respects_its_concurrency_pauses_resumes_and_verify_finds_a_h
 async fn kill_switch_and_a_one_off_run_at_an_instant() {
     let api = ApiEnv::new(t(NOW)).await;
     create(&api, schedule_doc("s1", "0 * * * *")).await;
-    let status = api
-        .call(Some(VIEWER), Method::GET, "/v1/system", None)
-        .await;
+    let status = api.get(VIEWER, "/v1/system").await;
     assert_eq!(status.body["automatic_firing"], true);
     let no_note = api
-        .call(
-            Some(ADMIN),
-            Method::POST,
+        .post(
+            ADMIN,
             "/v1/system/kill-switch",
             Some(json!({"engaged": true, "note": " "})),
         )
         .await;
     assert_eq!(no_note.status, StatusCode::UNPROCESSABLE_ENTITY);
     let off = api
-        .call(
-            Some(ADMIN),
-            Method::POST,
+        .post(
+            ADMIN,
             "/v1/system/kill-switch",
             Some(json!({"engaged": true, "note": "runaway jobs"})),
         )
@@ -1138,17 +954,14 @@ async fn kill_switch_and_a_one_off_run_at_an_instant() {
         .values()
         .all(|on| !on));
     let on = api
-        .call(
-            Some(ADMIN),
-            Method::POST,
+        .post(
+            ADMIN,
             "/v1/system/kill-switch",
             Some(json!({"engaged": false, "note": "fixed"})),
         )
         .await;
     assert_eq!(on.body["automatic_firing"], true);
-    let audit = api
-        .call(Some(VIEWER), Method::GET, "/v1/system/audit", None)
-        .await;
+    let audit = api.get(VIEWER, "/v1/system/audit").await;
     let actions: Vec<&str> = audit.body["entries"]
         .as_array()
         .map(|e| e.iter().filter_map(|x| x["action"].as_str()).collect())
@@ -1157,18 +970,16 @@ async fn kill_switch_and_a_one_off_run_at_an_instant() {
 
     // Run at: a one-time schedule whose firing (delivered twice) makes one MANUAL run.
     let soon = api
-        .call(
-            Some(OPERATOR),
-            Method::POST,
+        .post(
+            OPERATOR,
             "/v1/schedules/s1/run-at",
             Some(json!({"at": "2026-03-10T12:00:40Z"})),
         )
         .await;
     assert_eq!(soon.status, StatusCode::UNPROCESSABLE_ENTITY);
     let later = api
-        .call(
-            Some(OPERATOR),
-            Method::POST,
+        .post(
+            OPERATOR,
             "/v1/schedules/s1/run-at",
             Some(json!({"at": "2026-03-10T15:30:00Z", "note": "after the vendor window"})),
         )
@@ -1188,15 +999,11 @@ async fn kill_switch_and_a_one_off_run_at_an_instant() {
     assert_eq!(first["run"]["trigger"], "MANUAL");
     // The one-off run is the schedule's business: its note is in the schedule's log; the
     // system log keeps the kill switch alone.
-    let audit = api
-        .call(Some(VIEWER), Method::GET, "/v1/schedules/s1/audit", None)
-        .await;
+    let audit = api.get(VIEWER, "/v1/schedules/s1/audit").await;
     assert!(audit.body["entries"].as_array().is_some_and(|e| e
         .iter()
         .any(|x| x["action"] == "RUN_AT" && x["reason"] == "after the vendor window")));
-    let system = api
-        .call(Some(VIEWER), Method::GET, "/v1/system/audit", None)
-        .await;
+    let system = api.get(VIEWER, "/v1/system/audit").await;
     assert_eq!(system.body["entries"].as_array().map(Vec::len), Some(2));
     let _ = api.env.clock.now_value();
 }
@@ -1206,9 +1013,8 @@ async fn a_forced_run_executes_past_already_done_and_an_unforced_one_does_not() 
     let api = ApiEnv::new(t(NOW)).await;
     create(&api, schedule_doc("s1", "0 * * * *")).await;
     let first = api
-        .call(
-            Some(OPERATOR),
-            Method::POST,
+        .post(
+            OPERATOR,
             "/v1/schedules/s1/runs",
             Some(json!({"mode": "new"})),
         )
@@ -1220,24 +1026,19 @@ async fn a_forced_run_executes_past_already_done_and_an_unforced_one_does_not() 
             a.body["run"]["run_id"].as_str().unwrap_or("")
         )
     };
-    let done = api
-        .call(Some(VIEWER), Method::GET, &path(&first), None)
-        .await;
+    let done = api.get(VIEWER, &path(&first)).await;
     assert_eq!(done.body["status"], "SUCCESS");
 
     // Forced: a second run of the same window executes.
     let forced = api
-        .call(
-            Some(OPERATOR),
-            Method::POST,
+        .post(
+            OPERATOR,
             "/v1/schedules/s1/runs",
             Some(json!({"mode": "new"})),
         )
         .await;
     drain(&api, Lane::Manual).await;
-    let ran = api
-        .call(Some(VIEWER), Method::GET, &path(&forced), None)
-        .await;
+    let ran = api.get(VIEWER, &path(&forced)).await;
     assert_eq!(ran.body["status"], "SUCCESS", "{:?}", ran.body);
     assert_eq!(ran.body["forced"], true);
 
