@@ -50,6 +50,12 @@ pub fn run_sk(key: &RunKey) -> String {
     key.sort_key()
 }
 
+/// An instant's whole second as text without the zone (`2026-03-01T10:05:00`): every text
+/// form of an instant in that second (fractions, the `Z`, a sort key's suffix) begins with it.
+pub fn whole_second(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%dT%H:%M:%S").to_string()
+}
+
 /// The instant a run sort key (`RUN#{instant}` and an optional `#...` suffix) is for.
 pub fn run_sk_instant(sk: &str) -> Option<DateTime<Utc>> {
     let rest = sk.strip_prefix(RUN_PREFIX)?;

@@ -322,26 +322,9 @@ impl DynamoLedger {
         let active = RunStatus::ALL.iter().filter(|status| status.is_active());
         expr.or_one_of(codec::STATUS, active.map(|status| s(status.as_str())));
         if let Some(at) = at {
-            // The whole second: every text form of the instant (fractions) begins with it.
-            let second = at.format("%Y-%m-%dT%H:%M:%S").to_string();
-            expr.or_begins_with(codec::SCHEDULED_FOR, s(second));
+            expr.or_begins_with(codec::SCHEDULED_FOR, s(keys::whole_second(at)));
         }
-        let out = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .set_key_condition_expression(expr.condition())
-            .set_filter_expression(expr.filter())
-            .set_expression_attribute_names(expr.names())
-            .set_expression_attribute_values(expr.values())
-            .limit(limit.clamp(1, 1000) as i32)
-            .scan_index_forward(false)
-            .consistent_read(true)
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
-            .send()
-            .await
-            .map_err(|e| StoreError::request("Query", e))?;
-        self.meter.record_capacity("Query", out.consumed_capacity());
+        let out = self.query(None, &expr, limit, None, false).await?;
         // Where the read stopped: the sort key of the last run it looked at, filtered or not.
         let stopped_at = out
             .last_evaluated_key()
@@ -362,9 +345,8 @@ impl DynamoLedger {
     ) -> Result<Vec<Run>, StoreError> {
         // Bounds on whole seconds without the `Z`, so every text form of an instant in
         // range (fractions, operator suffixes) sorts inside; exact bounds are applied after.
-        let second = |t: DateTime<Utc>| t.format("%Y-%m-%dT%H:%M:%S").to_string();
-        let low = format!("{}{}", keys::RUN_PREFIX, second(from));
-        let high = format!("{}{}~", keys::RUN_PREFIX, second(to));
+        let low = format!("{}{}", keys::RUN_PREFIX, keys::whole_second(from));
+        let high = format!("{}{}~", keys::RUN_PREFIX, keys::whole_second(to));
         let mut cond = Expr::new();
         cond.eq(PK, s(keys::schedule_pk(schedule_id)))
             .between(SK, s(low), s(high));

@@ -1,5 +1,6 @@
 //! Schedule operations: audited, optimistic-locked changes and the ticker's index.
 
+use aws_sdk_dynamodb::operation::query::QueryOutput;
 use aws_sdk_dynamodb::types::{Put, ReturnConsumedCapacity, TransactWriteItem, Update};
 use chrono::{DateTime, Utc};
 use cronledger_core::{Schedule, ScheduleSpec};
@@ -445,15 +446,36 @@ impl DynamoLedger {
         cursor: Option<&str>,
         forward: bool,
     ) -> Result<(Vec<Item>, Option<String>), StoreError> {
+        let start = cursor::decode(cursor)?;
+        let out = self
+            .query(index, key_condition, limit, start, forward)
+            .await?;
+        Ok((
+            out.items().to_vec(),
+            cursor::encode(out.last_evaluated_key()),
+        ))
+    }
+
+    /// One Query request: `expr`'s key condition and filter, `limit` items read (filtered
+    /// or not) from `start`, its capacity recorded.
+    pub(super) async fn query(
+        &self,
+        index: Option<&str>,
+        expr: &Expr,
+        limit: u32,
+        start: Option<Item>,
+        forward: bool,
+    ) -> Result<QueryOutput, StoreError> {
         let out = self
             .client
             .query()
             .table_name(&self.table)
             .set_index_name(index.map(str::to_string))
-            .set_key_condition_expression(key_condition.condition())
-            .set_expression_attribute_names(key_condition.names())
-            .set_expression_attribute_values(key_condition.values())
-            .set_exclusive_start_key(cursor::decode(cursor)?)
+            .set_key_condition_expression(expr.condition())
+            .set_filter_expression(expr.filter())
+            .set_expression_attribute_names(expr.names())
+            .set_expression_attribute_values(expr.values())
+            .set_exclusive_start_key(start)
             .limit(limit.clamp(1, 1000) as i32)
             .scan_index_forward(forward)
             // Indexes only offer eventual consistency; the table's own partitions are
@@ -464,10 +486,7 @@ impl DynamoLedger {
             .await
             .map_err(|e| StoreError::request("Query", e))?;
         self.meter.record_capacity("Query", out.consumed_capacity());
-        Ok((
-            out.items().to_vec(),
-            cursor::encode(out.last_evaluated_key()),
-        ))
+        Ok(out)
     }
 
     /// Every item of a table query, following the pages.
