@@ -43,10 +43,9 @@ async fn run_on(
         store,
         control,
         ops,
-        queues: lanes.as_ref().map_or_else(
-            || SimQueues::memory(lane_settings().max_receive_count),
-            |lanes| SimQueues::Sqs(Arc::new(lanes.lanes.clone())),
-        ),
+        queues: lanes.as_ref().map_or_else(SimQueues::memory, |lanes| {
+            SimQueues::Sqs(Arc::new(lanes.lanes.clone()))
+        }),
         shards: 1,
         meter: Some(ledger.clients.meter.clone()),
     };

@@ -28,7 +28,7 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode, CliError> {
         let store: Arc<dyn LedgerStore> = stack.ledger.clone();
         let control: Arc<dyn ReleaseStateStore> = stack.ledger.clone();
         let queues = match args.queues {
-            SimQueuesArg::Memory => SimQueues::memory(lane_settings().max_receive_count),
+            SimQueuesArg::Memory => SimQueues::memory(),
             SimQueuesArg::Sqs => SimQueues::Sqs(stack.lanes.clone()),
         };
         let env = SimulationEnv {

@@ -29,8 +29,9 @@ pub enum SimQueues {
 }
 
 impl SimQueues {
-    /// In-process queues that redrive to the DLQ after `max_receive_count` receives.
-    pub fn memory(max_receive_count: u32) -> SimQueues {
+    /// In-process queues with the redrive of the simulator's SQS queues ([`super::lane_settings`]).
+    pub fn memory() -> SimQueues {
+        let max_receive_count = super::lane_settings().max_receive_count;
         SimQueues::Memory(Arc::new(MemoryQueues::new(max_receive_count)))
     }
 
