@@ -137,22 +137,25 @@ async fn six_hour_outage_accounts_for_every_window_once() {
 
     // The counts (see COLUMNS), derived from the policies. Every schedule's 02:00 window was
     // fired into the ticker's lookahead at 01:59, so its live run sat QUEUED through the
-    // outage and ran (late, as SCHEDULED) at 08:00.
+    // outage and is delivered at 08:00, six hours past its grace period: the worker judges
+    // it as the planner judges a missed window of that age (see `first_windows_late`).
     // The first pass after the outage (08:00, horizon 07:58) plans the windows in between.
     //
-    // SKIP: 02:05..07:55 (71 = inside) SKIPPED (MISSED). The ticker, 71 windows behind,
-    // moves past at most 10 per tick, so 08:00 is only fired at 08:01 (inside its grace),
-    // after the 08:00 drain finished the 02:00 run: nothing overlaps it.
-    assert_eq!(counts(&report, "every-5-skip"), [90, 19, 0, 71, 0, 0, 0]);
+    // SKIP: 02:00 SKIPPED (GRACE_EXPIRED), 02:05..07:55 (71 = inside) SKIPPED (MISSED). The
+    // ticker, 71 windows behind, moves past at most 10 per tick, so 08:00 is only fired at
+    // 08:01 (inside its grace): nothing overlaps it.
+    assert_eq!(counts(&report, "every-5-skip"), [90, 18, 0, 72, 0, 0, 0]);
     assert_eq!(inside(&report, 5), 71);
     // RUN_ONCE, side effects, a 5h50m gap (1h-24h tier): the latest missed window (07:50)
-    // awaits approval, the 34 before it are COALESCED into it.
-    assert_eq!(counts(&report, "every-10-once"), [45, 10, 0, 0, 34, 1, 0]);
+    // awaits approval, the 34 before it are COALESCED into it; the late 02:00 run, side
+    // effects past the 5-minute tier, awaits approval too.
+    assert_eq!(counts(&report, "every-10-once"), [45, 9, 0, 0, 34, 2, 0]);
     assert_eq!(inside(&report, 10) - 1, 34);
-    // CATCH_UP_ALL, no side effects, cap 10: 03:00..07:00 (a 5-hour gap, backfill tier) all
-    // fire on the backfill lane and run as CATCH_UP; none is SKIPPED (OVERLAP): overlap is
-    // for live work only. Only 5 windows behind, the ticker reaches 08:00 at the 08:00 tick,
-    // while the live 02:00 run is still QUEUED: SKIP_NEW records 08:00 SKIPPED (OVERLAP).
+    // CATCH_UP_ALL, no side effects, cap 10: the late 02:00 run runs (a missed window of
+    // its age would fire too); 03:00..07:00 (a 5-hour gap, backfill tier) all fire on the
+    // backfill lane and run as CATCH_UP; none is SKIPPED (OVERLAP): overlap is for live work
+    // only. Only 5 windows behind, the ticker reaches 08:00 at the 08:00 tick, while the live
+    // 02:00 run is still QUEUED: SKIP_NEW records 08:00 SKIPPED (OVERLAP).
     assert_eq!(counts(&report, "hourly-catch-up"), [7, 6, 5, 1, 0, 0, 0]);
     let hourly: Vec<_> = report
         .ledger
@@ -196,19 +199,58 @@ async fn six_hour_outage_accounts_for_every_window_once() {
         )
     );
     assert_ne!(state, BackfillState::Paused);
-    // MANUAL: 02:15..07:45 (23 = inside) await an operator.
-    assert_eq!(counts(&report, "quarter-manual"), [30, 7, 0, 0, 0, 23, 0]);
+    // MANUAL: 02:00 (late) and 02:15..07:45 (23 = inside) await an operator.
+    assert_eq!(counts(&report, "quarter-manual"), [30, 6, 0, 0, 0, 24, 0]);
     assert_eq!(inside(&report, 15), 23);
-    // SKIP, minutely: 02:01..07:58 (358) SKIPPED (MISSED) by the 08:00 pass, whose fence
-    // moves next_run_at to 07:59; the 08:01 tick fires 07:59 (inside its grace), and 08:00
-    // and 08:01, due behind it while it is QUEUED, are SKIPPED (OVERLAP).
+    // SKIP, minutely: 02:00 SKIPPED (GRACE_EXPIRED), 02:01..07:58 (358) SKIPPED (MISSED) by
+    // the 08:00 pass, whose fence moves next_run_at to 07:59; the 08:01 tick fires 07:59
+    // (inside its grace), and 08:00 and 08:01, due behind it while it is QUEUED, are SKIPPED
+    // (OVERLAP).
     assert_eq!(
         counts(&report, "minutely-flaky"),
-        [450, 90, 0, 360, 0, 0, 0]
+        [450, 89, 0, 361, 0, 0, 0]
+    );
+    // The 02:00 windows, fired before the outage and delivered after it.
+    assert_eq!(
+        first_windows_late(&report),
+        [
+            (
+                "every-10-once",
+                RunStatus::ManualRequired,
+                Some(Reason::SideEffects)
+            ),
+            (
+                "every-5-skip",
+                RunStatus::Skipped,
+                Some(Reason::GraceExpired)
+            ),
+            ("hourly-catch-up", RunStatus::Success, None),
+            (
+                "minutely-flaky",
+                RunStatus::Skipped,
+                Some(Reason::GraceExpired)
+            ),
+            (
+                "quarter-manual",
+                RunStatus::ManualRequired,
+                Some(Reason::PolicyManual)
+            ),
+        ]
     );
     // Each window that ran failed its first attempt and succeeded on the retry.
     let flaky = summary(&report, "minutely-flaky");
     assert_eq!(flaky.executions, 2 * flaky.ran, "{flaky:?}");
+}
+
+/// Each schedule's 02:00 entry (the live run fired just before the outage): status, reason.
+fn first_windows_late(report: &SimulationReport) -> Vec<(&str, RunStatus, Option<Reason>)> {
+    report
+        .ledger
+        .iter()
+        .filter(|e| e.scheduled_for == "2026-03-01T02:00:00Z")
+        .inspect(|e| assert_eq!(e.trigger, Trigger::Scheduled, "{e:?}"))
+        .map(|e| (e.schedule.as_str(), e.status, e.reason))
+        .collect()
 }
 
 /// The summary's columns the assertions pin, in this order.

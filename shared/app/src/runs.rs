@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use cronledger_aws::ledger::{RunChange, StoredSchedule};
 use cronledger_aws::{LaneError, LaneMessage, LaneQueue, LedgerStore, StoreError};
 use cronledger_core::run::Origin;
-use cronledger_core::{Issue, Lane, Run, RunEvent, RunStatus, Schedule, Trigger};
+use cronledger_core::{Issue, Lane, Reason, Run, RunEvent, RunStatus, Schedule, Trigger};
 
 /// A fresh PENDING run of an expected occurrence (or an operator's, by `origin`), with its
 /// business inputs fixed now (invariant 5).
@@ -101,7 +101,7 @@ pub async fn claim_and_send<E: From<StoreError> + From<LaneError>>(
 ) -> Result<bool, E> {
     let mut claim = RunChange::new(RunEvent::Enqueue, RunStatus::Pending, run.lease_epoch, now);
     claim.lane = Some(lane);
-    claim.reason = None;
+    claim.reason = kept_reason(run);
     match store.transition_run(&run.key, &claim).await {
         Ok(_) => {}
         Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => return Ok(false),
@@ -132,9 +132,15 @@ pub async fn send_run<E: From<StoreError> + From<LaneError>>(
     let mut change = RunChange::new(RunEvent::Enqueue, status, run.lease_epoch, now);
     change.job_id = Some(job_id);
     change.lane = Some(lane);
-    change.reason = None;
+    change.reason = kept_reason(run);
     if let Err(e) = store.transition_run(&run.key, &change).await {
         tracing::debug!(run = %run.key, error = %e, "message id not recorded");
     }
     Ok(())
+}
+
+/// The reason a sent run keeps: QUEUED_BEHIND stays until the run starts, so the worker
+/// knows it waited by policy (QUEUE_NEW) and does not judge its start as late.
+fn kept_reason(run: &Run) -> Option<Reason> {
+    run.reason.filter(|r| *r == Reason::QueuedBehind)
 }

@@ -17,7 +17,8 @@ use cronledger_aws::ledger::{RecentRuns, RunChange, StoredSchedule};
 use cronledger_aws::{LaneMessage, LaneQueue, LedgerStore, StoreError};
 use cronledger_core::run::RunResult;
 use cronledger_core::{
-    Lane, OverlapPolicy, Reason, Run, RunEvent, RunKey, RunStatus, Schedule, Span,
+    late_start, Lane, LateStart, OverlapPolicy, Reason, Run, RunEvent, RunKey, RunStatus, Schedule,
+    Span, Trigger,
 };
 
 use crate::backoff::Backoff;
@@ -80,6 +81,8 @@ enum Admission {
     WaitBehind,
     /// End the run without executing it.
     Skip(Reason),
+    /// Hold the run for an operator's approval (MANUAL_REQUIRED) without executing it.
+    Hold(Reason),
     Start(RunEvent),
 }
 
@@ -164,18 +167,30 @@ impl Worker {
             tries += 1;
             let now = self.clock.now();
             let run = &seen.run;
-            let event = match self.admit(&seen, &schedule, now).await {
+            let lane = delivery.message.lane;
+            let event = match self.admit(&seen, &schedule, lane, now).await {
                 Ok(Admission::Start(event)) => event,
                 Ok(Admission::Ack(why)) => {
                     tracing::info!(status = %run.status, why, "acknowledged without running");
                     return Ok(());
                 }
-                Ok(Admission::Skip(reason)) => return self.skip(run, &stored, reason, now).await,
+                Ok(Admission::Skip(reason)) => {
+                    return self
+                        .end_unrun(run, &stored, RunEvent::Skip, reason, now)
+                        .await
+                }
+                Ok(Admission::Hold(reason)) => {
+                    return self
+                        .end_unrun(run, &stored, RunEvent::HoldForApproval, reason, now)
+                        .await
+                }
                 Ok(Admission::WaitBehind) => return self.wait_behind(run, &stored, now).await,
                 Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
             };
             if let Some(reason) = already_done(&seen) {
-                return self.skip(run, &stored, reason, now).await;
+                return self
+                    .end_unrun(run, &stored, RunEvent::Skip, reason, now)
+                    .await;
             }
             let change = RunChange::new(event, run.status, run.lease_epoch, now)
                 .with_lease(&self.config.owner, now + self.config.lease.as_delta());
@@ -294,6 +309,7 @@ impl Worker {
         &self,
         seen: &Sighting,
         schedule: &Schedule,
+        lane: Lane,
         now: DateTime<Utc>,
     ) -> Result<Admission, StoreError> {
         let run = &seen.run;
@@ -306,6 +322,13 @@ impl Worker {
             RunStatus::Running => RunEvent::Reclaim,
             _ => return Ok(Admission::Ack("not runnable")),
         };
+        if judged_on_lateness(run, lane) {
+            match late_start(&schedule.spec, run.key.scheduled_for, now) {
+                LateStart::Run => {}
+                LateStart::Skip(reason) => return Ok(Admission::Skip(reason)),
+                LateStart::Hold(reason) => return Ok(Admission::Hold(reason)),
+            }
+        }
         // Catch-up and backfill runs are paced by their release budgets, not the overlap policy.
         if schedule.spec.overlap == OverlapPolicy::Allow
             || event == RunEvent::Reclaim
@@ -330,21 +353,29 @@ impl Worker {
         })
     }
 
-    async fn skip(
+    /// Ends a run that will not execute: SKIPPED (`RunEvent::Skip`) or MANUAL_REQUIRED
+    /// (`RunEvent::HoldForApproval`), with its reason.
+    async fn end_unrun(
         &self,
         run: &Run,
         stored: &StoredSchedule,
+        event: RunEvent,
         reason: Reason,
         now: DateTime<Utc>,
     ) -> Result<(), HandlerFailure> {
-        let mut change = RunChange::new(RunEvent::Skip, run.status, run.lease_epoch, now);
+        let mut change = RunChange::new(event, run.status, run.lease_epoch, now);
         change.reason = Some(reason);
         match self.store.transition_run(&run.key, &change).await {
-            Ok(_) => {
-                tracing::info!(%reason, "run skipped");
-                self.metrics
-                    .count_for(&run.key.schedule_id, "RunsSkipped", 1);
-                // A skipped run ends like a finished one: the next QUEUE_NEW run may go.
+            Ok(ended) => {
+                let late_ms = (now - run.key.scheduled_for).num_milliseconds();
+                let metric = match ended.status {
+                    RunStatus::ManualRequired => "RunsHeldForApproval",
+                    _ => "RunsSkipped",
+                };
+                tracing::info!(%reason, status = %ended.status, late_ms, "run not executed");
+                self.metrics.count_for(&run.key.schedule_id, metric, 1);
+                // A run that will not execute ends like a finished one: the next QUEUE_NEW
+                // run may go.
                 self.release_next_queued(stored, now).await;
                 Ok(())
             }
@@ -563,6 +594,8 @@ impl Worker {
                 let mut change =
                     RunChange::new(RunEvent::Enqueue, RunStatus::Pending, next.lease_epoch, now);
                 change.job_id = Some(job_id);
+                // Kept until it starts: the run waited by policy, it is not late.
+                change.reason = Some(Reason::QueuedBehind);
                 change.lane = Some(lane);
                 if let Err(e) = self.store.transition_run(&next.key, &change).await {
                     tracing::debug!(run = %next.key, error = %e, "released run not marked QUEUED");
@@ -632,6 +665,19 @@ impl Sighting {
             recent,
         })
     }
+}
+
+/// Whether a start is held to the schedule's grace period (see [`late_start`]): the first
+/// attempt of a live run the ticker fired. Not catch-up or operators' runs (already decided by
+/// the planner or a person), not retries, not a run approved onto the manual lane, and not a
+/// QUEUE_NEW run that waited behind an earlier one (it waited by policy).
+fn judged_on_lateness(run: &Run, lane: Lane) -> bool {
+    run.trigger == Trigger::Scheduled
+        && run.attempts == 0
+        && matches!(run.status, RunStatus::Pending | RunStatus::Queued)
+        && run.reason != Some(Reason::QueuedBehind)
+        && lane != Lane::Manual
+        && run.lane != Some(Lane::Manual)
 }
 
 fn run_not_found(key: &RunKey) -> HandlerFailure {

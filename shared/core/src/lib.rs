@@ -14,7 +14,7 @@ pub mod window;
 
 pub use attempt::{Attempt, AttemptEnd, AttemptOutcome, AttemptStart};
 pub use error::{Code, Invalid, Issue};
-pub use planner::{plan, Coverage, Plan, PlanInput, PlannerConfig};
+pub use planner::{late_start, plan, Coverage, LateStart, Plan, PlanInput, PlannerConfig};
 pub use policy::{Lane, MisfirePolicy, OverlapPolicy, Priority};
 pub use run::{Reason, Run, RunEvent, RunKey, RunStatus, Trigger};
 pub use schedule::Schedule;

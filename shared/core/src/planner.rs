@@ -440,6 +440,50 @@ pub fn plan(input: PlanInput<'_>) -> Result<Plan, Issue> {
     Ok(plan)
 }
 
+/// What becomes of a live run whose first attempt would start past its grace period: it sat
+/// in its lane through an outage or a backlog (or waited on a crashed ticker's recovery).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(
+    tag = "action",
+    content = "reason",
+    rename_all = "SCREAMING_SNAKE_CASE"
+)]
+pub enum LateStart {
+    /// On time, or late but the policy runs a missed window this old on its own.
+    Run,
+    /// SKIPPED (GRACE_EXPIRED): the policy does not run missed windows.
+    Skip(Reason),
+    /// MANUAL_REQUIRED: the policy (or the gap's tier, or the side effects) wants approval.
+    Hold(Reason),
+}
+
+/// Judges a late first start as the planner judges a one-window gap of the same age, so a
+/// window's fate does not depend on whether the ticker fired it just before an outage or
+/// missed it: SKIP skips it, MANUAL holds it, RUN_ONCE and CATCH_UP_ALL run it unless the
+/// tier, the side effects or a zero cap ask for approval.
+pub fn late_start(
+    spec: &crate::spec::ScheduleSpec,
+    scheduled_for: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> LateStart {
+    let late = Span::from_delta(now - scheduled_for);
+    if late <= spec.grace {
+        return LateStart::Run;
+    }
+    let window = Missed {
+        index: 0,
+        at: scheduled_for,
+        window: Window::new(scheduled_for, scheduled_for),
+        paused: None,
+        planned: false,
+    };
+    match decide(spec, tier_of(late, spec), &[window], scheduled_for).first() {
+        Some(Action::Skip { .. }) => LateStart::Skip(Reason::GraceExpired),
+        Some(Action::Hold { reason }) => LateStart::Hold(*reason),
+        _ => LateStart::Run,
+    }
+}
+
 fn tier_of(gap: Span, spec: &crate::spec::ScheduleSpec) -> GapTier {
     let tiers = &spec.catch_up;
     if gap <= tiers.immediate {

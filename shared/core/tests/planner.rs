@@ -13,8 +13,8 @@ use cronledger_core::planner::{Action, GapTier, Pause, Release};
 use cronledger_core::risk::{assess_change, RiskLevel};
 use cronledger_core::run::Origin;
 use cronledger_core::{
-    plan, Code, Coverage, Lane, OverlapPolicy, Plan, PlanInput, PlannerConfig, Reason, RunKey,
-    RunStatus, Schedule, Span, Trigger,
+    late_start, plan, Code, Coverage, Lane, LateStart, OverlapPolicy, Plan, PlanInput,
+    PlannerConfig, Reason, RunKey, RunStatus, Schedule, Span, Trigger,
 };
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -904,6 +904,108 @@ proptest! {
     #[test]
     fn every_window_is_accounted_for_exactly_once(case in case()) {
         check_case(&case)?;
+    }
+}
+
+// ---------------------------------------------------------------- late starts
+
+/// A monthly schedule: one window in any gap shorter than a month.
+fn monthly(policy: &str, side_effects: bool, cap: u32, grace: &str) -> Schedule {
+    schedule_with(
+        "0 3 1 * *",
+        "UTC",
+        json!({ "misfire": policy, "side_effects": side_effects, "max_auto_catch_up": cap, "grace": grace }),
+    )
+}
+
+#[test]
+fn a_late_first_start_gets_the_misfire_policy_of_a_one_window_gap() {
+    let at = utc("2026-03-01T03:00:00Z");
+    let late = |policy: &str, side_effects: bool, cap: u32, by: Duration| {
+        late_start(&monthly(policy, side_effects, cap, "2m").spec, at, at + by)
+    };
+    let two_min = Duration::minutes(2);
+    for policy in ["SKIP", "RUN_ONCE", "CATCH_UP_ALL", "MANUAL"] {
+        // Inside the grace period (inclusive) every policy starts the run.
+        assert_eq!(late(policy, true, 5, two_min), LateStart::Run, "{policy}");
+        assert_eq!(late(policy, false, 0, Duration::zero()), LateStart::Run);
+    }
+    let three_min = Duration::minutes(3);
+    assert_eq!(
+        late("SKIP", false, 5, three_min),
+        LateStart::Skip(Reason::GraceExpired)
+    );
+    assert_eq!(
+        late("MANUAL", false, 5, three_min),
+        LateStart::Hold(Reason::PolicyManual)
+    );
+    assert_eq!(late("RUN_ONCE", false, 5, three_min), LateStart::Run);
+    assert_eq!(late("CATCH_UP_ALL", false, 5, three_min), LateStart::Run);
+    // Side effects: only the 5-minute tier starts on its own.
+    assert_eq!(late("RUN_ONCE", true, 5, three_min), LateStart::Run);
+    let half_hour = Duration::minutes(30);
+    assert_eq!(
+        late("RUN_ONCE", true, 5, half_hour),
+        LateStart::Hold(Reason::SideEffects)
+    );
+    assert_eq!(
+        late("CATCH_UP_ALL", true, 5, half_hour),
+        LateStart::Hold(Reason::SideEffects)
+    );
+    assert_eq!(late("CATCH_UP_ALL", false, 5, half_hour), LateStart::Run);
+    // A day and more: approval whatever the side effects; a zero cap: approval.
+    let day = Duration::hours(25);
+    assert_eq!(
+        late("RUN_ONCE", false, 5, day),
+        LateStart::Hold(Reason::GapTooLong)
+    );
+    assert_eq!(
+        late("CATCH_UP_ALL", false, 0, three_min),
+        LateStart::Hold(Reason::CapExceeded)
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// A window's fate does not depend on who found it late: the worker's judgement of a
+    /// late first start is the planner's action for the same window missed outright.
+    #[test]
+    fn a_late_start_is_judged_as_the_planner_judges_the_missed_window(
+        policy in prop::sample::select(vec!["SKIP", "RUN_ONCE", "CATCH_UP_ALL", "MANUAL"]),
+        side_effects in any::<bool>(),
+        cap in 0u32..3,
+        grace_min in 1i64..90,
+        late_min in 0i64..(27 * 24 * 60),
+    ) {
+        let grace = format!("{grace_min}m");
+        let schedule = monthly(policy, side_effects, cap, &grace);
+        let at = utc("2026-03-01T03:00:00Z");
+        let now = at + Duration::minutes(late_min);
+        let judged = late_start(&schedule.spec, at, now);
+        if late_min <= grace_min {
+            prop_assert_eq!(judged, LateStart::Run);
+        } else {
+            let planned = plan(PlanInput {
+                schedule: &schedule,
+                watermark: at - Duration::minutes(1),
+                now,
+                existing: &Coverage::new(),
+                pauses: &[],
+                config: PlannerConfig::default(),
+            })
+            .unwrap();
+            let expected = match planned.entries.as_slice() {
+                [entry] if entry.scheduled_for == at => match entry.action {
+                    Action::Fire { .. } => LateStart::Run,
+                    Action::Skip { .. } => LateStart::Skip(Reason::GraceExpired),
+                    Action::Hold { reason } => LateStart::Hold(reason),
+                    Action::Coalesce { .. } => unreachable!("one window coalesces into nothing"),
+                },
+                other => panic!("expected one entry for {at}, got {other:?}"),
+            };
+            prop_assert_eq!(judged, expected);
+        }
     }
 }
 

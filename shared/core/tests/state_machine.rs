@@ -141,6 +141,7 @@ fn explicit_allowed_transitions() {
         (S::Stalled, E::RetryAfterStall, S::RetryPending),
         (S::Stalled, E::HoldForApproval, S::ManualRequired),
         (S::Pending, E::HoldForApproval, S::ManualRequired),
+        (S::Queued, E::HoldForApproval, S::ManualRequired),
         (S::Pending, E::WaitBehind, S::Pending),
         (S::Queued, E::WaitBehind, S::Pending),
         (S::Pending, E::Skip, S::Skipped),

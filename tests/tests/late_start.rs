@@ -1,0 +1,271 @@
+//! A live run delivered past its schedule's grace period (it sat in its lane through an
+//! outage, a backlog or a crashed ticker's recovery) is judged by the misfire policy when
+//! the worker would start it, as the planner judges a missed window of the same age. Retries,
+//! approved runs and QUEUE_NEW runs that waited behind an earlier one are not.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Duration as Delta, Utc};
+use cronledger_app::worker::{Worker, WorkerConfig};
+use cronledger_aws::lanes::{LaneSettings, MessageOutcome, Received};
+use cronledger_aws::{LaneError, RunChange, StoreError};
+use cronledger_core::{Lane, Reason, RunEvent, RunKey, RunStatus, Span};
+use cronledger_tests::app::{spawn_poller, worker_config, AppEnv};
+use cronledger_tests::webhook::{Answer, Webhook};
+use cronledger_tests::{spec_with, t};
+use serde_json::{json, Value};
+
+const LANE: Lane = Lane::Normal;
+
+fn minute(m: i64) -> DateTime<Utc> {
+    t("2026-03-01T10:00:00Z") + Delta::minutes(m)
+}
+
+/// An hourly `http` schedule on the receiver (grace 2 minutes, the default).
+async fn hourly(env: &AppEnv, hook: &Webhook, id: &str, mut fields: Value) {
+    fields["job"] = json!({ "type": "http", "url": hook.url, "timeout": "20s" });
+    env.create(
+        spec_with(id, "0 * * * *", fields),
+        t("2026-03-01T09:00:00Z"),
+    )
+    .await;
+}
+
+async fn messages(env: &AppEnv, lane: Lane, n: usize) -> Vec<Received> {
+    let got = env.receive(lane, false, n, Duration::from_secs(10)).await;
+    assert_eq!(got.len(), n, "{n} message(s) expected on {lane}");
+    got
+}
+
+/// Delivers one message and expects it acknowledged.
+async fn deliver_done(env: &AppEnv, worker: &Worker, lane: Lane, message: Received) {
+    let report = env.deliver(worker, lane, &[message]).await;
+    let outcomes: Vec<_> = report.outcomes.into_iter().map(|(_, o)| o).collect();
+    assert_eq!(outcomes, [MessageOutcome::Done]);
+}
+
+/// Takes the message of schedule `id`'s run out of `messages`.
+fn take(messages: &mut Vec<Received>, id: &str) -> Received {
+    let quoted = format!("\"{id}\"");
+    let at = messages
+        .iter()
+        .position(|m| m.body.contains(&quoted))
+        .unwrap_or_else(|| panic!("no message for {id}"));
+    messages.remove(at)
+}
+
+#[tokio::test]
+async fn a_live_run_delivered_past_its_grace_follows_the_misfire_policy() {
+    let env = AppEnv::new(LaneSettings::default(), minute(0)).await;
+    let hook = Webhook::start(Answer::Succeed).await;
+    let policies = [
+        ("skip", json!({"misfire": "SKIP"})),
+        ("manual", json!({"misfire": "MANUAL"})),
+        (
+            "once",
+            json!({"misfire": "RUN_ONCE", "side_effects": false}),
+        ),
+        (
+            "once-effects",
+            json!({"misfire": "RUN_ONCE", "side_effects": true}),
+        ),
+        ("on-time", json!({"misfire": "SKIP"})),
+    ];
+    for (id, fields) in &policies {
+        hourly(&env, &hook, id, fields.clone()).await;
+    }
+    assert_eq!(env.tick(minute(0)).await.sent, 5);
+    let mut got = messages(&env, LANE, 5).await;
+    let worker = env.worker(worker_config("w"));
+
+    // Two minutes late is inside the grace period: the run starts.
+    env.clock.set(minute(2));
+    deliver_done(&env, &worker, LANE, take(&mut got, "on-time")).await;
+
+    // Thirty minutes late (the 5 minutes - 1 hour tier): each policy decides.
+    env.clock.set(minute(30));
+    for id in ["skip", "manual", "once", "once-effects"] {
+        deliver_done(&env, &worker, LANE, take(&mut got, id)).await;
+    }
+    let mut entries = Vec::new();
+    for id in ["on-time", "skip", "manual", "once", "once-effects"] {
+        let run = env.run(&RunKey::expected(id, minute(0))).await;
+        entries.push((id, run.status, run.reason, run.attempts));
+    }
+    assert_eq!(
+        entries,
+        [
+            ("on-time", RunStatus::Success, None, 1),
+            ("skip", RunStatus::Skipped, Some(Reason::GraceExpired), 0),
+            (
+                "manual",
+                RunStatus::ManualRequired,
+                Some(Reason::PolicyManual),
+                0
+            ),
+            ("once", RunStatus::Success, None, 1),
+            (
+                "once-effects",
+                RunStatus::ManualRequired,
+                Some(Reason::SideEffects),
+                0
+            ),
+        ]
+    );
+    // Only the runs that started reached the receiver.
+    let mut called: Vec<String> = hook
+        .calls()
+        .into_iter()
+        .map(|c| c.idempotency_key)
+        .collect();
+    called.sort();
+    assert_eq!(
+        called,
+        [
+            "on-time:2026-03-01T09:00:00Z/2026-03-01T10:00:00Z",
+            "once:2026-03-01T09:00:00Z/2026-03-01T10:00:00Z",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn retries_and_approved_runs_start_however_late() {
+    let env = AppEnv::new(LaneSettings::default(), minute(0)).await;
+    let hook = Webhook::start(Answer::Succeed).await;
+    hook.script(&[Answer::Fail(503)]);
+    hourly(&env, &hook, "retried", json!({"misfire": "SKIP"})).await;
+    hourly(&env, &hook, "approved", json!({"misfire": "MANUAL"})).await;
+    assert_eq!(env.tick(minute(0)).await.sent, 2);
+    let mut got = messages(&env, LANE, 2).await;
+    let worker = env.worker(worker_config("w"));
+
+    // The first attempt fails retryably on time; its retry comes back an hour later.
+    let retried = RunKey::expected("retried", minute(0));
+    let first = take(&mut got, "retried");
+    let report = env.deliver(&worker, LANE, &[first]).await;
+    assert!(matches!(
+        report.outcomes[..],
+        [(_, MessageOutcome::Retry(_))]
+    ));
+    assert_eq!(env.run(&retried).await.status, RunStatus::RetryPending);
+    env.clock.set(minute(60));
+    let again = messages(&env, LANE, 1).await.remove(0);
+    deliver_done(&env, &worker, LANE, again).await;
+    let run = env.run(&retried).await;
+    assert_eq!((run.status, run.attempts), (RunStatus::Success, 2));
+
+    // Delivered late, the MANUAL schedule's run waits for approval; approved (onto the
+    // manual lane, as the api does), it runs, later still.
+    let held = RunKey::expected("approved", minute(0));
+    deliver_done(&env, &worker, LANE, take(&mut got, "approved")).await;
+    let run = env.run(&held).await;
+    assert_eq!(
+        (run.status, run.reason),
+        (RunStatus::ManualRequired, Some(Reason::PolicyManual))
+    );
+    env.clock.set(minute(90));
+    let approved = env
+        .store
+        .transition_run(
+            &held,
+            &RunChange::new(
+                RunEvent::Approve,
+                RunStatus::ManualRequired,
+                run.lease_epoch,
+                minute(90),
+            ),
+        )
+        .await
+        .expect("approve");
+    cronledger_app::runs::send_run::<Failure>(
+        env.store.as_ref(),
+        env.queue.as_ref(),
+        &approved,
+        RunStatus::Pending,
+        Lane::Manual,
+        minute(90),
+    )
+    .await
+    .expect("send approved run");
+    let message = messages(&env, Lane::Manual, 1).await.remove(0);
+    deliver_done(&env, &worker, Lane::Manual, message).await;
+    let run = env.run(&held).await;
+    assert_eq!((run.status, run.attempts), (RunStatus::Success, 1));
+}
+
+/// The errors `send_run` may return, for the test's call.
+#[derive(Debug)]
+#[allow(dead_code)] // read through Debug when a send fails
+enum Failure {
+    Store(StoreError),
+    Lane(LaneError),
+}
+
+impl From<StoreError> for Failure {
+    fn from(e: StoreError) -> Self {
+        Failure::Store(e)
+    }
+}
+
+impl From<LaneError> for Failure {
+    fn from(e: LaneError) -> Self {
+        Failure::Lane(e)
+    }
+}
+
+#[tokio::test]
+async fn a_queue_new_run_released_late_runs_because_it_waited_by_policy() {
+    let env = AppEnv::new(LaneSettings::default(), minute(0)).await;
+    let hook = Webhook::start(Answer::Hang).await;
+    let fields = json!({
+        "misfire": "SKIP",
+        "overlap": "QUEUE_NEW",
+        "job": { "type": "http", "url": hook.url, "timeout": "20s" },
+    });
+    env.create(
+        spec_with("behind", "* * * * *", fields),
+        t("2026-03-01T09:59:30Z"),
+    )
+    .await;
+    let key = |m| RunKey::expected("behind", minute(m));
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let worker = Arc::new(env.worker(WorkerConfig {
+        lease: Span::hours(2),
+        ..worker_config("w")
+    }));
+    let poller = spawn_poller(env.lanes.lanes.clone(), worker, LANE, stopped);
+
+    // 10:00 runs (and hangs); the 10:01 window waits behind it, QUEUED_BEHIND.
+    let ticker = env.ticker_with(cronledger_app::ticker::TickerConfig {
+        lookahead: Span::ZERO,
+        ..cronledger_tests::app::ticker_config()
+    });
+    assert_eq!(env.tick_with(&ticker, minute(0)).await.sent, 1);
+    hook.wait_arrived(1, Duration::from_secs(10)).await;
+    let report = env.tick_with(&ticker, minute(1)).await;
+    assert_eq!((report.queued_behind, report.sent), (1, 0));
+
+    // The job ends 40 minutes later: the waiting run is released and runs, though it is
+    // far past its grace period, because it waited by policy, not by accident.
+    env.clock.set(minute(40));
+    hook.set_default(Answer::Succeed);
+    hook.release(1);
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while env.run(&key(1)).await.status != RunStatus::Success {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{:?}",
+            env.run(&key(1)).await
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    stop.send(true).expect("stop");
+    poller.await.expect("poller");
+    let run = env.run(&key(1)).await;
+    assert_eq!(
+        (run.status, run.reason, run.attempts),
+        (RunStatus::Success, None, 1)
+    );
+    assert_eq!(hook.arrived(), 2);
+}
