@@ -22,14 +22,16 @@ fn minute(m: i64) -> DateTime<Utc> {
     t("2026-03-01T10:00:00Z") + Delta::minutes(m)
 }
 
-/// An hourly `http` schedule on the receiver (grace 2 minutes, the default).
-async fn hourly(env: &AppEnv, hook: &Webhook, id: &str, mut fields: Value) {
+/// An `http` schedule on the receiver (grace 2 minutes, the default), created just before
+/// 10:00 so its first window is 10:00.
+async fn schedule(env: &AppEnv, hook: &Webhook, id: &str, cron: &str, mut fields: Value) {
     fields["job"] = json!({ "type": "http", "url": hook.url, "timeout": "20s" });
-    env.create(
-        spec_with(id, "0 * * * *", fields),
-        t("2026-03-01T09:00:00Z"),
-    )
-    .await;
+    env.create(spec_with(id, cron, fields), t("2026-03-01T09:59:30Z"))
+        .await;
+}
+
+async fn hourly(env: &AppEnv, hook: &Webhook, id: &str, fields: Value) {
+    schedule(env, hook, id, "0 * * * *", fields).await;
 }
 
 async fn messages(env: &AppEnv, lane: Lane, n: usize) -> Vec<Received> {
@@ -218,16 +220,8 @@ impl From<LaneError> for Failure {
 async fn a_queue_new_run_released_late_runs_because_it_waited_by_policy() {
     let env = AppEnv::new(LaneSettings::default(), minute(0)).await;
     let hook = Webhook::start(Answer::Hang).await;
-    let fields = json!({
-        "misfire": "SKIP",
-        "overlap": "QUEUE_NEW",
-        "job": { "type": "http", "url": hook.url, "timeout": "20s" },
-    });
-    env.create(
-        spec_with("behind", "* * * * *", fields),
-        t("2026-03-01T09:59:30Z"),
-    )
-    .await;
+    let fields = json!({"misfire": "SKIP", "overlap": "QUEUE_NEW"});
+    schedule(&env, &hook, "behind", "* * * * *", fields).await;
     let key = |m| RunKey::expected("behind", minute(m));
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let worker = Arc::new(env.worker(WorkerConfig {
@@ -268,4 +262,47 @@ async fn a_queue_new_run_released_late_runs_because_it_waited_by_policy() {
         (RunStatus::Success, None, 1)
     );
     assert_eq!(hook.arrived(), 2);
+}
+
+#[tokio::test]
+async fn run_once_folds_runs_queued_through_a_worker_outage_into_the_latest() {
+    let env = AppEnv::new(LaneSettings::default(), minute(0)).await;
+    let hook = Webhook::start(Answer::Succeed).await;
+    // Queued runs do not overlap-skip each other while no worker runs them.
+    let fields = json!({"misfire": "RUN_ONCE", "side_effects": false, "overlap": "ALLOW"});
+    schedule(&env, &hook, "ten", "*/10 * * * *", fields).await;
+    // The ticker fires 10:00..10:30 on time; no worker takes them (a broken deploy).
+    for m in [0, 10, 20, 30] {
+        assert_eq!(env.tick(minute(m)).await.sent, 1);
+    }
+    // Workers are back at 10:33, whatever order SQS hands the four messages over in.
+    env.clock.set(minute(33));
+    let worker = env.worker(worker_config("w"));
+    for message in messages(&env, LANE, 4).await {
+        deliver_done(&env, &worker, LANE, message).await;
+    }
+    let mut seen = Vec::new();
+    for m in [0, 10, 20, 30] {
+        let run = env.run(&RunKey::expected("ten", minute(m))).await;
+        seen.push((m, run.status, run.reason, run.coalesced_into));
+    }
+    let folded = |m| {
+        (
+            m,
+            RunStatus::Coalesced,
+            Some(Reason::Coalesced),
+            Some(minute(30)),
+        )
+    };
+    assert_eq!(
+        seen,
+        [
+            folded(0),
+            folded(10),
+            folded(20),
+            // Three minutes late, the latest window: its own one-window gap, run.
+            (30, RunStatus::Success, None, None),
+        ]
+    );
+    assert_eq!(hook.calls().len(), 1, "one execution for the four windows");
 }

@@ -147,9 +147,8 @@ async fn six_hour_outage_accounts_for_every_window_once() {
     assert_eq!(counts(&report, "every-5-skip"), [90, 18, 0, 72, 0, 0, 0]);
     assert_eq!(inside(&report, 5), 71);
     // RUN_ONCE, side effects, a 5h50m gap (1h-24h tier): the latest missed window (07:50)
-    // awaits approval, the 34 before it are COALESCED into it; the late 02:00 run, side
-    // effects past the 5-minute tier, awaits approval too.
-    assert_eq!(counts(&report, "every-10-once"), [45, 9, 0, 0, 34, 2, 0]);
+    // awaits approval, the 34 before it are COALESCED into it, and so is the late 02:00 run.
+    assert_eq!(counts(&report, "every-10-once"), [45, 9, 0, 0, 35, 1, 0]);
     assert_eq!(inside(&report, 10) - 1, 34);
     // CATCH_UP_ALL, no side effects, cap 10: the late 02:00 run runs (a missed window of
     // its age would fire too); 03:00..07:00 (a 5-hour gap, backfill tier) all fire on the
@@ -216,8 +215,8 @@ async fn six_hour_outage_accounts_for_every_window_once() {
         [
             (
                 "every-10-once",
-                RunStatus::ManualRequired,
-                Some(Reason::SideEffects)
+                RunStatus::Coalesced,
+                Some(Reason::Coalesced)
             ),
             (
                 "every-5-skip",

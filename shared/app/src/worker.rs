@@ -72,6 +72,14 @@ pub struct Worker {
     metrics: Metrics,
 }
 
+/// How a run that will not execute ends.
+#[derive(Debug, Clone, Copy)]
+enum Unrun {
+    Skip(Reason),
+    Hold(Reason),
+    Coalesce(DateTime<Utc>),
+}
+
 /// What a worker decided about a delivery before running anything.
 enum Admission {
     /// Acknowledge without running: duplicate, finished, or owned by someone else.
@@ -83,6 +91,8 @@ enum Admission {
     Skip(Reason),
     /// Hold the run for an operator's approval (MANUAL_REQUIRED) without executing it.
     Hold(Reason),
+    /// Fold the run into a later window's (COALESCED), without executing it.
+    Coalesce(DateTime<Utc>),
     Start(RunEvent),
 }
 
@@ -175,22 +185,21 @@ impl Worker {
                     return Ok(());
                 }
                 Ok(Admission::Skip(reason)) => {
-                    return self
-                        .end_unrun(run, &stored, RunEvent::Skip, reason, now)
-                        .await
+                    return self.end_unrun(run, &stored, Unrun::Skip(reason), now).await
                 }
                 Ok(Admission::Hold(reason)) => {
+                    return self.end_unrun(run, &stored, Unrun::Hold(reason), now).await
+                }
+                Ok(Admission::Coalesce(into)) => {
                     return self
-                        .end_unrun(run, &stored, RunEvent::HoldForApproval, reason, now)
+                        .end_unrun(run, &stored, Unrun::Coalesce(into), now)
                         .await
                 }
                 Ok(Admission::WaitBehind) => return self.wait_behind(run, &stored, now).await,
                 Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
             };
             if let Some(reason) = already_done(&seen) {
-                return self
-                    .end_unrun(run, &stored, RunEvent::Skip, reason, now)
-                    .await;
+                return self.end_unrun(run, &stored, Unrun::Skip(reason), now).await;
             }
             let change = RunChange::new(event, run.status, run.lease_epoch, now)
                 .with_lease(&self.config.owner, now + self.config.lease.as_delta());
@@ -323,10 +332,11 @@ impl Worker {
             _ => return Ok(Admission::Ack("not runnable")),
         };
         if judged_on_lateness(run, lane) {
-            match late_start(&schedule.spec, run.key.scheduled_for, now) {
+            match late_start(schedule, run.key.scheduled_for, now) {
                 LateStart::Run => {}
-                LateStart::Skip(reason) => return Ok(Admission::Skip(reason)),
-                LateStart::Hold(reason) => return Ok(Admission::Hold(reason)),
+                LateStart::Skip { reason } => return Ok(Admission::Skip(reason)),
+                LateStart::Hold { reason } => return Ok(Admission::Hold(reason)),
+                LateStart::Coalesce { into } => return Ok(Admission::Coalesce(into)),
             }
         }
         // Catch-up and backfill runs are paced by their release budgets, not the overlap policy.
@@ -353,25 +363,27 @@ impl Worker {
         })
     }
 
-    /// Ends a run that will not execute: SKIPPED (`RunEvent::Skip`) or MANUAL_REQUIRED
-    /// (`RunEvent::HoldForApproval`), with its reason.
+    /// Ends a run that will not execute (skipped, held for approval or coalesced).
     async fn end_unrun(
         &self,
         run: &Run,
         stored: &StoredSchedule,
-        event: RunEvent,
-        reason: Reason,
+        unrun: Unrun,
         now: DateTime<Utc>,
     ) -> Result<(), HandlerFailure> {
+        let (event, reason, metric) = match unrun {
+            Unrun::Skip(reason) => (RunEvent::Skip, reason, "RunsSkipped"),
+            Unrun::Hold(reason) => (RunEvent::HoldForApproval, reason, "RunsHeldForApproval"),
+            Unrun::Coalesce(_) => (RunEvent::Coalesce, Reason::Coalesced, "RunsCoalesced"),
+        };
         let mut change = RunChange::new(event, run.status, run.lease_epoch, now);
         change.reason = Some(reason);
+        if let Unrun::Coalesce(into) = unrun {
+            change.coalesced_into = Some(into);
+        }
         match self.store.transition_run(&run.key, &change).await {
             Ok(ended) => {
                 let late_ms = (now - run.key.scheduled_for).num_milliseconds();
-                let metric = match ended.status {
-                    RunStatus::ManualRequired => "RunsHeldForApproval",
-                    _ => "RunsSkipped",
-                };
                 tracing::info!(%reason, status = %ended.status, late_ms, "run not executed");
                 self.metrics.count_for(&run.key.schedule_id, metric, 1);
                 // A run that will not execute ends like a finished one: the next QUEUE_NEW

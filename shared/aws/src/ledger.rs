@@ -169,6 +169,8 @@ pub struct RunChange {
     pub result: Option<RunResult>,
     pub job_id: Option<String>,
     pub lane: Option<Lane>,
+    /// COALESCE: the window whose run stands for this one.
+    pub coalesced_into: Option<DateTime<Utc>>,
 }
 
 impl RunChange {
@@ -180,6 +182,7 @@ impl RunChange {
             at,
             lease: None,
             reason: None,
+            coalesced_into: None,
             result: None,
             job_id: None,
             lane: None,

@@ -441,45 +441,68 @@ pub fn plan(input: PlanInput<'_>) -> Result<Plan, Issue> {
 }
 
 /// What becomes of a live run whose first attempt would start past its grace period: it sat
-/// in its lane through an outage or a backlog (or waited on a crashed ticker's recovery).
+/// in its lane through an outage, a worker outage or a backlog (or waited on a crashed
+/// ticker's recovery).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(
-    tag = "action",
-    content = "reason",
-    rename_all = "SCREAMING_SNAKE_CASE"
-)]
+#[serde(tag = "action", rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum LateStart {
-    /// On time, or late but the policy runs a missed window this old on its own.
+    /// On time, or late but the policy runs such a window on its own.
     Run,
     /// SKIPPED (GRACE_EXPIRED): the policy does not run missed windows.
-    Skip(Reason),
+    Skip { reason: Reason },
     /// MANUAL_REQUIRED: the policy (or the gap's tier, or the side effects) wants approval.
-    Hold(Reason),
+    Hold { reason: Reason },
+    /// COALESCED (RUN_ONCE): later windows are past their grace too; the latest runs for all.
+    Coalesce { into: DateTime<Utc> },
 }
 
-/// Judges a late first start as the planner judges a one-window gap of the same age, so a
-/// window's fate does not depend on whether the ticker fired it just before an outage or
-/// missed it: SKIP skips it, MANUAL holds it, RUN_ONCE and CATCH_UP_ALL run it unless the
-/// tier, the side effects or a zero cap ask for approval.
+/// Judges a late first start as the planner judges the oldest window of the gap it opens
+/// (this window up to the latest one past its grace), so a window's fate does not depend on
+/// whether it was fired before the trouble or found missing after it: SKIP skips it, MANUAL
+/// holds it, RUN_ONCE coalesces it into the latest window (or runs it, if it is the latest),
+/// CATCH_UP_ALL runs it; approval when the tier, the side effects or a zero cap say so.
 pub fn late_start(
-    spec: &crate::spec::ScheduleSpec,
+    schedule: &Schedule,
     scheduled_for: DateTime<Utc>,
     now: DateTime<Utc>,
 ) -> LateStart {
+    let spec = &schedule.spec;
     let late = Span::from_delta(now - scheduled_for);
     if late <= spec.grace {
         return LateStart::Run;
     }
-    let window = Missed {
+    let through = now - spec.grace.as_delta();
+    let window = |at| Missed {
         index: 0,
-        at: scheduled_for,
-        window: Window::new(scheduled_for, scheduled_for),
+        at,
+        window: Window::new(at, at),
         paused: None,
         planned: false,
     };
-    match decide(spec, tier_of(late, spec), &[window], scheduled_for).first() {
-        Some(Action::Skip { .. }) => LateStart::Skip(Reason::GraceExpired),
-        Some(Action::Hold { reason }) => LateStart::Hold(*reason),
+    let mut gap = vec![window(scheduled_for)];
+    let later = schedule
+        .timing()
+        .next_after(scheduled_for)
+        .filter(|next| *next <= through);
+    let latest = match later {
+        Some(_) => schedule
+            .timing()
+            .prev_before(through + chrono::TimeDelta::nanoseconds(1))
+            .filter(|latest| *latest > scheduled_for),
+        None => None,
+    };
+    // The planner's decision for the oldest window depends only on the gap's size being
+    // one or more, and on its latest window.
+    if let Some(latest) = latest {
+        gap.push(window(latest));
+    }
+    let latest = latest.unwrap_or(scheduled_for);
+    match decide(spec, tier_of(late, spec), &gap, latest).first() {
+        Some(Action::Skip { .. }) => LateStart::Skip {
+            reason: Reason::GraceExpired,
+        },
+        Some(Action::Hold { reason }) => LateStart::Hold { reason: *reason },
+        Some(Action::Coalesce { into }) => LateStart::Coalesce { into: *into },
         _ => LateStart::Run,
     }
 }

@@ -178,7 +178,7 @@ pub fn transition(from: RunStatus, event: RunEvent) -> Result<RunStatus, Transit
         (S::Queued, E::Enqueue) => S::Queued,
         (S::RetryPending, E::Enqueue) => S::RetryPending,
         (S::Pending | S::Queued, E::Skip) => S::Skipped,
-        (S::Pending | S::ManualRequired, E::Coalesce) => S::Coalesced,
+        (S::Pending | S::Queued | S::ManualRequired, E::Coalesce) => S::Coalesced,
         (S::Pending | S::Queued | S::Stalled, E::HoldForApproval) => S::ManualRequired,
         (S::Pending | S::Queued, E::WaitBehind) => S::Pending,
 

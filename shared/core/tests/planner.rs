@@ -909,20 +909,21 @@ proptest! {
 
 // ---------------------------------------------------------------- late starts
 
-/// A monthly schedule: one window in any gap shorter than a month.
-fn monthly(policy: &str, side_effects: bool, cap: u32, grace: &str) -> Schedule {
+fn with_policy(cron: &str, policy: &str, side_effects: bool, cap: u32, grace: &str) -> Schedule {
     schedule_with(
-        "0 3 1 * *",
+        cron,
         "UTC",
         json!({ "misfire": policy, "side_effects": side_effects, "max_auto_catch_up": cap, "grace": grace }),
     )
 }
 
 #[test]
-fn a_late_first_start_gets_the_misfire_policy_of_a_one_window_gap() {
+fn a_late_first_start_gets_the_misfire_policy_of_the_gap_it_opens() {
     let at = utc("2026-03-01T03:00:00Z");
+    // Monthly: no later window is due, the run is its gap's only window.
     let late = |policy: &str, side_effects: bool, cap: u32, by: Duration| {
-        late_start(&monthly(policy, side_effects, cap, "2m").spec, at, at + by)
+        let schedule = with_policy("0 3 1 * *", policy, side_effects, cap, "2m");
+        late_start(&schedule, at, at + by)
     };
     let two_min = Duration::minutes(2);
     for policy in ["SKIP", "RUN_ONCE", "CATCH_UP_ALL", "MANUAL"] {
@@ -931,13 +932,14 @@ fn a_late_first_start_gets_the_misfire_policy_of_a_one_window_gap() {
         assert_eq!(late(policy, false, 0, Duration::zero()), LateStart::Run);
     }
     let three_min = Duration::minutes(3);
-    assert_eq!(
-        late("SKIP", false, 5, three_min),
-        LateStart::Skip(Reason::GraceExpired)
-    );
+    let skip = LateStart::Skip {
+        reason: Reason::GraceExpired,
+    };
+    let hold = |reason| LateStart::Hold { reason };
+    assert_eq!(late("SKIP", false, 5, three_min), skip);
     assert_eq!(
         late("MANUAL", false, 5, three_min),
-        LateStart::Hold(Reason::PolicyManual)
+        hold(Reason::PolicyManual)
     );
     assert_eq!(late("RUN_ONCE", false, 5, three_min), LateStart::Run);
     assert_eq!(late("CATCH_UP_ALL", false, 5, three_min), LateStart::Run);
@@ -946,22 +948,41 @@ fn a_late_first_start_gets_the_misfire_policy_of_a_one_window_gap() {
     let half_hour = Duration::minutes(30);
     assert_eq!(
         late("RUN_ONCE", true, 5, half_hour),
-        LateStart::Hold(Reason::SideEffects)
+        hold(Reason::SideEffects)
     );
     assert_eq!(
         late("CATCH_UP_ALL", true, 5, half_hour),
-        LateStart::Hold(Reason::SideEffects)
+        hold(Reason::SideEffects)
     );
     assert_eq!(late("CATCH_UP_ALL", false, 5, half_hour), LateStart::Run);
     // A day and more: approval whatever the side effects; a zero cap: approval.
     let day = Duration::hours(25);
-    assert_eq!(
-        late("RUN_ONCE", false, 5, day),
-        LateStart::Hold(Reason::GapTooLong)
-    );
+    assert_eq!(late("RUN_ONCE", false, 5, day), hold(Reason::GapTooLong));
     assert_eq!(
         late("CATCH_UP_ALL", false, 0, three_min),
-        LateStart::Hold(Reason::CapExceeded)
+        hold(Reason::CapExceeded)
+    );
+
+    // Every 10 minutes, six hours late: RUN_ONCE folds the run into the latest window past
+    // its grace (a worker outage would otherwise replay every queued window).
+    let ten = |policy: &str, side_effects: bool| {
+        let schedule = with_policy("*/10 * * * *", policy, side_effects, 5, "2m");
+        late_start(
+            &schedule,
+            at,
+            at + Duration::hours(6) + Duration::minutes(5),
+        )
+    };
+    let into = utc("2026-03-01T09:00:00Z");
+    assert_eq!(ten("RUN_ONCE", false), LateStart::Coalesce { into });
+    assert_eq!(ten("RUN_ONCE", true), LateStart::Coalesce { into });
+    assert_eq!(ten("SKIP", false), skip);
+    assert_eq!(ten("CATCH_UP_ALL", false), LateStart::Run);
+    // The latest window itself, a little late, runs.
+    let latest = with_policy("*/10 * * * *", "RUN_ONCE", false, 5, "2m");
+    assert_eq!(
+        late_start(&latest, into, into + Duration::minutes(5)),
+        LateStart::Run
     );
 }
 
@@ -969,9 +990,11 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     /// A window's fate does not depend on who found it late: the worker's judgement of a
-    /// late first start is the planner's action for the same window missed outright.
+    /// late first start is the planner's action for the same window missed outright, the
+    /// oldest of its gap.
     #[test]
     fn a_late_start_is_judged_as_the_planner_judges_the_missed_window(
+        cron in prop::sample::select(vec!["*/10 * * * *", "0 * * * *", "0 3 * * *", "0 3 1 * *"]),
         policy in prop::sample::select(vec!["SKIP", "RUN_ONCE", "CATCH_UP_ALL", "MANUAL"]),
         side_effects in any::<bool>(),
         cap in 0u32..3,
@@ -979,10 +1002,10 @@ proptest! {
         late_min in 0i64..(27 * 24 * 60),
     ) {
         let grace = format!("{grace_min}m");
-        let schedule = monthly(policy, side_effects, cap, &grace);
+        let schedule = with_policy(cron, policy, side_effects, cap, &grace);
         let at = utc("2026-03-01T03:00:00Z");
         let now = at + Duration::minutes(late_min);
-        let judged = late_start(&schedule.spec, at, now);
+        let judged = late_start(&schedule, at, now);
         if late_min <= grace_min {
             prop_assert_eq!(judged, LateStart::Run);
         } else {
@@ -995,14 +1018,13 @@ proptest! {
                 config: PlannerConfig::default(),
             })
             .unwrap();
-            let expected = match planned.entries.as_slice() {
-                [entry] if entry.scheduled_for == at => match entry.action {
-                    Action::Fire { .. } => LateStart::Run,
-                    Action::Skip { .. } => LateStart::Skip(Reason::GraceExpired),
-                    Action::Hold { reason } => LateStart::Hold(reason),
-                    Action::Coalesce { .. } => unreachable!("one window coalesces into nothing"),
-                },
-                other => panic!("expected one entry for {at}, got {other:?}"),
+            let oldest = planned.entries.first().expect("the gap's first entry");
+            prop_assert_eq!(oldest.scheduled_for, at);
+            let expected = match oldest.action {
+                Action::Fire { .. } => LateStart::Run,
+                Action::Skip { .. } => LateStart::Skip { reason: Reason::GraceExpired },
+                Action::Hold { reason } => LateStart::Hold { reason },
+                Action::Coalesce { into } => LateStart::Coalesce { into },
             };
             prop_assert_eq!(judged, expected);
         }

@@ -147,6 +147,7 @@ fn explicit_allowed_transitions() {
         (S::Pending, E::Skip, S::Skipped),
         (S::Queued, E::Skip, S::Skipped),
         (S::Pending, E::Coalesce, S::Coalesced),
+        (S::Queued, E::Coalesce, S::Coalesced),
         (S::ManualRequired, E::Coalesce, S::Coalesced),
         (S::ManualRequired, E::Approve, S::Pending),
         (S::ManualRequired, E::Reject, S::Cancelled),

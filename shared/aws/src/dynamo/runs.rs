@@ -207,6 +207,7 @@ impl DynamoLedger {
         if to.is_terminal() {
             e.set(codec::COMPLETED_AT, at);
         }
+        e.set_opt(codec::COALESCED_INTO, change.coalesced_into.map(time));
         e.set_opt(codec::JOB_ID, change.job_id.as_deref().map(s))
             .set_opt(codec::LANE, change.lane.map(|l| s(l.as_str())));
         if let Some(result) = &change.result {
