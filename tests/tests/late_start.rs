@@ -265,44 +265,54 @@ async fn a_queue_new_run_released_late_runs_because_it_waited_by_policy() {
 }
 
 #[tokio::test]
-async fn run_once_folds_runs_queued_through_a_worker_outage_into_the_latest() {
+async fn run_once_folds_a_late_run_into_the_gap_it_opens() {
+    let env = AppEnv::new(LaneSettings::default(), minute(0)).await;
+    let hook = Webhook::start(Answer::Succeed).await;
+    let fields = json!({"misfire": "RUN_ONCE", "side_effects": false});
+    schedule(&env, &hook, "gap", "*/10 * * * *", fields).await;
+    // 10:00 is fired, then the scheduler is down: 10:10..10:30 get no run.
+    assert_eq!(env.tick(minute(0)).await.sent, 1);
+    env.clock.set(minute(33));
+    let worker = env.worker(worker_config("w"));
+    let message = messages(&env, LANE, 1).await.remove(0);
+    deliver_done(&env, &worker, LANE, message).await;
+    let run = env.run(&RunKey::expected("gap", minute(0))).await;
+    assert_eq!(
+        (run.status, run.reason, run.coalesced_into),
+        (
+            RunStatus::Coalesced,
+            Some(Reason::Coalesced),
+            Some(minute(30))
+        )
+    );
+    // The reconciler fires 10:30 as its gap's latest; nothing ran here.
+    assert_eq!(hook.arrived(), 0);
+}
+
+#[tokio::test]
+async fn runs_late_behind_a_backlog_are_judged_alone_so_none_starves() {
     let env = AppEnv::new(LaneSettings::default(), minute(0)).await;
     let hook = Webhook::start(Answer::Succeed).await;
     // Queued runs do not overlap-skip each other while no worker runs them.
     let fields = json!({"misfire": "RUN_ONCE", "side_effects": false, "overlap": "ALLOW"});
-    schedule(&env, &hook, "ten", "*/10 * * * *", fields).await;
-    // The ticker fires 10:00..10:30 on time; no worker takes them (a broken deploy).
+    schedule(&env, &hook, "slow", "*/10 * * * *", fields).await;
+    // The ticker fires 10:00..10:30 on time; no worker takes them (a broken deploy, a
+    // backlog): every window has a live run waiting in the lane.
     for m in [0, 10, 20, 30] {
         assert_eq!(env.tick(minute(m)).await.sent, 1);
     }
-    // Workers are back at 10:33, whatever order SQS hands the four messages over in.
+    // Workers catch up at 10:33, in whatever order SQS hands the messages over. Folding
+    // 10:00 into 10:30 would be sound only if 10:30 surely ran; it waits late too, and in
+    // a lasting backlog each run would be folded into the next. Each is judged alone: late
+    // in the 5-minute-to-1-hour tier, without side effects, RUN_ONCE runs it.
     env.clock.set(minute(33));
     let worker = env.worker(worker_config("w"));
     for message in messages(&env, LANE, 4).await {
         deliver_done(&env, &worker, LANE, message).await;
     }
-    let mut seen = Vec::new();
     for m in [0, 10, 20, 30] {
-        let run = env.run(&RunKey::expected("ten", minute(m))).await;
-        seen.push((m, run.status, run.reason, run.coalesced_into));
+        let run = env.run(&RunKey::expected("slow", minute(m))).await;
+        assert_eq!((m, run.status, run.attempts), (m, RunStatus::Success, 1));
     }
-    let folded = |m| {
-        (
-            m,
-            RunStatus::Coalesced,
-            Some(Reason::Coalesced),
-            Some(minute(30)),
-        )
-    };
-    assert_eq!(
-        seen,
-        [
-            folded(0),
-            folded(10),
-            folded(20),
-            // Three minutes late, the latest window: its own one-window gap, run.
-            (30, RunStatus::Success, None, None),
-        ]
-    );
-    assert_eq!(hook.calls().len(), 1, "one execution for the four windows");
+    assert_eq!(hook.calls().len(), 4);
 }

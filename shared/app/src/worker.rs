@@ -17,8 +17,8 @@ use cronledger_aws::ledger::{RecentRuns, RunChange, StoredSchedule};
 use cronledger_aws::{LaneMessage, LaneQueue, LedgerStore, StoreError};
 use cronledger_core::run::RunResult;
 use cronledger_core::{
-    late_start, Lane, LateStart, OverlapPolicy, Reason, Run, RunEvent, RunKey, RunStatus, Schedule,
-    Span, Trigger,
+    late_start, late_start_alone, Lane, LateStart, OverlapPolicy, Reason, Run, RunEvent, RunKey,
+    RunStatus, Schedule, Span, Trigger,
 };
 
 use crate::backoff::Backoff;
@@ -332,7 +332,7 @@ impl Worker {
             _ => return Ok(Admission::Ack("not runnable")),
         };
         if judged_on_lateness(run, lane) {
-            match late_start(schedule, run.key.scheduled_for, now) {
+            match self.judge_late(schedule, run, now).await? {
                 LateStart::Run => {}
                 LateStart::Skip { reason } => return Ok(Admission::Skip(reason)),
                 LateStart::Hold { reason } => return Ok(Admission::Hold(reason)),
@@ -364,6 +364,42 @@ impl Worker {
     }
 
     /// Ends a run that will not execute (skipped, held for approval or coalesced).
+    /// The misfire policy's word on a late first start (see [`late_start`]). RUN_ONCE folds
+    /// the run into the latest window past its grace only if that window will run: it has no
+    /// run yet (the reconciler plans it as its gap's latest), a catch-up run, or a run that
+    /// started. A latest window whose live run is itself still waiting means a backlog, not
+    /// a gap: the run is judged alone, so a sustained backlog cannot fold every run into the
+    /// next one for ever.
+    async fn judge_late(
+        &self,
+        schedule: &Schedule,
+        run: &Run,
+        now: DateTime<Utc>,
+    ) -> Result<LateStart, StoreError> {
+        let at = run.key.scheduled_for;
+        let judged = late_start(schedule, at, now);
+        let LateStart::Coalesce { into } = judged else {
+            return Ok(judged);
+        };
+        let latest = RunKey::expected(schedule.id(), into);
+        let waiting = match self.store.get_run(&latest).await {
+            Ok(latest) => {
+                latest.trigger == Trigger::Scheduled
+                    && matches!(
+                        latest.status,
+                        RunStatus::Pending | RunStatus::Queued | RunStatus::RetryPending
+                    )
+            }
+            Err(StoreError::RunNotFound(_)) => false,
+            Err(e) => return Err(e),
+        };
+        Ok(if waiting {
+            late_start_alone(schedule, at, now)
+        } else {
+            judged
+        })
+    }
+
     async fn end_unrun(
         &self,
         run: &Run,

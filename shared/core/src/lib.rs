@@ -14,7 +14,9 @@ pub mod window;
 
 pub use attempt::{Attempt, AttemptEnd, AttemptOutcome, AttemptStart};
 pub use error::{Code, Invalid, Issue};
-pub use planner::{late_start, plan, Coverage, LateStart, Plan, PlanInput, PlannerConfig};
+pub use planner::{
+    late_start, late_start_alone, plan, Coverage, LateStart, Plan, PlanInput, PlannerConfig,
+};
 pub use policy::{Lane, MisfirePolicy, OverlapPolicy, Priority};
 pub use run::{Reason, Run, RunEvent, RunKey, RunStatus, Trigger};
 pub use schedule::Schedule;

@@ -461,10 +461,32 @@ pub enum LateStart {
 /// whether it was fired before the trouble or found missing after it: SKIP skips it, MANUAL
 /// holds it, RUN_ONCE coalesces it into the latest window (or runs it, if it is the latest),
 /// CATCH_UP_ALL runs it; approval when the tier, the side effects or a zero cap say so.
+///
+/// Coalescing is only sound into a window that will run: a caller that finds the latest
+/// window's run itself waiting late in a lane (a backlog, not a gap) judges the run alone
+/// with [`late_start_alone`], or a sustained backlog would fold every run into the next.
 pub fn late_start(
     schedule: &Schedule,
     scheduled_for: DateTime<Utc>,
     now: DateTime<Utc>,
+) -> LateStart {
+    judge_late(schedule, scheduled_for, now, true)
+}
+
+/// [`late_start`] for the run as a gap of its own: RUN_ONCE runs it (or holds it).
+pub fn late_start_alone(
+    schedule: &Schedule,
+    scheduled_for: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> LateStart {
+    judge_late(schedule, scheduled_for, now, false)
+}
+
+fn judge_late(
+    schedule: &Schedule,
+    scheduled_for: DateTime<Utc>,
+    now: DateTime<Utc>,
+    with_later: bool,
 ) -> LateStart {
     let spec = &schedule.spec;
     let late = Span::from_delta(now - scheduled_for);
@@ -483,7 +505,7 @@ pub fn late_start(
     let later = schedule
         .timing()
         .next_after(scheduled_for)
-        .filter(|next| *next <= through);
+        .filter(|next| with_later && *next <= through);
     let latest = match later {
         Some(_) => schedule
             .timing()
