@@ -363,7 +363,6 @@ impl Worker {
         })
     }
 
-    /// Ends a run that will not execute (skipped, held for approval or coalesced).
     /// The misfire policy's word on a late first start (see [`late_start`]). RUN_ONCE folds
     /// the run into the latest window past its grace only if that window will run: it has no
     /// run yet (the reconciler plans it as its gap's latest), a catch-up run, or a run that
@@ -400,6 +399,7 @@ impl Worker {
         })
     }
 
+    /// Ends a run that will not execute (skipped, held for approval or coalesced).
     async fn end_unrun(
         &self,
         run: &Run,
