@@ -497,6 +497,7 @@ mod tests {
             next_run_at: next_run_at.map(t),
             reconciled_through: t("2026-03-01T00:00:00Z"),
             pauses: Vec::new(),
+            past_timings: Vec::new(),
             created_at: t("2026-03-01T00:00:00Z"),
             updated_at: t("2026-03-01T00:00:00Z"),
         }

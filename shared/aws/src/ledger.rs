@@ -34,6 +34,17 @@ pub struct Pause {
 /// How many pauses a schedule remembers (older ones are beyond any catch-up horizon).
 pub const PAUSE_HISTORY: usize = 20;
 
+/// An expression (cron and timezone) the schedule had until an edit, kept until the
+/// reconciler's watermark passes `until`: the windows before the edit are judged by the
+/// expression in force then, not by the new one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PastTiming {
+    pub cron: String,
+    pub timezone: String,
+    /// The edit's instant: this expression's windows end here.
+    pub until: DateTime<Utc>,
+}
+
 /// A schedule as stored: its spec plus the state the scheduler keeps about it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredSchedule {
@@ -46,6 +57,8 @@ pub struct StoredSchedule {
     /// The reconciler's watermark: every window up to here is accounted for.
     pub reconciled_through: DateTime<Utc>,
     pub pauses: Vec<Pause>,
+    /// Expressions replaced by edits the reconciler has not reconciled past yet, oldest first.
+    pub past_timings: Vec<PastTiming>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }

@@ -318,6 +318,16 @@ struct Missed {
 }
 
 pub fn plan(input: PlanInput<'_>) -> Result<Plan, Issue> {
+    plan_bounded(input, None)
+}
+
+/// [`plan`] for the windows up to `until` only: the part of the range an expression the
+/// schedule had before an edit still judges (the gap's age and tier still count from `now`).
+pub fn plan_until(input: PlanInput<'_>, until: DateTime<Utc>) -> Result<Plan, Issue> {
+    plan_bounded(input, Some(until))
+}
+
+fn plan_bounded(input: PlanInput<'_>, until: Option<DateTime<Utc>>) -> Result<Plan, Issue> {
     let schedule = input.schedule;
     let spec = &schedule.spec;
     if input.now < input.watermark {
@@ -332,7 +342,8 @@ pub fn plan(input: PlanInput<'_>) -> Result<Plan, Issue> {
         ));
     }
     let hold_back = input.config.settle.max(spec.grace).as_delta();
-    let through = (input.now - hold_back).max(input.watermark);
+    let horizon = until.map_or(input.now - hold_back, |u| u.min(input.now - hold_back));
+    let through = horizon.max(input.watermark);
 
     // One walk over the expected windows: keep the ones the ledger lacks.
     let mut totals = PlanTotals::default();

@@ -907,6 +907,55 @@ proptest! {
     }
 }
 
+#[test]
+fn plan_until_judges_only_the_windows_up_to_an_edit_with_the_gap_aged_from_now() {
+    // Hourly, missed since 00:00; an edit at 03:30 hands the windows after it to the new
+    // expression: this one judges 01:00..03:00, and the gap's age still counts from now.
+    let s = schedule("0 * * * *", "CATCH_UP_ALL", false, 10);
+    let input = PlanInput {
+        schedule: &s,
+        watermark: utc("2026-03-01T00:00:00Z"),
+        now: utc("2026-03-01T06:00:00Z"),
+        existing: &Coverage::new(),
+        pauses: &[],
+        config: PlannerConfig::default(),
+    };
+    let plan = cronledger_core::plan_until(input, utc("2026-03-01T03:30:00Z")).unwrap();
+    assert_eq!(plan.through, utc("2026-03-01T03:30:00Z"));
+    let windows: Vec<_> = plan.entries.iter().map(|e| e.scheduled_for).collect();
+    assert_eq!(
+        windows,
+        [
+            utc("2026-03-01T01:00:00Z"),
+            utc("2026-03-01T02:00:00Z"),
+            utc("2026-03-01T03:00:00Z")
+        ]
+    );
+    assert_eq!(
+        plan.tier,
+        Some(GapTier::Backfill),
+        "five hours old at 06:00"
+    );
+    // An edit after the horizon changes nothing.
+    let whole = plan_both(&s, "2026-03-01T09:00:00Z");
+    assert_eq!(whole.0, whole.1);
+}
+
+fn plan_both(s: &Schedule, until: &str) -> (Plan, Plan) {
+    let input = PlanInput {
+        schedule: s,
+        watermark: utc("2026-03-01T00:00:00Z"),
+        now: utc("2026-03-01T06:00:00Z"),
+        existing: &Coverage::new(),
+        pauses: &[],
+        config: PlannerConfig::default(),
+    };
+    (
+        plan(input).unwrap(),
+        cronledger_core::plan_until(input, utc(until)).unwrap(),
+    )
+}
+
 // ---------------------------------------------------------------- late starts
 
 fn with_policy(cron: &str, policy: &str, side_effects: bool, cap: u32, grace: &str) -> Schedule {

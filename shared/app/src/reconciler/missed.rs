@@ -12,12 +12,21 @@
 //!   it covers are not written again. When it covers fewer windows than the plan's entry
 //!   (the other reconciler planned with an earlier "now"), the runs are read again and the
 //!   rest planned again. The watermark moves last, conditional on its old value.
+//!
+//! A cron or timezone edit splits the range at the edit: the windows up to it are judged by
+//! the expression in force then (kept on the schedule as a `PastTiming` until the watermark
+//! passes it), the windows after it by the new one. Otherwise a window the new expression
+//! would have had before the edit looks missed, and a missed window of the old one is lost.
+
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use cronledger_aws::ledger::{ScheduleState, StoredSchedule};
 use cronledger_core::planner::{Action, Pause, PlannedEntry, Release};
 use cronledger_core::run::{Origin, Trigger};
-use cronledger_core::{plan, Coverage, Lane, Plan, PlanInput, Reason, Run, Schedule};
+use cronledger_core::{
+    plan, plan_until, Coverage, Lane, Plan, PlanInput, Reason, Run, Schedule, ScheduleSpec,
+};
 
 use tracing::Instrument;
 
@@ -27,6 +36,56 @@ use super::{ReconcileError, ReconcileReport, Reconciler};
 const PLAN_ROUNDS: usize = 3;
 /// Fence attempts when tickers keep moving `next_run_at` under us.
 const FENCE_TRIES: usize = 5;
+
+/// One stretch of the range judged by one expression: up to `until` (an edit) by an
+/// expression the schedule had before, or (no `until`) by its current one.
+struct Segment<'a> {
+    schedule: &'a Schedule,
+    watermark: DateTime<Utc>,
+    horizon: DateTime<Utc>,
+    until: Option<DateTime<Utc>>,
+    pauses: &'a [Pause],
+}
+
+/// A compiled expression and the edit its windows end at (`None`: the current one).
+type Expression = (Arc<Schedule>, Option<DateTime<Utc>>);
+
+/// The expressions that judge the windows after the watermark, oldest first: each past one
+/// (compiled from the current spec with its cron and timezone) up to its edit, then the
+/// current one.
+fn segments(
+    stored: &StoredSchedule,
+    current: &Arc<Schedule>,
+) -> Result<Vec<Expression>, ReconcileError> {
+    let mut out = Vec::new();
+    for past in stored
+        .past_timings
+        .iter()
+        .filter(|p| p.until > stored.reconciled_through)
+    {
+        let invalid = |why: String| {
+            ReconcileError::Plan(format!(
+                "schedule {}: the expression before the edit at {} ({} {}) {why}",
+                stored.id(),
+                past.until,
+                past.cron,
+                past.timezone
+            ))
+        };
+        let spec = ScheduleSpec {
+            cron: past.cron.clone(),
+            timezone: past
+                .timezone
+                .parse()
+                .map_err(|_| invalid("has an unknown zone".into()))?,
+            ..current.spec.clone()
+        };
+        let schedule = Schedule::new(spec).map_err(|e| invalid(e.to_string()))?;
+        out.push((Arc::new(schedule), Some(past.until)));
+    }
+    out.push((current.clone(), None));
+    Ok(out)
+}
 
 /// What writing one plan learned.
 #[derive(Default)]
@@ -90,36 +149,76 @@ impl Reconciler {
             return Ok(Vec::new());
         }
         let pauses = pauses_of(&stored);
-        let watermark = stored.reconciled_through;
         let mut pending = Vec::new();
+        let mut watermark = stored.reconciled_through;
+        // Windows up to an edit of the expression are judged by the expression in force then.
+        for (segment, until) in segments(&stored, &schedule)? {
+            if watermark >= horizon {
+                break;
+            }
+            let part = Segment {
+                schedule: &segment,
+                watermark,
+                horizon: until.map_or(horizon, |u| u.min(horizon)),
+                until,
+                pauses: &pauses,
+            };
+            match self
+                .plan_segment(&stored, &part, now, correction_open, report, &mut pending)
+                .await?
+            {
+                Some(through) => watermark = through,
+                // Another reconciler moved the watermark: it carries on from there.
+                None => break,
+            }
+        }
+        Ok(pending)
+    }
+
+    /// Plans and writes one segment's windows, then advances the watermark to its end.
+    /// `None` when another reconciler moved the watermark first.
+    async fn plan_segment(
+        &self,
+        stored: &StoredSchedule,
+        part: &Segment<'_>,
+        now: DateTime<Utc>,
+        correction_open: bool,
+        report: &mut ReconcileReport,
+        pending: &mut Vec<Run>,
+    ) -> Result<Option<DateTime<Utc>>, ReconcileError> {
+        let (schedule, watermark) = (part.schedule, part.watermark);
         let mut covered_until: Option<DateTime<Utc>> = None;
         let mut proposed = false;
         for round in 0..PLAN_ROUNDS {
             let runs = self
                 .store
-                .runs_between(stored.id(), watermark, horizon)
+                .runs_between(stored.id(), watermark, part.horizon)
                 .await?;
             let coverage = coverage_of(&runs);
-            let plan = plan(PlanInput {
-                schedule: &schedule,
+            let input = PlanInput {
+                schedule,
                 watermark,
                 now,
                 existing: &coverage,
-                pauses: &pauses,
+                pauses: part.pauses,
                 config: self.config.planner,
-            })
+            };
+            let plan = match part.until {
+                Some(until) => plan_until(input, until),
+                None => plan(input),
+            }
             .map_err(|e| ReconcileError::Plan(e.to_string()))?;
             if round == 0 {
-                self.report_missed(&schedule, &plan, report);
+                self.report_missed(schedule, &plan, report);
             }
             if !proposed && plan.backfill.is_some() {
                 // Before the entries: see [`super::proposals`].
-                self.propose_backfill(&stored, &schedule, &plan, &runs, now, report)
+                self.propose_backfill(stored, schedule, &plan, &runs, now, report)
                     .await?;
                 proposed = true;
             }
             let written = self
-                .write_plan(&stored, &schedule, &plan, now, correction_open, report)
+                .write_plan(stored, schedule, &plan, now, correction_open, report)
                 .await?;
             pending.extend(written.pending);
             covered_until = covered_until.max(written.covered_until);
@@ -128,16 +227,17 @@ impl Reconciler {
                 // this plan's end; the watermark goes to its end, never inside it.
                 let through = coverage
                     .extend_through(plan.through.max(covered_until.unwrap_or(plan.through)));
-                if self
+                return if self
                     .store
                     .advance_watermark(stored.id(), watermark, through)
                     .await?
                 {
                     report.watermarks_advanced += 1;
+                    Ok(Some(through))
                 } else {
                     report.watermark_races += 1;
-                }
-                return Ok(pending);
+                    Ok(None)
+                };
             }
         }
         Err(ReconcileError::Contended(format!(

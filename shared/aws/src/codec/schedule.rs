@@ -23,6 +23,7 @@ pub const SHARD: &str = "shard";
 pub const NEXT_RUN_AT: &str = "next_run_at";
 pub const RECONCILED_THROUGH: &str = "reconciled_through";
 pub const PAUSES: &str = "pauses";
+pub const PAST_TIMINGS: &str = "past_timings";
 pub const CREATED_AT: &str = "created_at";
 pub const UPDATED_AT: &str = "updated_at";
 
@@ -48,6 +49,13 @@ pub fn encode(schedule: &StoredSchedule) -> Result<Item, StoreError> {
         .opt_time(NEXT_RUN_AT, schedule.next_run_at)
         .time(RECONCILED_THROUGH, schedule.reconciled_through)
         .s(PAUSES, to_json(&schedule.pauses)?)
+        .opt_s(
+            PAST_TIMINGS,
+            match schedule.past_timings.is_empty() {
+                true => None,
+                false => Some(to_json(&schedule.past_timings)?),
+            },
+        )
         .time(CREATED_AT, schedule.created_at)
         .time(UPDATED_AT, schedule.updated_at)
         .s(GSI3PK, keys::CATALOG_PK)
@@ -82,6 +90,10 @@ pub fn decode(item: &Item) -> Result<StoredSchedule, StoreError> {
         next_run_at: r.opt_time(NEXT_RUN_AT)?,
         reconciled_through: r.time(RECONCILED_THROUGH)?,
         pauses: r.json(PAUSES)?,
+        past_timings: match r.opt_s(PAST_TIMINGS)? {
+            Some(_) => r.json(PAST_TIMINGS)?,
+            None => Vec::new(),
+        },
         created_at: r.time(CREATED_AT)?,
         updated_at: r.time(UPDATED_AT)?,
     })

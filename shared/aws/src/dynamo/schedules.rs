@@ -12,7 +12,8 @@ use crate::error::StoreError;
 use crate::item::{key, n, s, time, Item};
 use crate::keys::{self, GSI1PK, GSI1SK, GSI3PK, PK, SK};
 use crate::ledger::{
-    AuditAction, AuditEntry, ChangeMeta, Page, Pause, ScheduleState, StoredSchedule, PAUSE_HISTORY,
+    AuditAction, AuditEntry, ChangeMeta, Page, PastTiming, Pause, ScheduleState, StoredSchedule,
+    PAUSE_HISTORY,
 };
 
 /// The first occurrence strictly after `at` under `spec`'s timing.
@@ -36,6 +37,7 @@ impl DynamoLedger {
             // Windows before the schedule existed were never expected.
             reconciled_through: meta.at,
             pauses: Vec::new(),
+            past_timings: Vec::new(),
             created_at: meta.at,
             updated_at: meta.at,
         };
@@ -76,9 +78,25 @@ impl DynamoLedger {
                     // reconciler's, and a recorded window can never be recorded twice.
                     _ => next_after(&spec, meta.at)?,
                 };
+                // The old expression still judges its windows up to now (see `PastTiming`);
+                // entries the watermark has passed are done.
+                let mut past_timings: Vec<PastTiming> = current
+                    .past_timings
+                    .iter()
+                    .filter(|p| p.until > current.reconciled_through)
+                    .cloned()
+                    .collect();
+                if timing_changed && meta.at > current.reconciled_through {
+                    past_timings.push(PastTiming {
+                        cron: current.spec.cron.clone(),
+                        timezone: current.spec.timezone.name().to_string(),
+                        until: meta.at,
+                    });
+                }
                 Ok(StoredSchedule {
                     spec: spec.clone(),
                     next_run_at,
+                    past_timings,
                     ..current.clone()
                 })
             },
