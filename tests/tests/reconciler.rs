@@ -778,3 +778,48 @@ async fn a_long_gap_gets_one_proposed_backfill_however_many_reconcilers_plan_it(
         .iter()
         .all(|r| r.trigger == Trigger::Backfill && r.status == RunStatus::Queued));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pass_with_nothing_to_write_leaves_the_watermark_until_it_trails() {
+    let env = AppEnv::new(LaneSettings::default(), t("2026-03-02T09:59:30Z")).await;
+    let spec = spec_with("every-5", "*/5 * * * *", json!({"overlap": "ALLOW"}));
+    env.create(spec, t("2026-03-02T09:59:30Z")).await;
+    let r = reconciler(&env, quiet(), reconciler_config());
+    let at = |hm: &str| t(&format!("2026-03-02T{hm}:00Z"));
+    let watermark = || async {
+        env.store
+            .get_schedule("every-5")
+            .await
+            .expect("schedule")
+            .reconciled_through
+    };
+    for hm in ["10:00", "10:05", "10:10"] {
+        assert_eq!(env.tick(at(hm)).await.sent, 1);
+    }
+    // Every window recorded, the watermark 10 minutes behind: left where it is.
+    let report = reconcile(&r, at("10:12")).await;
+    assert_eq!(
+        (report.watermarks_advanced, report.watermarks_deferred),
+        (0, 1)
+    );
+    assert_eq!(watermark().await, t("2026-03-02T09:59:30Z"));
+    // 10:15 never fires (the ticker was down for it). The next pass still judges it, writes,
+    // and so moves the watermark.
+    assert_eq!(env.tick(at("10:20")).await.sent, 1);
+    let report = reconcile(&r, at("10:22")).await;
+    assert_eq!(report.missed_windows, 1, "{report:?}");
+    assert_eq!(report.watermarks_advanced, 1);
+    assert_eq!(watermark().await, at("10:20"));
+    // An hour (twelve recorded windows) behind: moved although nothing was written.
+    for m in 0..12 {
+        let tick = at("10:25") + chrono::Duration::minutes(5 * m);
+        assert_eq!(env.tick(tick).await.sent, 1);
+    }
+    let report = reconcile(&r, at("11:22")).await;
+    assert_eq!(
+        (report.missed_windows, report.watermarks_advanced),
+        (0, 1),
+        "{report:?}"
+    );
+    assert_eq!(watermark().await, at("11:20"));
+}

@@ -34,6 +34,11 @@ use super::{ReconcileError, ReconcileReport, Reconciler};
 
 /// Read-plan-write rounds per schedule per pass when other writers keep interleaving.
 const PLAN_ROUNDS: usize = 3;
+/// A pass with nothing to write leaves the watermark until it trails by this much or this
+/// many runs: the update rewrites the whole schedule item (about 4.75 write units, every
+/// schedule every pass), while the range read it saves grows by a few runs.
+const WATERMARK_LAG: chrono::TimeDelta = chrono::TimeDelta::hours(1);
+const WATERMARK_RUNS: usize = 12;
 /// Fence attempts when tickers keep moving `next_run_at` under us.
 const FENCE_TRIES: usize = 5;
 
@@ -85,6 +90,13 @@ fn segments(
     }
     out.push((current.clone(), None));
     Ok(out)
+}
+
+/// Whether a pass that wrote nothing moves the watermark anyway: it trails by
+/// [`WATERMARK_LAG`], or the range read held [`WATERMARK_RUNS`] runs. Leaving it is safe: the
+/// next pass judges the same windows again and finds them recorded.
+fn watermark_due(watermark: DateTime<Utc>, through: DateTime<Utc>, runs_read: usize) -> bool {
+    through - watermark >= WATERMARK_LAG || runs_read >= WATERMARK_RUNS
 }
 
 /// What writing one plan learned.
@@ -227,6 +239,13 @@ impl Reconciler {
                 // this plan's end; the watermark goes to its end, never inside it.
                 let through = coverage
                     .extend_through(plan.through.max(covered_until.unwrap_or(plan.through)));
+                let wrote = !plan.entries.is_empty() || covered_until.is_some();
+                // Past expressions always close, so the schedule can forget them.
+                if !wrote && part.until.is_none() && !watermark_due(watermark, through, runs.len())
+                {
+                    report.watermarks_deferred += 1;
+                    return Ok(Some(watermark));
+                }
                 return if self
                     .store
                     .advance_watermark(stored.id(), watermark, through)

@@ -117,6 +117,9 @@ pub struct ReconcileReport {
     pub watermarks_advanced: u32,
     /// Watermarks another reconciler moved first.
     pub watermark_races: u32,
+    /// Watermarks left where they were: nothing to write, and not far behind (see
+    /// `missed::watermark_due`).
+    pub watermarks_deferred: u32,
     /// Schedules whose `next_run_at` was moved past the judged windows, so no lagging
     /// ticker can fire them after they were judged.
     pub fenced: u32,
@@ -144,6 +147,7 @@ impl ReconcileReport {
         self.already_recorded += o.already_recorded;
         self.watermarks_advanced += o.watermarks_advanced;
         self.watermark_races += o.watermark_races;
+        self.watermarks_deferred += o.watermarks_deferred;
         self.fenced += o.fenced;
         self.released += o.released;
         self.backfills_proposed.extend(o.backfills_proposed);
