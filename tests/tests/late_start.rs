@@ -9,7 +9,7 @@ use std::time::Duration;
 use chrono::{DateTime, Duration as Delta, Utc};
 use cronledger_app::worker::{Worker, WorkerConfig};
 use cronledger_aws::lanes::{LaneSettings, MessageOutcome, Received};
-use cronledger_aws::{LaneError, RunChange, StoreError};
+use cronledger_aws::RunChange;
 use cronledger_core::{Lane, Reason, RunEvent, RunKey, RunStatus, Span};
 use cronledger_tests::app::{spawn_poller, worker_config, AppEnv};
 use cronledger_tests::webhook::{Answer, Webhook};
@@ -180,7 +180,7 @@ async fn retries_and_approved_runs_start_however_late() {
         )
         .await
         .expect("approve");
-    cronledger_app::runs::send_run::<Failure>(
+    cronledger_app::runs::send_run(
         env.store.as_ref(),
         env.queue.as_ref(),
         &approved,
@@ -194,26 +194,6 @@ async fn retries_and_approved_runs_start_however_late() {
     deliver_done(&env, &worker, Lane::Manual, message).await;
     let run = env.run(&held).await;
     assert_eq!((run.status, run.attempts), (RunStatus::Success, 1));
-}
-
-/// The errors `send_run` may return, for the test's call.
-#[derive(Debug)]
-#[allow(dead_code)] // read through Debug when a send fails
-enum Failure {
-    Store(StoreError),
-    Lane(LaneError),
-}
-
-impl From<StoreError> for Failure {
-    fn from(e: StoreError) -> Self {
-        Failure::Store(e)
-    }
-}
-
-impl From<LaneError> for Failure {
-    fn from(e: LaneError) -> Self {
-        Failure::Lane(e)
-    }
 }
 
 #[tokio::test]

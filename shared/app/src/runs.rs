@@ -107,20 +107,21 @@ pub async fn claim_and_send<E: From<StoreError> + From<LaneError>>(
         Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => return Ok(false),
         Err(e) => return Err(e.into()),
     }
-    send_run::<E>(store, lanes, run, RunStatus::Queued, lane, now).await?;
+    send_run(store, lanes, run, RunStatus::Queued, lane, now).await?;
     Ok(true)
 }
 
 /// Sends the run's message (same identity: run key, idempotency key, window) and records
-/// its id with an ENQUEUE from `status` (best effort: a worker may have started it).
-pub async fn send_run<E: From<StoreError> + From<LaneError>>(
+/// its id with an ENQUEUE from `status` (best effort: a worker may have started it, so only
+/// the send can fail).
+pub async fn send_run(
     store: &dyn LedgerStore,
     lanes: &dyn LaneQueue,
     run: &Run,
     status: RunStatus,
     lane: Lane,
     now: DateTime<Utc>,
-) -> Result<(), E> {
+) -> Result<(), LaneError> {
     let message = LaneMessage::new(
         run.key.clone(),
         run.idempotency_key.clone(),

@@ -26,7 +26,7 @@ use crate::clock::Clock;
 use crate::faults::{CrashPoint, Faults};
 use crate::jobs::{JobContext, JobFailure, JobOutcome, JobTargets};
 use crate::metrics::{Metrics, Unit};
-use crate::runs::ScheduleCache;
+use crate::runs::{send_run, ScheduleCache};
 use crate::ticker::{active_runs_of, is_live, live_active, RECENT_RUNS};
 
 #[derive(Debug, Clone)]
@@ -630,26 +630,17 @@ impl Worker {
             return;
         };
         let lane = next.lane.unwrap_or(stored.spec.priority.live_lane());
-        let message = LaneMessage::new(
-            next.key.clone(),
-            next.idempotency_key.clone(),
-            next.window,
+        // The shared send keeps QUEUED_BEHIND on the run until it starts (see `send_run`).
+        let sent = send_run(
+            self.store.as_ref(),
+            self.lanes.as_ref(),
+            &next,
+            RunStatus::Pending,
             lane,
-            next.attempts + 1,
+            now,
         );
-        match self.lanes.send(&message, Duration::ZERO).await {
-            Ok(job_id) => {
-                let mut change =
-                    RunChange::new(RunEvent::Enqueue, RunStatus::Pending, next.lease_epoch, now);
-                change.job_id = Some(job_id);
-                // Kept until it starts: the run waited by policy, it is not late.
-                change.reason = Some(Reason::QueuedBehind);
-                change.lane = Some(lane);
-                if let Err(e) = self.store.transition_run(&next.key, &change).await {
-                    tracing::debug!(run = %next.key, error = %e, "released run not marked QUEUED");
-                }
-                tracing::info!(run = %next.key, "queued run released");
-            }
+        match sent.await {
+            Ok(()) => tracing::info!(run = %next.key, "queued run released"),
             Err(e) => {
                 tracing::warn!(run = %next.key, error = %e, "release failed; the reconciler will send it")
             }

@@ -352,7 +352,8 @@ impl Reconciler {
             lane,
             now,
         )
-        .await
+        .await?;
+        Ok(())
     }
 }
 
