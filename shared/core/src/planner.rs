@@ -342,8 +342,10 @@ fn plan_bounded(input: PlanInput<'_>, until: Option<DateTime<Utc>>) -> Result<Pl
         ));
     }
     let hold_back = input.config.settle.max(spec.grace).as_delta();
-    let horizon = until.map_or(input.now - hold_back, |u| u.min(input.now - hold_back));
-    let through = horizon.max(input.watermark);
+    let horizon = input.now - hold_back;
+    let through = until
+        .map_or(horizon, |u| u.min(horizon))
+        .max(input.watermark);
 
     // One walk over the expected windows: keep the ones the ledger lacks.
     let mut totals = PlanTotals::default();
@@ -513,17 +515,15 @@ fn judge_late(
         planned: false,
     };
     let mut gap = vec![window(scheduled_for)];
-    let later = schedule
-        .timing()
-        .next_after(scheduled_for)
-        .filter(|next| with_later && *next <= through);
-    let latest = match later {
-        Some(_) => schedule
-            .timing()
-            .prev_before(through + chrono::TimeDelta::nanoseconds(1))
-            .filter(|latest| *latest > scheduled_for),
-        None => None,
-    };
+    // The last window at or before `through`, if it is a later one than this.
+    let latest = with_later
+        .then(|| {
+            schedule
+                .timing()
+                .prev_before(through + chrono::TimeDelta::nanoseconds(1))
+        })
+        .flatten()
+        .filter(|latest| *latest > scheduled_for);
     // The planner's decision for the oldest window depends only on the gap's size being
     // one or more, and on its latest window.
     if let Some(latest) = latest {
