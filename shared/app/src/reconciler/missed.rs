@@ -36,7 +36,7 @@ use super::{ReconcileError, ReconcileReport, Reconciler};
 const PLAN_ROUNDS: usize = 3;
 /// A pass with nothing to write leaves the watermark until it trails by this much or this
 /// many runs: the update rewrites the whole schedule item (about 4.75 write units, every
-/// schedule every pass), while the range read it saves grows by a few runs.
+/// schedule every pass), while leaving it only makes the next range read a few runs longer.
 const WATERMARK_LAG: chrono::TimeDelta = chrono::TimeDelta::hours(1);
 const WATERMARK_RUNS: usize = 12;
 /// Fence attempts when tickers keep moving `next_run_at` under us.
