@@ -543,6 +543,14 @@ impl LedgerStore for ObservedStore {
         self.inner.recent_runs(schedule_id, limit, at).await
     }
 
+    async fn running_before(
+        &self,
+        schedule_id: &str,
+        before: DateTime<Utc>,
+    ) -> Result<Vec<Run>, StoreError> {
+        self.inner.running_before(schedule_id, before).await
+    }
+
     async fn run_history(
         &self,
         schedule_id: &str,

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Duration as Delta, Utc};
 use cronledger_app::faults::CrashPoint;
-use cronledger_app::ticker::{TickEvent, Ticker, TickerConfig};
+use cronledger_app::ticker::{TickEvent, Ticker, TickerConfig, RECENT_RUNS};
 use cronledger_app::worker::{Worker, WorkerConfig};
 use cronledger_aws::lanes::sqs::ERROR_CODE_ATTRIBUTE;
 use cronledger_aws::lanes::{BatchReport, LaneSettings, MessageOutcome, Received};
@@ -275,16 +275,46 @@ async fn every_minute(id: &str, overlap: &str) -> (AppEnv, Webhook) {
     (env, hook)
 }
 
-#[tokio::test]
-async fn skip_new_records_windows_that_overlap_a_running_job_as_skipped() {
-    let id = "skip-new";
+/// An every-minute SKIP_NEW schedule whose 10:00 run is running (its receiver hangs), fired
+/// by a ticker that judges overlap itself; the worker, and the delivery still running.
+async fn skip_new_job_running(id: &str) -> (AppEnv, Webhook, Ticker, Arc<Worker>, Running) {
     let (env, hook) = every_minute(id, "SKIP_NEW").await;
-
     let ticker = due_only(&env);
     assert_eq!(env.tick_with(&ticker, minute(0)).await.sent, 1);
     let worker = Arc::new(env.worker(long_lease("w")));
     let running = spawn_delivery(worker.clone(), one_message(&env).await);
     hook.wait_arrived(1, Duration::from_secs(10)).await;
+    (env, hook, ticker, worker, running)
+}
+
+/// Delivers a copy of `ahead`'s message at `at` while the hanging job runs: the worker
+/// records it SKIPPED (OVERLAP) without calling the receiver again.
+async fn delivered_at_and_skipped(
+    env: &AppEnv,
+    worker: &Worker,
+    hook: &Webhook,
+    ahead: &Run,
+    at: DateTime<Utc>,
+) {
+    env.clock.set(at);
+    let report = env
+        .deliver(worker, LANE, &[send_copy(env, ahead).await])
+        .await;
+    assert_eq!(outcomes(&report), [MessageOutcome::Done]);
+    let skipped = env.run(&ahead.key).await;
+    assert_eq!(
+        (skipped.status, skipped.reason, skipped.attempts),
+        (RunStatus::Skipped, Some(Reason::Overlap), 0)
+    );
+    assert_eq!(hook.arrived(), 1);
+}
+
+type Running = tokio::task::JoinHandle<BatchReport>;
+
+#[tokio::test]
+async fn skip_new_records_windows_that_overlap_a_running_job_as_skipped() {
+    let id = "skip-new";
+    let (env, hook, ticker, worker, running) = skip_new_job_running(id).await;
 
     // The job outlives two intervals: both windows are recorded SKIPPED (OVERLAP), unsent.
     for m in [1, 2] {
@@ -330,6 +360,37 @@ async fn skip_new_records_windows_that_overlap_a_running_job_as_skipped() {
     assert_eq!(called, ["2026-03-01T10:00:00Z", "2026-03-01T10:03:00Z"]);
 }
 
+/// The overlap check reads a schedule's newest runs; a job that outlives more windows than
+/// that page holds (each one recorded SKIPPED behind it) must still be seen running.
+#[tokio::test]
+async fn skip_new_sees_a_job_that_outlived_more_windows_than_the_newest_runs_page() {
+    let id = "skip-new-long";
+    let (env, hook, ticker, worker, running) = skip_new_job_running(id).await;
+
+    let windows = i64::from(RECENT_RUNS) + 5;
+    for m in 1..=windows {
+        let report = env.tick_with(&ticker, minute(m)).await;
+        assert_eq!(
+            (report.created, report.skipped_overlap, report.sent),
+            (1, 1, 0),
+            "window {m} overlaps the job started at 10:00"
+        );
+    }
+    // The next window, fired ahead (the ticker does not judge those), is judged by the worker.
+    let report = env.tick(minute(windows)).await;
+    assert_eq!((report.created, report.sent), (1, 1));
+    // (A copy stands in for its message, which SQS holds until the window's second.)
+    let ahead = env.run(&RunKey::expected(id, minute(windows + 1))).await;
+    delivered_at_and_skipped(&env, &worker, &hook, &ahead, minute(windows + 1)).await;
+
+    hook.set_default(Answer::Succeed);
+    hook.release(1);
+    assert_eq!(
+        outcomes(&running.await.expect("worker")),
+        [MessageOutcome::Done]
+    );
+}
+
 #[tokio::test]
 async fn skip_new_windows_fired_ahead_are_judged_by_the_worker_when_they_start() {
     let id = "skip-ahead";
@@ -349,17 +410,7 @@ async fn skip_new_windows_fired_ahead_are_judged_by_the_worker_when_they_start()
     let running = spawn_delivery(worker.clone(), one_message(&env).await);
     hook.wait_arrived(1, Duration::from_secs(10)).await;
     // 10:01 arrives while 10:00 still runs (a copy stands in for the delayed message).
-    env.clock.set(minute(1));
-    let report = env
-        .deliver(&worker, LANE, &[send_copy(&env, &ahead).await])
-        .await;
-    assert_eq!(outcomes(&report), [MessageOutcome::Done]);
-    let skipped = env.run(&ahead.key).await;
-    assert_eq!(
-        (skipped.status, skipped.reason, skipped.attempts),
-        (RunStatus::Skipped, Some(Reason::Overlap), 0)
-    );
-    assert_eq!(hook.arrived(), 1);
+    delivered_at_and_skipped(&env, &worker, &hook, &ahead, minute(1)).await;
     hook.release(1);
     assert_eq!(
         outcomes(&running.await.expect("worker")),

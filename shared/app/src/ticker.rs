@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use cronledger_aws::ledger::{Fire, FireOutcome, RunChange, StoredSchedule};
+use cronledger_aws::ledger::{Fire, FireOutcome, RecentRuns, RunChange, StoredSchedule};
 use cronledger_aws::{LaneMessage, LaneQueue, LedgerStore, StoreError};
 use cronledger_core::overlap::{decide_overlap, ActiveRun, OverlapDecision};
 use cronledger_core::{OverlapPolicy, Reason, Run, RunEvent, RunStatus, Span, Trigger};
@@ -441,17 +441,44 @@ impl Ticker {
     }
 }
 
-/// The schedule's live runs (SCHEDULED or MANUAL) still in flight, newest first: the runs the
-/// overlap policy is about. Catch-up and backfill runs are paced by their own release budgets
-/// and never make live work skip or wait (invariant 7). Recent history is enough: an active
-/// run is never older than the schedule's last few windows in practice, and QUEUE_NEW
-/// releases in order.
+/// The schedule's live runs (SCHEDULED or MANUAL) still in flight: the runs the overlap
+/// policy is about. Catch-up and backfill runs are paced by their own release budgets and
+/// never make live work skip or wait (invariant 7).
 pub async fn active_runs_of(
     store: &dyn LedgerStore,
     schedule_id: &str,
 ) -> Result<Vec<ActiveRun>, StoreError> {
     let recent = store.recent_runs(schedule_id, RECENT_RUNS, None).await?;
-    Ok(live_active(&recent.runs))
+    live_active_before(store, schedule_id, &recent).await
+}
+
+/// The live runs in flight among `recent`, and, when that page stopped short of the
+/// schedule's first run and shows none running, the live runs still RUNNING before it: a job
+/// that outlives more windows than the page holds (each recorded SKIPPED behind it) would
+/// otherwise drop out of sight and the next window would start beside it. Those come from
+/// the active index, eventually consistent, which is enough for runs older than the page.
+/// Runs waiting (not running) before the page are not looked for: under QUEUE_NEW the runs
+/// queued behind them fill the page, so the page is never without an active run then.
+pub async fn live_active_before(
+    store: &dyn LedgerStore,
+    schedule_id: &str,
+    recent: &RecentRuns,
+) -> Result<Vec<ActiveRun>, StoreError> {
+    let mut active = live_active(&recent.runs);
+    let running_seen = active.iter().any(|r| r.status == RunStatus::Running);
+    let before = match recent.oldest_read {
+        Some(before) if !recent.complete && !running_seen => before,
+        _ => return Ok(active),
+    };
+    for run in store.running_before(schedule_id, before).await? {
+        if is_live(run.trigger) && !active.iter().any(|a| a.key == run.key) {
+            active.push(ActiveRun {
+                key: run.key,
+                status: run.status,
+            });
+        }
+    }
+    Ok(active)
 }
 
 /// How many of a schedule's newest runs the overlap checks read.

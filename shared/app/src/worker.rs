@@ -27,7 +27,7 @@ use crate::faults::{CrashPoint, Faults};
 use crate::jobs::{JobContext, JobFailure, JobOutcome, JobTargets};
 use crate::metrics::{Metrics, Unit};
 use crate::runs::{send_run, ScheduleCache};
-use crate::ticker::{active_runs_of, is_live, live_active, RECENT_RUNS};
+use crate::ticker::{active_runs_of, is_live, live_active_before, RECENT_RUNS};
 
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
@@ -285,7 +285,7 @@ impl Worker {
                     .filter(|r| r.key.scheduled_for == key.scheduled_for)
                     .cloned()
                     .collect();
-                return Sighting::of(key, same_instant, Some(recent.runs));
+                return Sighting::of(key, same_instant, Some(recent));
             }
         }
         let at = key.scheduled_for;
@@ -348,7 +348,7 @@ impl Worker {
         }
         // The ticker decided overlap when it wrote the run; check again, things moved since.
         let active = match &seen.recent {
-            Some(recent) => live_active(recent),
+            Some(recent) => live_active_before(self.store.as_ref(), schedule.id(), recent).await?,
             None => active_runs_of(self.store.as_ref(), schedule.id()).await?,
         };
         let others: Vec<_> = active.into_iter().filter(|r| r.key != run.key).collect();
@@ -684,14 +684,14 @@ struct Sighting {
     same_instant: Vec<Run>,
     /// The schedule's newest runs still in flight (and those at the run's instant), when the
     /// read that found the run was that one.
-    recent: Option<Vec<Run>>,
+    recent: Option<RecentRuns>,
 }
 
 impl Sighting {
     fn of(
         key: &RunKey,
         same_instant: Vec<Run>,
-        recent: Option<Vec<Run>>,
+        recent: Option<RecentRuns>,
     ) -> Result<Sighting, HandlerFailure> {
         let run = same_instant
             .iter()

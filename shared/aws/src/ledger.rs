@@ -373,6 +373,14 @@ pub trait LedgerStore: Send + Sync {
         at: Option<DateTime<Utc>>,
     ) -> Result<RecentRuns, StoreError>;
 
+    /// A schedule's RUNNING runs scheduled before `before`, from the active index (eventually
+    /// consistent): what a newest-runs page that stopped at `before` cannot see.
+    async fn running_before(
+        &self,
+        schedule_id: &str,
+        before: DateTime<Utc>,
+    ) -> Result<Vec<Run>, StoreError>;
+
     /// A schedule's runs, newest first.
     async fn run_history(
         &self,

@@ -374,6 +374,18 @@ impl LedgerStore for DynamoLedger {
         metered("recent_runs", self.recent_runs_impl(schedule_id, limit, at)).await
     }
 
+    async fn running_before(
+        &self,
+        schedule_id: &str,
+        before: DateTime<Utc>,
+    ) -> Result<Vec<Run>, StoreError> {
+        metered(
+            "running_before",
+            self.running_before_impl(schedule_id, before),
+        )
+        .await
+    }
+
     async fn run_history(
         &self,
         schedule_id: &str,

@@ -338,6 +338,28 @@ impl DynamoLedger {
         })
     }
 
+    pub(super) async fn running_before_impl(
+        &self,
+        schedule_id: &str,
+        before: DateTime<Utc>,
+    ) -> Result<Vec<Run>, StoreError> {
+        // The shard's RUNNING entries through `before`'s second (text order is time order),
+        // kept to this schedule's and to windows before `before`: few in a healthy system,
+        // however long the schedule's history.
+        let shard = keys::shard_of(schedule_id, self.shards);
+        let prefix = keys::active_status_prefix(RunStatus::Running);
+        let high = format!("{prefix}{}$", keys::index_time(before));
+        let mut expr = Expr::new();
+        expr.eq(GSI2PK, s(keys::active_pk(shard)))
+            .between(GSI2SK, s(prefix), s(high))
+            .or_one_of(codec::SCHEDULE_ID, [s(schedule_id)]);
+        let items = self.query_all(Some(keys::ACTIVE_INDEX), &expr).await?;
+        Ok(decode_all(&items)?
+            .into_iter()
+            .filter(|r| r.key.scheduled_for < before)
+            .collect())
+    }
+
     pub(super) async fn runs_between_impl(
         &self,
         schedule_id: &str,
@@ -351,7 +373,7 @@ impl DynamoLedger {
         let mut cond = Expr::new();
         cond.eq(PK, s(keys::schedule_pk(schedule_id)))
             .between(SK, s(low), s(high));
-        let runs = decode_all(&self.query_all(&cond).await?)?;
+        let runs = decode_all(&self.query_all(None, &cond).await?)?;
         Ok(runs
             .into_iter()
             .filter(|r| from <= r.key.scheduled_for && r.key.scheduled_for <= to)

@@ -311,7 +311,7 @@ impl DynamoLedger {
         let mut cond = Expr::new();
         cond.eq(PK, s(keys::schedule_pk(id)))
             .begins_with(SK, s(keys::AUDIT_PREFIX));
-        self.query_all(&cond)
+        self.query_all(None, &cond)
             .await?
             .iter()
             .map(codec::decode_audit)
@@ -507,13 +507,17 @@ impl DynamoLedger {
         Ok(out)
     }
 
-    /// Every item of a table query, following the pages.
-    pub(super) async fn query_all(&self, key_condition: &Expr) -> Result<Vec<Item>, StoreError> {
+    /// Every item of a query on the table or `index`, following the pages.
+    pub(super) async fn query_all(
+        &self,
+        index: Option<&str>,
+        key_condition: &Expr,
+    ) -> Result<Vec<Item>, StoreError> {
         let mut items = Vec::new();
         let mut next: Option<String> = None;
         loop {
             let (mut page, cursor) = self
-                .query_page(None, key_condition, 1000, next.as_deref(), true)
+                .query_page(index, key_condition, 1000, next.as_deref(), true)
                 .await?;
             items.append(&mut page);
             match cursor {
