@@ -5,10 +5,12 @@ use std::sync::Arc;
 
 use cronledger_app::clock::{Clock, SystemClock};
 use cronledger_app::deployment::Deployment;
-use cronledger_app::jobs::{HttpJob, JobTargets};
+use cronledger_app::jobs::{HttpJob, JobTargets, SdkLambdaInvoker};
 use cronledger_app::sqs_event::{lane_of_queue, SqsEvent};
 use cronledger_app::worker::{Worker, WorkerConfig};
+use cronledger_aws::config::load_sdk_config;
 use cronledger_aws::lanes::{BatchResponse, SqsRecord};
+use cronledger_aws::AwsSettings;
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 
 #[tokio::main]
@@ -16,7 +18,8 @@ async fn main() -> Result<(), Error> {
     lambda_runtime::tracing::init_default_subscriber();
     let deployment = Deployment::from_env()?;
     let connected = deployment.connect().await?;
-    let jobs = JobTargets::new(HttpJob::new()?);
+    let sdk = load_sdk_config(&AwsSettings::default()).await;
+    let jobs = JobTargets::new(HttpJob::new()?).with_lambda(Arc::new(SdkLambdaInvoker::new(&sdk)));
     let worker = Arc::new(Worker::new(
         connected.ledger,
         connected.lanes,

@@ -1,6 +1,7 @@
 //! Job targets: what a run executes, and how its outcome is classified.
 
 mod http;
+mod lambda;
 mod noop;
 
 use std::collections::BTreeMap;
@@ -13,6 +14,7 @@ use cronledger_core::{IdempotencyKey, JobSpec, RunKey, Window};
 use serde::Serialize;
 
 pub use http::HttpJob;
+pub use lambda::SdkLambdaInvoker;
 pub use noop::NoopJob;
 
 /// What a job is told about the run it executes. Fixed when the run was created
