@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
-use cronledger_app::reconciler::QuietSignals;
+use cronledger_app::reconciler::{QuietSignals, Reconciler};
 use cronledger_aws::lanes::LaneSettings;
 use cronledger_aws::ledger::ChangeMeta;
 use cronledger_core::{Reason, RunKey, RunStatus, ScheduleSpec};
@@ -40,6 +40,15 @@ async fn edit_cron(env: &AppEnv, id: &str, cron: &str, at: DateTime<Utc>) {
         .expect("update");
 }
 
+/// A schedule every 10 minutes from 10:00, and a reconciler.
+async fn every_ten_minutes(id: &str) -> (AppEnv, Reconciler) {
+    let env = AppEnv::new(LaneSettings::default(), minute(0)).await;
+    env.create(spec(id, "*/10 * * * *"), t("2026-03-01T09:59:30Z"))
+        .await;
+    let r = reconciler(&env, Arc::new(QuietSignals), reconciler_config());
+    (env, r)
+}
+
 /// Every entry of the schedule from 10:00 on: `(minute, status, reason)`.
 async fn entries(env: &AppEnv, id: &str) -> Vec<(i64, RunStatus, Option<Reason>)> {
     env.store
@@ -59,10 +68,7 @@ async fn entries(env: &AppEnv, id: &str) -> Vec<(i64, RunStatus, Option<Reason>)
 
 #[tokio::test]
 async fn a_window_the_new_expression_had_before_the_edit_is_not_missed() {
-    let env = AppEnv::new(LaneSettings::default(), minute(0)).await;
-    env.create(spec("denser", "*/10 * * * *"), t("2026-03-01T09:59:30Z"))
-        .await;
-    let r = reconciler(&env, Arc::new(QuietSignals), reconciler_config());
+    let (env, r) = every_ten_minutes("denser").await;
     for m in [0, 10, 20] {
         assert_eq!(env.tick(minute(m)).await.sent, 1);
     }
@@ -86,10 +92,7 @@ async fn a_window_the_new_expression_had_before_the_edit_is_not_missed() {
 
 #[tokio::test]
 async fn a_window_the_old_expression_had_and_nobody_ran_is_missed() {
-    let env = AppEnv::new(LaneSettings::default(), minute(0)).await;
-    env.create(spec("sparser", "*/10 * * * *"), t("2026-03-01T09:59:30Z"))
-        .await;
-    let r = reconciler(&env, Arc::new(QuietSignals), reconciler_config());
+    let (env, r) = every_ten_minutes("sparser").await;
     assert_eq!(env.tick(minute(0)).await.sent, 1);
     reconcile(&r, minute(5)).await;
     // The ticker is down from 10:01 (10:10 and 10:20 never fire); at 10:24 the schedule goes

@@ -68,6 +68,13 @@ impl StoredSchedule {
         &self.spec.id
     }
 
+    /// The replaced expressions that still judge windows: their edit is past the watermark.
+    pub fn past_timings_ahead(&self) -> impl Iterator<Item = &PastTiming> {
+        self.past_timings
+            .iter()
+            .filter(|p| p.until > self.reconciled_through)
+    }
+
     /// Whether the ticker should see it (it is in the sparse `due` index).
     pub fn fires(&self) -> bool {
         self.state == ScheduleState::Active && self.spec.enabled && self.next_run_at.is_some()

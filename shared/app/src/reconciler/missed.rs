@@ -63,11 +63,7 @@ fn segments(
     current: &Arc<Schedule>,
 ) -> Result<Vec<Expression>, ReconcileError> {
     let mut out = Vec::new();
-    for past in stored
-        .past_timings
-        .iter()
-        .filter(|p| p.until > stored.reconciled_through)
-    {
+    for past in stored.past_timings_ahead() {
         let invalid = |why: String| {
             ReconcileError::Plan(format!(
                 "schedule {}: the expression before the edit at {} ({} {}) {why}",

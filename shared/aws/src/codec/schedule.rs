@@ -51,10 +51,9 @@ pub fn encode(schedule: &StoredSchedule) -> Result<Item, StoreError> {
         .s(PAUSES, to_json(&schedule.pauses)?)
         .opt_s(
             PAST_TIMINGS,
-            match schedule.past_timings.is_empty() {
-                true => None,
-                false => Some(to_json(&schedule.past_timings)?),
-            },
+            (!schedule.past_timings.is_empty())
+                .then(|| to_json(&schedule.past_timings))
+                .transpose()?,
         )
         .time(CREATED_AT, schedule.created_at)
         .time(UPDATED_AT, schedule.updated_at)

@@ -80,12 +80,8 @@ impl DynamoLedger {
                 };
                 // The old expression still judges its windows up to now (see `PastTiming`);
                 // entries the watermark has passed are done.
-                let mut past_timings: Vec<PastTiming> = current
-                    .past_timings
-                    .iter()
-                    .filter(|p| p.until > current.reconciled_through)
-                    .cloned()
-                    .collect();
+                let mut past_timings: Vec<PastTiming> =
+                    current.past_timings_ahead().cloned().collect();
                 if timing_changed && meta.at > current.reconciled_through {
                     past_timings.push(PastTiming {
                         cron: current.spec.cron.clone(),
