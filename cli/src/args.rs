@@ -80,6 +80,10 @@ pub struct SimulateArgs {
     /// A scheduler outage FROM..TO (RFC3339): no ticker, reconciler or worker runs. Repeatable.
     #[arg(long)]
     pub outage: Vec<String>,
+    /// A worker outage FROM..TO (RFC3339): tickers and the reconciler run, no worker takes a
+    /// message, so the lanes fill up. Repeatable.
+    #[arg(long)]
+    pub worker_outage: Vec<String>,
     /// Tickers invoked at once on every tick.
     #[arg(long, default_value_t = 1)]
     pub tickers: u32,

@@ -270,7 +270,7 @@ async fn run_once_folds_a_late_run_into_the_gap_it_opens() {
 }
 
 #[tokio::test]
-async fn runs_late_behind_a_backlog_are_judged_alone_so_none_starves() {
+async fn runs_late_behind_a_backlog_fold_into_the_latest_which_moves_ahead_and_runs_once() {
     let env = AppEnv::new(LaneSettings::default(), minute(0)).await;
     let hook = Webhook::start(Answer::Succeed).await;
     // Queued runs do not overlap-skip each other while no worker runs them.
@@ -281,18 +281,84 @@ async fn runs_late_behind_a_backlog_are_judged_alone_so_none_starves() {
     for m in [0, 10, 20, 30] {
         assert_eq!(env.tick(minute(m)).await.sent, 1);
     }
-    // Workers catch up at 10:33, in whatever order SQS hands the messages over. Folding
-    // 10:00 into 10:30 would be sound only if 10:30 surely ran; it waits late too, and in
-    // a lasting backlog each run would be folded into the next. Each is judged alone: late
-    // in the 5-minute-to-1-hour tier, without side effects, RUN_ONCE runs it.
+    // Workers return at 10:33 and take the oldest first. 10:00 folds into 10:30, the latest
+    // window past its grace; 10:30's own run waits at the back of the same backlog (and in
+    // a lasting backlog would fold into the next), so it is moved to the correction lane.
     env.clock.set(minute(33));
     let worker = env.worker(worker_config("w"));
-    for message in messages(&env, LANE, 4).await {
+    let mut queued = messages(&env, LANE, 4).await;
+    queued.sort_by_key(|m| m.body.clone());
+    let mut queued = queued.into_iter();
+    let oldest = queued.next().expect("10:00");
+    deliver_done(&env, &worker, LANE, oldest).await;
+    let moved = messages(&env, Lane::Correction, 1).await.remove(0);
+    // 10:10 and 10:20 fold into 10:30 too, without moving it again.
+    for message in queued.by_ref().take(2) {
         deliver_done(&env, &worker, LANE, message).await;
     }
-    for m in [0, 10, 20, 30] {
+    let none = env
+        .receive(Lane::Correction, false, 1, Duration::from_millis(500))
+        .await;
+    assert!(none.is_empty(), "10:30 was moved once");
+    // The moved message starts 10:30; its message in the live lane then finds it done.
+    deliver_done(&env, &worker, Lane::Correction, moved).await;
+    let left = queued.next().expect("10:30's own message");
+    deliver_done(&env, &worker, LANE, left).await;
+    for m in [0, 10, 20] {
         let run = env.run(&RunKey::expected("slow", minute(m))).await;
-        assert_eq!((m, run.status, run.attempts), (m, RunStatus::Success, 1));
+        assert_eq!(
+            (m, run.status, run.coalesced_into),
+            (m, RunStatus::Coalesced, Some(minute(30)))
+        );
     }
-    assert_eq!(hook.calls().len(), 4);
+    let latest = env.run(&RunKey::expected("slow", minute(30))).await;
+    assert_eq!(
+        (latest.status, latest.attempts, latest.lane),
+        (RunStatus::Success, 1, Some(Lane::Correction))
+    );
+    assert_eq!(hook.calls().len(), 1);
+}
+
+#[tokio::test]
+async fn a_backlog_of_a_side_effecting_run_once_schedule_asks_for_one_approval() {
+    let env = AppEnv::new(LaneSettings::default(), minute(0)).await;
+    let hook = Webhook::start(Answer::Succeed).await;
+    let fields = json!({"misfire": "RUN_ONCE", "side_effects": true, "overlap": "ALLOW"});
+    schedule(&env, &hook, "effects", "*/10 * * * *", fields).await;
+    for m in [0, 10, 20, 30, 40, 50] {
+        assert_eq!(env.tick(minute(m)).await.sent, 1);
+    }
+    // Workers return at 10:57, in whatever order: late past the 5-minute tier, the windows
+    // fold into 10:50 and 10:50 waits for approval, once, rather than six times.
+    env.clock.set(minute(57));
+    let worker = env.worker(worker_config("w"));
+    for message in messages(&env, LANE, 6).await {
+        deliver_done(&env, &worker, LANE, message).await;
+    }
+    for message in env
+        .receive(Lane::Correction, false, 10, Duration::from_millis(500))
+        .await
+    {
+        deliver_done(&env, &worker, Lane::Correction, message).await;
+    }
+    let mut statuses = Vec::new();
+    for m in [0, 10, 20, 30, 40, 50] {
+        statuses.push(
+            env.run(&RunKey::expected("effects", minute(m)))
+                .await
+                .status,
+        );
+    }
+    assert_eq!(
+        statuses,
+        [
+            RunStatus::Coalesced,
+            RunStatus::Coalesced,
+            RunStatus::Coalesced,
+            RunStatus::Coalesced,
+            RunStatus::Coalesced,
+            RunStatus::ManualRequired
+        ]
+    );
+    assert_eq!(hook.calls().len(), 0);
 }

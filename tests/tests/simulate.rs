@@ -326,3 +326,43 @@ async fn crashes_racing_tickers_and_duplicate_deliveries_run_nothing_twice() {
     assert!(report.stats.duplicate_messages_sent > 0);
     assert_all_accounted(&report);
 }
+
+/// Workers down for an hour while the ticker keeps firing: the lane fills with live runs
+/// that all arrive late. RUN_ONCE folds them into one run of the latest late window (moved
+/// ahead of the backlog), SKIP skips them; nothing is replayed window by window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_outage_backlog_follows_the_misfire_policy() {
+    let mut config = SimulationConfig::new(t("2026-03-01T00:30:00Z"), t("2026-03-01T02:30:00Z"));
+    config.worker_outages =
+        vec![Outage::parse("2026-03-01T01:00:00Z..2026-03-01T02:00:00Z").unwrap()];
+    let specs = vec![
+        spec_with(
+            "minutely-once",
+            "* * * * *",
+            json!({"misfire": "RUN_ONCE", "side_effects": false}),
+        ),
+        spec_with("minutely-skip", "* * * * *", json!({"misfire": "SKIP"})),
+    ];
+    let report = run(specs, config).await;
+    assert_all_accounted(&report);
+    // Fired 01:00..01:57 and waiting at 02:00, past the 2-minute grace; 01:58 is the latest
+    // window past it.
+    let late = |e: &&cronledger_core::run::LedgerEntry| {
+        ("2026-03-01T01:00:00Z".."2026-03-01T01:58:00Z").contains(&e.scheduled_for.as_str())
+    };
+    for e in report.ledger.iter().filter(late) {
+        let expected = match e.schedule.as_str() {
+            "minutely-once" => (RunStatus::Coalesced, Some(Reason::Coalesced)),
+            _ => (RunStatus::Skipped, Some(Reason::GraceExpired)),
+        };
+        assert_eq!((e.status, e.reason), expected, "{e:?}");
+    }
+    assert_eq!(summary(&report, "minutely-once").coalesced, 58);
+    assert_eq!(summary(&report, "minutely-skip").skipped, 58);
+    let latest = report
+        .ledger
+        .iter()
+        .find(|e| e.schedule == "minutely-once" && e.scheduled_for == "2026-03-01T01:58:00Z")
+        .expect("01:58");
+    assert_eq!(latest.status, RunStatus::Success);
+}

@@ -65,11 +65,14 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode, CliError> {
 
 fn config(args: &SimulateArgs) -> Result<SimulationConfig, CliError> {
     let mut config = SimulationConfig::new(instant("from", &args.from)?, instant("to", &args.to)?);
-    config.outages = args
-        .outage
-        .iter()
-        .map(|o| Outage::parse(o).map_err(|e| CliError::msg(e.to_string())))
-        .collect::<Result<_, _>>()?;
+    let outages = |texts: &[String]| {
+        texts
+            .iter()
+            .map(|o| Outage::parse(o).map_err(|e| CliError::msg(e.to_string())))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    config.outages = outages(&args.outage)?;
+    config.worker_outages = outages(&args.worker_outage)?;
     config.tickers = args.tickers;
     config.crashes = args
         .crash

@@ -17,8 +17,8 @@ use cronledger_aws::ledger::{RecentRuns, RunChange, StoredSchedule};
 use cronledger_aws::{LaneMessage, LaneQueue, LedgerStore, StoreError};
 use cronledger_core::run::RunResult;
 use cronledger_core::{
-    late_start, late_start_alone, Lane, LateStart, OverlapPolicy, Reason, Run, RunEvent, RunKey,
-    RunStatus, Schedule, Span, Trigger,
+    late_start, Lane, LateStart, OverlapPolicy, Reason, Run, RunEvent, RunKey, RunStatus, Schedule,
+    Span, Trigger,
 };
 
 use crate::backoff::Backoff;
@@ -91,8 +91,12 @@ enum Admission {
     Skip(Reason),
     /// Hold the run for an operator's approval (MANUAL_REQUIRED) without executing it.
     Hold(Reason),
-    /// Fold the run into a later window's (COALESCED), without executing it.
-    Coalesce(DateTime<Utc>),
+    /// Fold the run into a later window's (COALESCED), without executing it; and move that
+    /// window's run, when it is waiting late in the same backlog, to the correction lane.
+    Coalesce {
+        into: DateTime<Utc>,
+        promote: Option<Box<Run>>,
+    },
     Start(RunEvent),
 }
 
@@ -190,10 +194,13 @@ impl Worker {
                 Ok(Admission::Hold(reason)) => {
                     return self.end_unrun(run, &stored, Unrun::Hold(reason), now).await
                 }
-                Ok(Admission::Coalesce(into)) => {
-                    return self
-                        .end_unrun(run, &stored, Unrun::Coalesce(into), now)
-                        .await
+                Ok(Admission::Coalesce { into, promote }) => {
+                    self.end_unrun(run, &stored, Unrun::Coalesce(into), now)
+                        .await?;
+                    if let Some(latest) = promote {
+                        self.promote(&latest, now).await;
+                    }
+                    return Ok(());
                 }
                 Ok(Admission::WaitBehind) => return self.wait_behind(run, &stored, now).await,
                 Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
@@ -332,11 +339,14 @@ impl Worker {
             _ => return Ok(Admission::Ack("not runnable")),
         };
         if judged_on_lateness(run, lane) {
-            match self.judge_late(schedule, run, now).await? {
+            match late_start(schedule, run.key.scheduled_for, now) {
                 LateStart::Run => {}
                 LateStart::Skip { reason } => return Ok(Admission::Skip(reason)),
                 LateStart::Hold { reason } => return Ok(Admission::Hold(reason)),
-                LateStart::Coalesce { into } => return Ok(Admission::Coalesce(into)),
+                LateStart::Coalesce { into } => {
+                    let promote = self.waiting_in_backlog(schedule, into).await?;
+                    return Ok(Admission::Coalesce { into, promote });
+                }
             }
         }
         // Catch-up and backfill runs are paced by their release budgets, not the overlap policy.
@@ -363,40 +373,56 @@ impl Worker {
         })
     }
 
-    /// The misfire policy's word on a late first start (see [`late_start`]). RUN_ONCE folds
-    /// the run into the latest window past its grace only if that window will run: it has no
-    /// run yet (the reconciler plans it as its gap's latest), a catch-up run, or a run that
-    /// started. A latest window whose live run is itself still waiting means a backlog, not
-    /// a gap: the run is judged alone, so a sustained backlog cannot fold every run into the
-    /// next one for ever.
-    async fn judge_late(
+    /// The run of `into` (the latest window past its grace that a late run folds into under
+    /// RUN_ONCE) when it is still waiting for its first start in a live lane: the lane is
+    /// backed up (a worker outage, a backlog), so that run would arrive late too and fold
+    /// into the next, and in a lasting backlog nothing would ever run. Moving it to the
+    /// correction lane (its own queue and workers) makes the window that the coalesced runs
+    /// point to run now, once. `None` when that window will run anyway: it has no run yet
+    /// (the reconciler fires it as its gap's latest), or its run started, was moved already,
+    /// waits behind an earlier one by policy (QUEUE_NEW) or is a catch-up run.
+    async fn waiting_in_backlog(
         &self,
         schedule: &Schedule,
-        run: &Run,
-        now: DateTime<Utc>,
-    ) -> Result<LateStart, StoreError> {
-        let at = run.key.scheduled_for;
-        let judged = late_start(schedule, at, now);
-        let LateStart::Coalesce { into } = judged else {
-            return Ok(judged);
-        };
-        let latest = RunKey::expected(schedule.id(), into);
-        let waiting = match self.store.get_run(&latest).await {
-            Ok(latest) => {
-                latest.trigger == Trigger::Scheduled
-                    && matches!(
-                        latest.status,
-                        RunStatus::Pending | RunStatus::Queued | RunStatus::RetryPending
-                    )
-            }
-            Err(StoreError::RunNotFound(_)) => false,
+        into: DateTime<Utc>,
+    ) -> Result<Option<Box<Run>>, StoreError> {
+        let latest = match self
+            .store
+            .get_run(&RunKey::expected(schedule.id(), into))
+            .await
+        {
+            Ok(latest) => latest,
+            Err(StoreError::RunNotFound(_)) => return Ok(None),
             Err(e) => return Err(e),
         };
-        Ok(if waiting {
-            late_start_alone(schedule, at, now)
-        } else {
-            judged
-        })
+        let waiting = latest.trigger == Trigger::Scheduled
+            && latest.attempts == 0
+            && matches!(latest.status, RunStatus::Pending | RunStatus::Queued)
+            && latest.reason != Some(Reason::QueuedBehind)
+            && !matches!(latest.lane, Some(Lane::Correction | Lane::Manual));
+        Ok(waiting.then(|| Box::new(latest)))
+    }
+
+    /// Sends a late live run to the correction lane (see [`Self::waiting_in_backlog`]). Its
+    /// message in the live lane stays: whichever arrives first starts the run, the other
+    /// finds it started or ended. Best effort: if the send fails the run still has that one.
+    async fn promote(&self, latest: &Run, now: DateTime<Utc>) {
+        let sent = send_run(
+            self.store.as_ref(),
+            self.lanes.as_ref(),
+            latest,
+            latest.status,
+            Lane::Correction,
+            now,
+        );
+        match sent.await {
+            Ok(()) => {
+                tracing::info!(run = %latest.key, "late run moved ahead to the correction lane");
+                self.metrics
+                    .count_for(&latest.key.schedule_id, "RunsMovedToCorrection", 1);
+            }
+            Err(e) => tracing::warn!(run = %latest.key, error = %e, "could not move the late run"),
+        }
     }
 
     /// Ends a run that will not execute (skipped, held for approval or coalesced).

@@ -476,30 +476,12 @@ pub enum LateStart {
 /// CATCH_UP_ALL runs it; approval when the tier, the side effects or a zero cap say so.
 ///
 /// Coalescing is only sound into a window that will run: a caller that finds the latest
-/// window's run itself waiting late in a lane (a backlog, not a gap) judges the run alone
-/// with [`late_start_alone`], or a sustained backlog would fold every run into the next.
+/// window's run itself waiting late in a lane (a backlog, not a gap) must see that it runs,
+/// or a lasting backlog would fold every run into the next (the worker moves it ahead).
 pub fn late_start(
     schedule: &Schedule,
     scheduled_for: DateTime<Utc>,
     now: DateTime<Utc>,
-) -> LateStart {
-    judge_late(schedule, scheduled_for, now, true)
-}
-
-/// [`late_start`] for the run as a gap of its own: RUN_ONCE runs it (or holds it).
-pub fn late_start_alone(
-    schedule: &Schedule,
-    scheduled_for: DateTime<Utc>,
-    now: DateTime<Utc>,
-) -> LateStart {
-    judge_late(schedule, scheduled_for, now, false)
-}
-
-fn judge_late(
-    schedule: &Schedule,
-    scheduled_for: DateTime<Utc>,
-    now: DateTime<Utc>,
-    with_later: bool,
 ) -> LateStart {
     let spec = &schedule.spec;
     let late = Span::from_delta(now - scheduled_for);
@@ -516,13 +498,9 @@ fn judge_late(
     };
     let mut gap = vec![window(scheduled_for)];
     // The last window at or before `through`, if it is a later one than this.
-    let latest = with_later
-        .then(|| {
-            schedule
-                .timing()
-                .prev_before(through + chrono::TimeDelta::nanoseconds(1))
-        })
-        .flatten()
+    let latest = schedule
+        .timing()
+        .prev_before(through + chrono::TimeDelta::nanoseconds(1))
         .filter(|latest| *latest > scheduled_for);
     // The planner's decision for the oldest window depends only on the gap's size being
     // one or more, and on its latest window.

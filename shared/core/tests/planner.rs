@@ -13,8 +13,8 @@ use cronledger_core::planner::{Action, GapTier, Pause, Release};
 use cronledger_core::risk::{assess_change, RiskLevel};
 use cronledger_core::run::Origin;
 use cronledger_core::{
-    late_start, late_start_alone, plan, Code, Coverage, Lane, LateStart, OverlapPolicy, Plan,
-    PlanInput, PlannerConfig, Reason, RunKey, RunStatus, Schedule, Span, Trigger,
+    late_start, plan, Code, Coverage, Lane, LateStart, OverlapPolicy, Plan, PlanInput,
+    PlannerConfig, Reason, RunKey, RunStatus, Schedule, Span, Trigger,
 };
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -1027,18 +1027,6 @@ fn a_late_first_start_gets_the_misfire_policy_of_the_gap_it_opens() {
     assert_eq!(ten("RUN_ONCE", true), LateStart::Coalesce { into });
     assert_eq!(ten("SKIP", false), skip);
     assert_eq!(ten("CATCH_UP_ALL", false), LateStart::Run);
-    // Judged alone (the latest window's run waits in a backlog too), RUN_ONCE runs it in
-    // this tier, or holds it for its side effects.
-    let alone = |side_effects: bool| {
-        let schedule = with_policy("*/10 * * * *", "RUN_ONCE", side_effects, 5, "2m");
-        late_start_alone(
-            &schedule,
-            at,
-            at + Duration::hours(6) + Duration::minutes(5),
-        )
-    };
-    assert_eq!(alone(false), LateStart::Run);
-    assert_eq!(alone(true), hold(Reason::SideEffects));
     // The latest window itself, a little late, runs.
     let latest = with_policy("*/10 * * * *", "RUN_ONCE", false, 5, "2m");
     assert_eq!(

@@ -8,7 +8,8 @@
 //! draining every lane after each instant, jobs finishing, held delayed sends and hidden
 //! messages coming due. Everything the handlers read as "now" is the virtual clock; what SQS
 //! times by the wall clock is moved onto it (see [`lanes`]). Inside an outage no ticker,
-//! reconciler or worker runs; SQS keeps its messages.
+//! reconciler or worker runs; SQS keeps its messages. Inside a worker outage the tickers and
+//! the reconciler run and no worker takes a message, so the lanes fill up.
 //!
 //! After `to` the system keeps running (no more outages) until every window of the range is
 //! settled (a terminal or held entry, nothing in flight) or `settle_limit` passes; the report
@@ -120,6 +121,9 @@ pub struct SimulationConfig {
     pub from: DateTime<Utc>,
     pub to: DateTime<Utc>,
     pub outages: Vec<Outage>,
+    /// Worker outages: the ticker and the reconciler run, no worker takes a message (a
+    /// broken deploy, a downstream the jobs cannot reach), so the lanes fill up.
+    pub worker_outages: Vec<Outage>,
     /// Tickers invoked at once on every tick (racing for the same windows).
     pub tickers: u32,
     pub crashes: Vec<CrashPoint>,
@@ -137,6 +141,7 @@ impl SimulationConfig {
             from,
             to,
             outages: Vec::new(),
+            worker_outages: Vec::new(),
             tickers: 1,
             crashes: Vec::new(),
             crash_every: 10,
@@ -219,6 +224,7 @@ pub struct SimulationStats {
     pub from: DateTime<Utc>,
     pub to: DateTime<Utc>,
     pub outages: Vec<Outage>,
+    pub worker_outages: Vec<Outage>,
     pub tickers: u32,
     /// When every window of the range was settled (`None`: not within the settle limit).
     pub settled_at: Option<DateTime<Utc>>,
@@ -379,11 +385,16 @@ pub async fn simulate(
     let mut agenda = Agenda::new(config.from);
     let lookahead = TickerConfig::default().lookahead.as_delta();
     let hard_end = config.to + config.settle_limit.as_delta();
-    let down = |t: DateTime<Utc>| t <= config.to && config.outages.iter().any(|o| o.covers(t));
+    let within = |outages: &[Outage], t: DateTime<Utc>| {
+        t <= config.to && outages.iter().any(|o| o.covers(t))
+    };
+    let down = |t| within(&config.outages, t);
+    let workers_down = |t| within(&config.worker_outages, t);
     let mut stats = SimulationStats {
         from: config.from,
         to: config.to,
         outages: config.outages.clone(),
+        worker_outages: config.worker_outages.clone(),
         tickers: config.tickers,
         settled_at: None,
         ticks: 0,
@@ -416,6 +427,7 @@ pub async fn simulate(
         time.idle().await;
         lanes.release_due().await?;
         let up = !down(t);
+        let working = up && !workers_down(t);
         let is_tick = t == agenda.next_tick;
         let is_pass = t == agenda.next_pass;
         if is_tick {
@@ -431,7 +443,8 @@ pub async fn simulate(
                 // simulated minute's round trips). A window already due is checked against
                 // the schedule's running work, and a reconciler pass reads the whole ledger:
                 // those wait, so the simulation stays repeatable.
-                let alongside = !is_pass && !due.iter().any(DueSchedules::fires_due_windows);
+                let alongside =
+                    working && !is_pass && !due.iter().any(DueSchedules::fires_due_windows);
                 let fire = join_all(
                     tickers
                         .iter()
@@ -467,7 +480,7 @@ pub async fn simulate(
                 errors.extend(releaser.pass(t).await.errors);
             }
         }
-        if up {
+        if working {
             lanes.drain(&workers, &mut tasks).await?;
         }
         lanes.flush_finished(false).await?;
