@@ -290,3 +290,47 @@ async fn catch_up_pauses_while_live_work_is_in_trouble_and_resumes_when_it_clear
         .all(|g| g.paused && g.cause.as_deref() == Some("ALARM: cronledger-errors")));
     assert_eq!(report.released, 0);
 }
+
+/// A worker outage leaves live runs QUEUED past the re-send threshold with their messages
+/// still in the lane: a copy per pass would multiply the backlog, so the re-send waits while
+/// the lane has messages waiting, and happens once it has drained (the message was lost).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_runs_are_not_resent_into_a_lane_that_has_messages_waiting() {
+    let ten = t("2026-03-08T10:00:00Z");
+    let env = AppEnv::new(LaneSettings::default(), ten).await;
+    let fields = json!({"priority": "HIGH", "overlap": "ALLOW"});
+    env.create(
+        spec_with("outage", "0 * * * *", fields),
+        t("2026-03-08T09:59:00Z"),
+    )
+    .await;
+    assert_eq!(env.tick(ten).await.sent, 1);
+    let key = RunKey::expected("outage", ten);
+    let signals = Arc::new(FakeSignals::default());
+    signals.backlog.store(40, Ordering::SeqCst);
+    let r = reconciler(&env, signals.clone(), reconciler_config());
+    let sent = env.queue.sends().len();
+
+    let backed_up = reconcile(&r, t("2026-03-08T10:31:00Z")).await;
+    assert_eq!(
+        (
+            backed_up.stuck.queued_resent,
+            backed_up.stuck.resend_deferred
+        ),
+        (0, 1),
+        "{:?}",
+        backed_up.stuck
+    );
+    assert_eq!(env.queue.sends().len(), sent);
+    assert_eq!(env.run(&key).await.status, RunStatus::Queued);
+
+    signals.backlog.store(0, Ordering::SeqCst);
+    let drained = reconcile(&r, t("2026-03-08T10:36:00Z")).await;
+    assert_eq!(
+        (drained.stuck.queued_resent, drained.stuck.resend_deferred),
+        (1, 0),
+        "{:?}",
+        drained.stuck
+    );
+    assert_eq!(env.queue.sends()[sent..], [key]);
+}

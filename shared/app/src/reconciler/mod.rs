@@ -78,6 +78,10 @@ pub struct StuckReport {
     pub queued_resent: u32,
     /// RETRY_PENDING runs whose message was lost, re-sent.
     pub retry_resent: u32,
+    /// QUEUED or RETRY_PENDING runs past their threshold not re-sent because their lane has
+    /// messages waiting: a backed-up lane (a worker outage) most likely still holds theirs,
+    /// and a copy per pass would multiply the backlog the workers come back to.
+    pub resend_deferred: u32,
     /// RUNNING runs marked STALLED.
     pub stalled: u32,
     /// STALLED runs of idempotent jobs sent back for a new attempt.
@@ -92,6 +96,7 @@ impl StuckReport {
         self.queued_behind_released += o.queued_behind_released;
         self.queued_resent += o.queued_resent;
         self.retry_resent += o.retry_resent;
+        self.resend_deferred += o.resend_deferred;
         self.stalled += o.stalled;
         self.retried += o.retried;
         self.held += o.held;

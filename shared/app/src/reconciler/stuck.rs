@@ -6,8 +6,8 @@
 //! |---|---|---|
 //! | PENDING live run, no message (`job_id` absent) | `pending_after` from creation | sent (QUEUED) |
 //! | PENDING QUEUE_NEW run with nothing active ahead of it | `pending_after` | sent (QUEUED) |
-//! | QUEUED | `queued_after` from queueing (or from its window, if later) | sent again, same message identity |
-//! | RETRY_PENDING | `retry_pending_after` from its last activity | sent again, same message identity |
+//! | QUEUED | `queued_after` from queueing (or from its window, if later) | sent again, same message identity, unless its lane has messages waiting |
+//! | RETRY_PENDING | `retry_pending_after` from its last activity | sent again, same message identity, unless its lane has messages waiting |
 //! | RUNNING, lease expired | `stall_grace` past the lease | STALLED (HEARTBEAT_LOST), then resolved |
 //! | RUNNING past `max_runtime` | `stall_grace` past it | STALLED (MAX_RUNTIME_EXCEEDED), then resolved |
 //! | STALLED (a crash between marking and resolving) | at once | resolved |
@@ -17,13 +17,17 @@
 //! STALLED_NOT_IDEMPOTENT (or RETRIES_EXHAUSTED).
 //!
 //! PENDING catch-up runs are not stuck: they wait for the throttled release.
+//!
+//! A re-send is for a lost message. While the run's lane shows messages waiting (a worker
+//! outage, a backlog) its message is most likely among them, and a copy every pass would
+//! multiply what the workers come back to: the re-send waits until the lane drains.
 
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use cronledger_aws::ledger::{RunChange, StoredSchedule};
 use cronledger_aws::StoreError;
-use cronledger_core::{Reason, Run, RunEvent, RunStatus, Trigger};
+use cronledger_core::{Lane, Reason, Run, RunEvent, RunStatus, Trigger};
 
 use super::{lane_of, ReconcileError, ReconcileReport, Reconciler, StuckReport};
 
@@ -46,12 +50,18 @@ impl Reconciler {
         report: &mut ReconcileReport,
     ) {
         let mut schedules: HashMap<String, Option<StoredSchedule>> = HashMap::new();
+        let mut backed_up: HashMap<Lane, bool> = HashMap::new();
         for run in active {
             let verdict = self.verdict(run, now, active, &mut schedules).await;
             if verdict == Verdict::Fine {
                 continue;
             }
             let mut stuck = StuckReport::default();
+            if verdict == Verdict::Resend && self.backed_up(lane_of(run), &mut backed_up).await {
+                stuck.resend_deferred += 1;
+                report.stuck.merge(&stuck);
+                continue;
+            }
             let outcome = self
                 .unstick(run, verdict, now, &mut schedules, &mut stuck)
                 .await;
@@ -71,6 +81,26 @@ impl Reconciler {
             }
             report.stuck.merge(&stuck);
         }
+    }
+
+    /// Whether `lane` has messages waiting, asked once per pass and lane. Unknown counts as
+    /// not backed up: a duplicate is harmless, a lost message is not.
+    async fn backed_up(&self, lane: Lane, seen: &mut HashMap<Lane, bool>) -> bool {
+        if let Some(known) = seen.get(&lane) {
+            return *known;
+        }
+        let waiting = match self.signals.visible_backlog(lane).await {
+            Ok(n) => n > 0,
+            Err(e) => {
+                tracing::warn!(%lane, error = %e, "lane backlog unknown; re-sending stuck runs");
+                false
+            }
+        };
+        if waiting {
+            tracing::info!(%lane, "lane has messages waiting; stuck runs' re-sends wait for it to drain");
+        }
+        seen.insert(lane, waiting);
+        waiting
     }
 
     async fn verdict(
