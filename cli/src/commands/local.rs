@@ -42,8 +42,9 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
     let specs = load_manifest(&args.file, now)?;
     let _emulators = stack::emulators("LOCAL")?;
     let name = format!("cronledger-local-{}", now.timestamp());
-    let stack::Stack { ledger, lanes, .. } =
-        stack::create("LOCAL", &name, 1, LaneSettings::default()).await?;
+    let stack = stack::create("LOCAL", &name, 1).await?;
+    let lanes = stack::create_lanes("LOCAL", &stack, &name, LaneSettings::default()).await?;
+    let ledger = stack.ledger;
     let failed =
         |what: &str, e: &dyn std::fmt::Display| CliError::msg(format!("LOCAL_SETUP: {what}: {e}"));
     for spec in specs {

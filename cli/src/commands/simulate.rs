@@ -24,13 +24,17 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode, CliError> {
         .map_err(|e| CliError::msg(format!("SIMULATE_RUNTIME: {e}")))?;
     let report = runtime.block_on(async {
         let name = format!("cronledger-sim-{}", Utc::now().timestamp_millis());
-        let stack = stack::create("SIMULATE", &name, 1, lane_settings()).await?;
+        let stack = stack::create("SIMULATE", &name, 1).await?;
         let store: Arc<dyn LedgerStore> = stack.ledger.clone();
         let control: Arc<dyn ReleaseStateStore> = stack.ledger.clone();
-        let queues = match args.queues {
-            SimQueuesArg::Memory => SimQueues::memory(),
-            SimQueuesArg::Sqs => SimQueues::Sqs(stack.lanes.clone()),
+        // In-process queues need no SQS at all.
+        let sqs = match args.queues {
+            SimQueuesArg::Memory => None,
+            SimQueuesArg::Sqs => {
+                Some(stack::create_lanes("SIMULATE", &stack, &name, lane_settings()).await?)
+            }
         };
+        let queues = sqs.clone().map_or_else(SimQueues::memory, SimQueues::Sqs);
         let env = SimulationEnv {
             store,
             control,
@@ -44,7 +48,9 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode, CliError> {
             .map_err(|e| CliError::msg(e.to_string()));
         // The emulators may be someone else's: leave no table or queues behind.
         let _ = cronledger_aws::TableDefinition::delete(&stack.clients.dynamodb, &name).await;
-        let _ = stack.lanes.delete_all().await;
+        if let Some(lanes) = sqs {
+            let _ = lanes.delete_all().await;
+        }
         report
     })?;
     match args.format {

@@ -62,36 +62,36 @@ pub fn emulators(code: &str) -> Result<Option<Emulators>, CliError> {
     Ok(Some(emulators))
 }
 
-/// A fresh table and the five lanes, both named `name`.
+/// A fresh table named `name`, and the clients that made it.
 pub struct Stack {
     pub clients: AwsClients,
     pub ledger: Arc<DynamoLedger>,
-    pub lanes: Arc<SqsLanes>,
 }
 
-pub async fn create(
-    code: &str,
-    name: &str,
-    shards: u32,
-    lanes: LaneSettings,
-) -> Result<Stack, CliError> {
+fn setup_error(code: &str, what: &str, e: &dyn std::fmt::Display) -> CliError {
+    CliError::msg(format!("{code}_SETUP: {what}: {e}"))
+}
+
+pub async fn create(code: &str, name: &str, shards: u32) -> Result<Stack, CliError> {
     let clients = AwsClients::from_env(&AwsSettings::default()).await;
-    let failed =
-        |what: &str, e: &dyn std::fmt::Display| CliError::msg(format!("{code}_SETUP: {what}: {e}"));
     TableDefinition::bundled()
-        .map_err(|e| failed("table definition", &e))?
+        .map_err(|e| setup_error(code, "table definition", &e))?
         .create(&clients.dynamodb, name)
         .await
-        .map_err(|e| failed("create table", &e))?;
-    let lanes = Arc::new(
-        SqsLanes::create(clients.sqs.clone(), name, lanes)
-            .await
-            .map_err(|e| failed("create lanes", &e))?,
-    );
+        .map_err(|e| setup_error(code, "create table", &e))?;
     let ledger = Arc::new(DynamoLedger::new(&clients, name.to_string(), shards));
-    Ok(Stack {
-        clients,
-        ledger,
-        lanes,
-    })
+    Ok(Stack { clients, ledger })
+}
+
+/// The five lanes (queues and dead-letter queues) named after `name`.
+pub async fn create_lanes(
+    code: &str,
+    stack: &Stack,
+    name: &str,
+    settings: LaneSettings,
+) -> Result<Arc<SqsLanes>, CliError> {
+    let lanes = SqsLanes::create(stack.clients.sqs.clone(), name, settings)
+        .await
+        .map_err(|e| setup_error(code, "create lanes", &e))?;
+    Ok(Arc::new(lanes))
 }
