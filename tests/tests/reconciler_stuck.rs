@@ -323,6 +323,13 @@ async fn queued_runs_are_not_resent_into_a_lane_that_has_messages_waiting() {
     );
     assert_eq!(env.queue.sends().len(), sent);
     assert_eq!(env.run(&key).await.status, RunStatus::Queued);
+    // Still reported: the stuck-run metric is how a worker outage shows.
+    let docs = r.metrics().drain("reconciler", t("2026-03-08T10:31:00Z"));
+    let stuck = docs
+        .iter()
+        .find(|d| d["Schedule"] == "outage")
+        .expect("a per-schedule EMF document");
+    assert_eq!(stuck["StuckRuns"], 1.0);
 
     signals.backlog.store(0, Ordering::SeqCst);
     let drained = reconcile(&r, t("2026-03-08T10:36:00Z")).await;

@@ -57,23 +57,30 @@ impl Reconciler {
                 continue;
             }
             let mut stuck = StuckReport::default();
-            if verdict == Verdict::Resend && self.backed_up(lane_of(run), &mut backed_up).await {
+            let outcome = if verdict == Verdict::Resend
+                && self.backed_up(lane_of(run), &mut backed_up).await
+            {
+                // Still a stuck run (the metric and its alarm are how a worker outage shows).
                 stuck.resend_deferred += 1;
-                report.stuck.merge(&stuck);
-                continue;
-            }
-            let outcome = self
-                .unstick(run, verdict, now, &mut schedules, &mut stuck)
-                .await;
+                Ok(())
+            } else {
+                self.unstick(run, verdict, now, &mut schedules, &mut stuck)
+                    .await
+            };
             match outcome {
                 Ok(()) => {
                     if stuck != StuckReport::default() {
                         self.metrics.count_for(&run.key.schedule_id, "StuckRuns", 1);
+                        let what = if stuck.resend_deferred > 0 {
+                            "stuck run left waiting in its backed-up lane"
+                        } else {
+                            "stuck run resolved"
+                        };
                         tracing::warn!(
                             run = %run.key,
                             status = %run.status,
                             verdict = ?verdict,
-                            "stuck run resolved"
+                            "{what}"
                         );
                     }
                 }
