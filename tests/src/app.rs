@@ -491,6 +491,10 @@ impl LedgerStore for ObservedStore {
         self.inner.fire(fire).await
     }
 
+    async fn fire_all(&self, fires: &[Fire]) -> Result<bool, StoreError> {
+        self.inner.fire_all(fires).await
+    }
+
     async fn advance_next_run(
         &self,
         id: &str,

@@ -277,6 +277,78 @@ async fn the_ticker_writes_the_run_and_moves_the_schedule_in_one_transaction() {
 }
 
 #[tokio::test]
+async fn a_batch_of_fires_writes_every_run_and_advance_or_nothing() {
+    let env = TestLedger::new().await;
+    let ledger = &env.ledger;
+    let t0 = t("2026-03-01T00:00:00Z");
+    let first = t0 + Duration::minutes(1);
+    let mut schedules = Vec::new();
+    for id in ["b1", "b2", "b3"] {
+        let created = ledger
+            .create_schedule(spec(id, "* * * * *"), meta("alice", t0))
+            .await
+            .expect("create");
+        schedules.push(created);
+    }
+    let fires_at = |at: DateTime<Utc>| -> Vec<Fire> {
+        schedules
+            .iter()
+            .map(|s| Fire {
+                run: scheduled_run(&s.spec, at, at, "batch"),
+                expected_next_run_at: at,
+                next_run_at: Some(at + Duration::minutes(1)),
+            })
+            .collect()
+    };
+    let before = env.clients.meter.snapshot().scope("fire_all");
+    assert!(ledger.fire_all(&fires_at(first)).await.expect("batch"));
+    let cost = env.clients.meter.snapshot().scope("fire_all");
+    assert_eq!(
+        cost.calls - before.calls,
+        1,
+        "one request for three fired runs"
+    );
+    for s in &schedules {
+        let runs = ledger
+            .runs_between(s.id(), first, first)
+            .await
+            .expect("runs");
+        assert_eq!(runs.len(), 1);
+        let moved = ledger.get_schedule(s.id()).await.expect("get");
+        assert_eq!(moved.next_run_at, Some(first + Duration::minutes(1)));
+    }
+
+    // The reconciler recorded b2's next minute first: the whole batch is refused and none
+    // of its runs or advances is written; each fire then learns its own fate alone.
+    let second = first + Duration::minutes(1);
+    ledger
+        .create_run(&scheduled_run(
+            &schedules[1].spec,
+            second,
+            second,
+            "reconciler",
+        ))
+        .await
+        .expect("reconciler run");
+    assert!(!ledger.fire_all(&fires_at(second)).await.expect("refused"));
+    for (s, expected_runs) in schedules.iter().zip([0, 1, 0]) {
+        let runs = ledger
+            .runs_between(s.id(), second, second)
+            .await
+            .expect("runs");
+        assert_eq!(runs.len(), expected_runs, "{}", s.id());
+        let unmoved = ledger.get_schedule(s.id()).await.expect("get");
+        assert_eq!(unmoved.next_run_at, Some(second), "{}", s.id());
+    }
+    let alone = ledger.fire(&fires_at(second)[0]).await.expect("alone");
+    assert_eq!(alone, FireOutcome::Created);
+
+    let too_many: Vec<Fire> = (0..51).map(|_| fires_at(second)[2].clone()).collect();
+    let refused = ledger.fire_all(&too_many).await;
+    assert_eq!(refused.unwrap_err().code(), "STORE_INVALID_REQUEST");
+}
+
+#[tokio::test]
 async fn runs_list_newest_first_by_window_range_and_while_active() {
     let env = TestLedger::new().await;
     let ledger = &env.ledger;

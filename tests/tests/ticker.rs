@@ -22,6 +22,23 @@ const TICKERS: usize = 8;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn eight_tickers_on_the_same_minute_fire_each_window_exactly_once() {
+    // The windows are due: each is fired in a transaction of its own.
+    race_for_the_hour(t("2026-03-01T10:00:00Z")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn eight_tickers_batching_windows_in_their_lookahead_fire_each_window_exactly_once() {
+    // The windows are 30 s ahead: fired 50 schedules to a transaction, and a refused batch
+    // falls back to one by one.
+    race_for_the_hour(t("2026-03-01T09:59:30Z")).await;
+}
+
+/// One race at a time: two of them at once overload the emulator's SQS, and sends fail.
+static ONE_RACE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Eight tickers tick at `tick_at` over 1,000 schedules whose window is 10:00.
+async fn race_for_the_hour(tick_at: chrono::DateTime<chrono::Utc>) {
+    let _alone = ONE_RACE.lock().await;
     let t0 = t("2026-03-01T09:59:30Z");
     let minute = t("2026-03-01T10:00:00Z");
     let env = AppEnv::new(LaneSettings::default(), minute).await;
@@ -54,7 +71,7 @@ async fn eight_tickers_on_the_same_minute_fire_each_window_exactly_once() {
         })
         .collect();
     let event = TickEvent {
-        time: minute,
+        time: tick_at,
         shards: None,
     };
     let reports: Vec<TickReport> =

@@ -2,14 +2,17 @@
 //!
 //! For each due schedule, one transaction writes the run (if absent) and advances
 //! `next_run_at` (if unchanged): racing tickers produce one run and one advance, and the
-//! loser learns it lost. Windows older than their grace period are not fired here; the
+//! loser learns it lost. Windows inside the lookahead go many schedules to a transaction
+//! (the same writes and conditions; if any fails nothing is written and each is fired alone). Windows older than their grace period are not fired here; the
 //! ticker only moves past them and leaves them to the reconciler's misfire policy.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use cronledger_aws::ledger::{Fire, FireOutcome, RecentRuns, RunChange, StoredSchedule};
+use cronledger_aws::ledger::{
+    Fire, FireOutcome, RecentRuns, RunChange, StoredSchedule, MAX_FIRES_PER_TRANSACTION,
+};
 use cronledger_aws::{LaneMessage, LaneQueue, LedgerStore, StoreError};
 use cronledger_core::overlap::{decide_overlap, ActiveRun, OverlapDecision};
 use cronledger_core::{OverlapPolicy, Reason, Run, RunEvent, RunStatus, Span, Trigger};
@@ -223,12 +226,33 @@ impl Ticker {
             errors,
             ..TickReport::default()
         };
-        let reports: Vec<TickReport> = stream::iter(schedules)
+        let concurrency = self.config.concurrency.max(1);
+        // A window inside the lookahead is not due yet, so nothing about it needs a read
+        // (overlap is judged by the worker when it starts): those fires go in batches, one
+        // transaction for many schedules. Windows already due go one by one.
+        let (ahead, mut one_by_one): (Vec<_>, Vec<_>) = schedules
+            .into_iter()
+            .partition(|s| s.next_run_at.is_some_and(|t| t > now && t <= until));
+        let mut batches: Vec<Vec<StoredSchedule>> = Vec::new();
+        let mut ahead = ahead.into_iter().peekable();
+        while ahead.peek().is_some() {
+            batches.push(ahead.by_ref().take(MAX_FIRES_PER_TRANSACTION).collect());
+        }
+        let batched: Vec<(TickReport, Vec<StoredSchedule>)> = stream::iter(batches)
+            .map(|batch| self.fire_batch(batch, now, until))
+            .buffer_unordered(concurrency)
+            .collect()
+            .await;
+        for (r, rest) in batched {
+            report.merge(r);
+            one_by_one.extend(rest);
+        }
+        let reports: Vec<TickReport> = stream::iter(one_by_one)
             .map(|schedule| {
                 let span = tracing::info_span!("schedule", schedule = %schedule.id());
                 self.fire_schedule(schedule, now, until).instrument(span)
             })
-            .buffer_unordered(self.config.concurrency.max(1))
+            .buffer_unordered(concurrency)
             .collect()
             .await;
         for r in reports {
@@ -236,6 +260,83 @@ impl Ticker {
         }
         self.metrics.count("TickErrors", report.errors.len() as u64);
         report
+    }
+
+    /// Fires the first window of each schedule (all inside the lookahead, distinct schedules)
+    /// in one transaction, then sends them. Returns the schedules left for the one-by-one
+    /// path: all of them when the transaction did not go through (another ticker, the
+    /// reconciler or an edit got to one first; singly, each learns what happened to it), and
+    /// those with a further window inside the lookahead.
+    async fn fire_batch(
+        &self,
+        batch: Vec<StoredSchedule>,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> (TickReport, Vec<StoredSchedule>) {
+        let mut report = TickReport::default();
+        let mut prepared: Vec<(StoredSchedule, Fire, bool)> = Vec::with_capacity(batch.len());
+        for stored in batch {
+            let schedule = match self.schedules.get(&stored) {
+                Ok(s) => s,
+                Err(e) => {
+                    report.errors.push(format!("{}: {e}", stored.id()));
+                    continue;
+                }
+            };
+            let Some(expected) = stored.next_run_at else {
+                continue;
+            };
+            let (run, send) = match self.window_run(&stored, &schedule, expected, now).await {
+                Ok(planned) => planned,
+                Err(e) => {
+                    report.errors.push(format!("{}: {e}", stored.id()));
+                    continue;
+                }
+            };
+            let fire = Fire {
+                run,
+                expected_next_run_at: expected,
+                next_run_at: schedule.timing().next_after(expected),
+            };
+            prepared.push((stored, fire, send));
+        }
+        let fires: Vec<Fire> = prepared.iter().map(|(_, fire, _)| fire.clone()).collect();
+        let written = match self.store.fire_all(&fires).await {
+            Ok(written) => written,
+            Err(e) => {
+                tracing::warn!(error = %e, fires = fires.len(), "batched fire failed; firing one by one");
+                false
+            }
+        };
+        if !written {
+            let rest = prepared.into_iter().map(|(stored, ..)| stored).collect();
+            return (report, rest);
+        }
+        let mut rest = Vec::new();
+        let mut to_send = Vec::new();
+        for (mut stored, fire, send) in prepared {
+            self.count_created(stored.id(), &fire.run, &mut report);
+            if fire.next_run_at.is_some_and(|next| next <= until) {
+                stored.next_run_at = fire.next_run_at;
+                rest.push(stored);
+            }
+            if send {
+                to_send.push(fire.run);
+            }
+        }
+        let sent: Vec<bool> = stream::iter(to_send)
+            .map(|run| async move { self.enqueue(&run, now).await })
+            .buffer_unordered(self.config.concurrency.max(1))
+            .collect()
+            .await;
+        for ok in sent {
+            if ok {
+                report.sent += 1;
+            } else {
+                report.unsent += 1;
+            }
+        }
+        (report, rest)
     }
 
     /// Fires the due windows of one schedule, oldest first.
@@ -302,17 +403,16 @@ impl Ticker {
         report
     }
 
-    /// Records one window and hands it to its lane. `Ok(false)` when another ticker moved
-    /// the schedule first (it owns the rest of this schedule's tick).
-    async fn fire_window(
+    /// The run a window gets: PENDING for its lane, SKIPPED while paused, and for a window
+    /// already due the overlap policy's word (SKIPPED, or waiting behind QUEUE_NEW). The flag
+    /// says whether it is sent.
+    async fn window_run(
         &self,
         stored: &StoredSchedule,
         schedule: &cronledger_core::Schedule,
         scheduled_for: DateTime<Utc>,
-        next: Option<DateTime<Utc>>,
         now: DateTime<Utc>,
-        report: &mut TickReport,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<(Run, bool), StoreError> {
         let mut run = new_run(
             schedule,
             stored.version,
@@ -342,29 +442,44 @@ impl Ticker {
                 }
             }
         }
+        Ok((run, send))
+    }
+
+    fn count_created(&self, schedule_id: &str, run: &Run, report: &mut TickReport) {
+        report.created += 1;
+        self.metrics.count_for(schedule_id, "RunsCreated", 1);
+        if run.status == RunStatus::Skipped {
+            self.metrics.count_for(schedule_id, "RunsSkipped", 1);
+        }
+        match run.reason {
+            Some(Reason::Overlap) => report.skipped_overlap += 1,
+            Some(Reason::QueuedBehind) => report.queued_behind += 1,
+            _ => {}
+        }
+        tracing::info!(run = %run.key, status = %run.status, "run created");
+    }
+
+    /// Records one window and hands it to its lane. `Ok(false)` when another ticker moved
+    /// the schedule first (it owns the rest of this schedule's tick).
+    async fn fire_window(
+        &self,
+        stored: &StoredSchedule,
+        schedule: &cronledger_core::Schedule,
+        scheduled_for: DateTime<Utc>,
+        next: Option<DateTime<Utc>>,
+        now: DateTime<Utc>,
+        report: &mut TickReport,
+    ) -> Result<bool, StoreError> {
+        let (run, send) = self
+            .window_run(stored, schedule, scheduled_for, now)
+            .await?;
         let fire = Fire {
             run,
             expected_next_run_at: scheduled_for,
             next_run_at: next,
         };
         match self.store.fire(&fire).await? {
-            FireOutcome::Created => {
-                report.created += 1;
-                self.metrics.count_for(stored.id(), "RunsCreated", 1);
-                if fire.run.status == RunStatus::Skipped {
-                    self.metrics.count_for(stored.id(), "RunsSkipped", 1);
-                }
-                match fire.run.reason {
-                    Some(Reason::Overlap) => report.skipped_overlap += 1,
-                    Some(Reason::QueuedBehind) => report.queued_behind += 1,
-                    _ => {}
-                }
-                tracing::info!(
-                    run = %fire.run.key,
-                    status = %fire.run.status,
-                    "run created"
-                );
-            }
+            FireOutcome::Created => self.count_created(stored.id(), &fire.run, report),
             FireOutcome::Lost {
                 schedule_moved: true,
                 ..

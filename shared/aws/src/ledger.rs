@@ -34,6 +34,10 @@ pub struct Pause {
 /// How many pauses a schedule remembers (older ones are beyond any catch-up horizon).
 pub const PAUSE_HISTORY: usize = 20;
 
+/// Fires per [`LedgerStore::fire_all`]: two writes each, and DynamoDB takes 100 in one
+/// transaction.
+pub const MAX_FIRES_PER_TRANSACTION: usize = 50;
+
 /// An expression (cron and timezone) the schedule had until an edit, kept until the
 /// reconciler's watermark passes `until`: the windows before the edit are judged by the
 /// expression in force then, not by the new one.
@@ -332,6 +336,16 @@ pub trait LedgerStore: Send + Sync {
     /// The ticker's write: the run (if absent) and the advanced `next_run_at` (if unchanged),
     /// in one transaction.
     async fn fire(&self, fire: &Fire) -> Result<FireOutcome, StoreError>;
+
+    /// Several fires, each for a different schedule, in one transaction (at most
+    /// [`MAX_FIRES_PER_TRANSACTION`]): `Ok(true)` when every run was created and every
+    /// schedule advanced, `Ok(false)` when nothing was written because a condition failed
+    /// (another writer got to one of them first): fire them one by one to learn which.
+    /// A store that cannot batch answers `Ok(false)` without writing.
+    async fn fire_all(&self, fires: &[Fire]) -> Result<bool, StoreError> {
+        let _ = fires;
+        Ok(false)
+    }
 
     /// Moves `next_run_at` on alone (when the run already existed), if unchanged.
     async fn advance_next_run(

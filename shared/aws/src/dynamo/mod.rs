@@ -305,6 +305,10 @@ impl LedgerStore for DynamoLedger {
         metered("fire", self.fire_impl(fire)).await
     }
 
+    async fn fire_all(&self, fires: &[Fire]) -> Result<bool, StoreError> {
+        metered("fire_all", self.fire_all_impl(fires)).await
+    }
+
     async fn advance_next_run(
         &self,
         id: &str,

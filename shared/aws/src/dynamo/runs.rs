@@ -18,7 +18,9 @@ use crate::codec::schedule::VERSION;
 use crate::error::StoreError;
 use crate::item::{key, n, s, time, Item};
 use crate::keys::{self, GSI2PK, GSI2SK, PK, SK};
-use crate::ledger::{Created, Fire, FireOutcome, Page, RecentRuns, RunChange};
+use crate::ledger::{
+    Created, Fire, FireOutcome, Page, RecentRuns, RunChange, MAX_FIRES_PER_TRANSACTION,
+};
 
 impl DynamoLedger {
     pub(super) async fn create_run_impl(&self, run: &Run) -> Result<Created, StoreError> {
@@ -225,7 +227,9 @@ impl DynamoLedger {
         Ok(e)
     }
 
-    pub(super) async fn fire_impl(&self, fire: &Fire) -> Result<FireOutcome, StoreError> {
+    /// The two writes of a fire: the run if absent, and the schedule's `next_run_at` moved
+    /// on if unchanged (and the schedule still at the run's version).
+    fn fire_items(&self, fire: &Fire) -> Result<[TransactWriteItem; 2], StoreError> {
         let run = &fire.run;
         check_new(run)?;
         let id = &run.key.schedule_id;
@@ -248,10 +252,33 @@ impl DynamoLedger {
         );
         // The run carries the version it was planned under; an edit since then loses us the race.
         advance.eq(VERSION, n(run.schedule_version));
-        let items = vec![
+        Ok([
             TransactWriteItem::builder().put(put).build(),
             self.schedule_update(id, &advance)?,
-        ];
+        ])
+    }
+
+    pub(super) async fn fire_all_impl(&self, fires: &[Fire]) -> Result<bool, StoreError> {
+        if fires.len() > MAX_FIRES_PER_TRANSACTION {
+            return Err(StoreError::InvalidRequest(format!(
+                "{} fires in one transaction; at most {MAX_FIRES_PER_TRANSACTION}",
+                fires.len()
+            )));
+        }
+        let mut items = Vec::with_capacity(fires.len() * 2);
+        for fire in fires {
+            items.extend(self.fire_items(fire)?);
+        }
+        match self.transact(items).await {
+            Ok(()) => Ok(true),
+            Err(TxError::Canceled(_)) => Ok(false),
+            Err(TxError::Failed(e)) => Err(e),
+        }
+    }
+
+    pub(super) async fn fire_impl(&self, fire: &Fire) -> Result<FireOutcome, StoreError> {
+        let run = &fire.run;
+        let items = self.fire_items(fire)?.to_vec();
         match self.transact(items).await {
             Ok(()) => Ok(FireOutcome::Created),
             Err(TxError::Canceled(reasons)) => {
