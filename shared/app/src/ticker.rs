@@ -3,8 +3,9 @@
 //! For each due schedule, one transaction writes the run (if absent) and advances
 //! `next_run_at` (if unchanged): racing tickers produce one run and one advance, and the
 //! loser learns it lost. Windows inside the lookahead go many schedules to a transaction
-//! (the same writes and conditions; if any fails nothing is written and each is fired alone). Windows older than their grace period are not fired here; the
-//! ticker only moves past them and leaves them to the reconciler's misfire policy.
+//! (the same writes and conditions; if any fails, nothing is written and each is fired
+//! alone). Windows older than their grace period are not fired here; the ticker only moves
+//! past them and leaves them to the reconciler's misfire policy.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -299,6 +300,11 @@ impl Ticker {
                 next_run_at: schedule.timing().next_after(expected),
             };
             prepared.push((stored, fire, send));
+        }
+        if prepared.len() < 2 {
+            // Alone, the single fire says what happened if it loses: one request either way.
+            let rest = prepared.into_iter().map(|(stored, ..)| stored).collect();
+            return (report, rest);
         }
         let fires: Vec<Fire> = prepared.iter().map(|(_, fire, _)| fire.clone()).collect();
         let written = match self.store.fire_all(&fires).await {
