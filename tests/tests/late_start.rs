@@ -269,18 +269,24 @@ async fn run_once_folds_a_late_run_into_the_gap_it_opens() {
     assert_eq!(hook.arrived(), 0);
 }
 
-#[tokio::test]
-async fn runs_late_behind_a_backlog_fold_into_the_latest_which_moves_ahead_and_runs_once() {
+/// A RUN_ONCE schedule every 10 minutes whose windows at `minutes` the ticker fired on time
+/// while no worker took them (a broken deploy, a backlog): each has a live run waiting in
+/// the lane. Queued runs do not overlap-skip each other (ALLOW) while no worker runs them.
+async fn backlog(id: &str, side_effects: bool, minutes: &[i64]) -> (AppEnv, Webhook) {
     let env = AppEnv::new(LaneSettings::default(), minute(0)).await;
     let hook = Webhook::start(Answer::Succeed).await;
-    // Queued runs do not overlap-skip each other while no worker runs them.
-    let fields = json!({"misfire": "RUN_ONCE", "side_effects": false, "overlap": "ALLOW"});
-    schedule(&env, &hook, "slow", "*/10 * * * *", fields).await;
-    // The ticker fires 10:00..10:30 on time; no worker takes them (a broken deploy, a
-    // backlog): every window has a live run waiting in the lane.
-    for m in [0, 10, 20, 30] {
-        assert_eq!(env.tick(minute(m)).await.sent, 1);
+    let fields = json!({"misfire": "RUN_ONCE", "side_effects": side_effects, "overlap": "ALLOW"});
+    schedule(&env, &hook, id, "*/10 * * * *", fields).await;
+    for m in minutes {
+        assert_eq!(env.tick(minute(*m)).await.sent, 1);
     }
+    (env, hook)
+}
+
+#[tokio::test]
+async fn runs_late_behind_a_backlog_fold_into_the_latest_which_moves_ahead_and_runs_once() {
+    // 10:00..10:30 wait in the lane.
+    let (env, hook) = backlog("slow", false, &[0, 10, 20, 30]).await;
     // Workers return at 10:33 and take the oldest first. 10:00 folds into 10:30, the latest
     // window past its grace; 10:30's own run waits at the back of the same backlog (and in
     // a lasting backlog would fold into the next), so it is moved to the correction lane.
@@ -321,13 +327,7 @@ async fn runs_late_behind_a_backlog_fold_into_the_latest_which_moves_ahead_and_r
 
 #[tokio::test]
 async fn a_backlog_of_a_side_effecting_run_once_schedule_asks_for_one_approval() {
-    let env = AppEnv::new(LaneSettings::default(), minute(0)).await;
-    let hook = Webhook::start(Answer::Succeed).await;
-    let fields = json!({"misfire": "RUN_ONCE", "side_effects": true, "overlap": "ALLOW"});
-    schedule(&env, &hook, "effects", "*/10 * * * *", fields).await;
-    for m in [0, 10, 20, 30, 40, 50] {
-        assert_eq!(env.tick(minute(m)).await.sent, 1);
-    }
+    let (env, hook) = backlog("effects", true, &[0, 10, 20, 30, 40, 50]).await;
     // Workers return at 10:57, in whatever order: late past the 5-minute tier, the windows
     // fold into 10:50 and 10:50 waits for approval, once, rather than six times.
     env.clock.set(minute(57));

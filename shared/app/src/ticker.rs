@@ -115,6 +115,15 @@ impl TickReport {
         self.unsent += other.unsent;
         self.errors.extend(other.errors);
     }
+
+    /// A created run's send: made, or left PENDING for the reconciler.
+    fn count_send(&mut self, sent: bool) {
+        if sent {
+            self.sent += 1;
+        } else {
+            self.unsent += 1;
+        }
+    }
 }
 
 /// What a tick found due (see [`Ticker::due`]).
@@ -301,19 +310,8 @@ impl Ticker {
             };
             prepared.push((stored, fire, send));
         }
-        if prepared.len() < 2 {
-            // Alone, the single fire says what happened if it loses: one request either way.
-            let rest = prepared.into_iter().map(|(stored, ..)| stored).collect();
-            return (report, rest);
-        }
-        let fires: Vec<Fire> = prepared.iter().map(|(_, fire, _)| fire.clone()).collect();
-        let written = match self.store.fire_all(&fires).await {
-            Ok(written) => written,
-            Err(e) => {
-                tracing::warn!(error = %e, fires = fires.len(), "batched fire failed; firing one by one");
-                false
-            }
-        };
+        // Alone, the single fire says what happened if it loses: one request either way.
+        let written = prepared.len() > 1 && self.fire_together(&prepared).await;
         if !written {
             let rest = prepared.into_iter().map(|(stored, ..)| stored).collect();
             return (report, rest);
@@ -336,13 +334,21 @@ impl Ticker {
             .collect()
             .await;
         for ok in sent {
-            if ok {
-                report.sent += 1;
-            } else {
-                report.unsent += 1;
-            }
+            report.count_send(ok);
         }
         (report, rest)
+    }
+
+    /// The batch's fires in one transaction; `false` when nothing was written.
+    async fn fire_together(&self, prepared: &[(StoredSchedule, Fire, bool)]) -> bool {
+        let fires: Vec<Fire> = prepared.iter().map(|(_, fire, _)| fire.clone()).collect();
+        match self.store.fire_all(&fires).await {
+            Ok(written) => written,
+            Err(e) => {
+                tracing::warn!(error = %e, fires = fires.len(), "batched fire failed; firing one by one");
+                false
+            }
+        }
     }
 
     /// Fires the due windows of one schedule, oldest first.
@@ -504,11 +510,7 @@ impl Ticker {
             }
         }
         if send {
-            if self.enqueue(&fire.run, now).await {
-                report.sent += 1;
-            } else {
-                report.unsent += 1;
-            }
+            report.count_send(self.enqueue(&fire.run, now).await);
         }
         Ok(true)
     }
