@@ -10,8 +10,11 @@ use chrono::{DateTime, Duration as Delta, Utc};
 use cronledger_app::worker::{Worker, WorkerConfig};
 use cronledger_aws::lanes::{LaneSettings, MessageOutcome, Received};
 use cronledger_aws::RunChange;
-use cronledger_core::{Lane, Reason, RunEvent, RunKey, RunStatus, Span};
+use cronledger_core::{Lane, Reason, RunEvent, RunKey, RunStatus, Span, Trigger};
 use cronledger_tests::app::{spawn_poller, worker_config, AppEnv};
+use cronledger_tests::reconcile::{
+    assert_every_window_once, reconcile, reconciler, reconciler_config, FakeSignals,
+};
 use cronledger_tests::webhook::{Answer, Webhook};
 use cronledger_tests::{spec_with, t};
 use serde_json::{json, Value};
@@ -45,6 +48,17 @@ async fn deliver_done(env: &AppEnv, worker: &Worker, lane: Lane, message: Receiv
     let report = env.deliver(worker, lane, &[message]).await;
     let outcomes: Vec<_> = report.outcomes.into_iter().map(|(_, o)| o).collect();
     assert_eq!(outcomes, [MessageOutcome::Done]);
+}
+
+/// The idempotency keys the receiver was called with, sorted.
+fn called(hook: &Webhook) -> Vec<String> {
+    let mut keys: Vec<String> = hook
+        .calls()
+        .into_iter()
+        .map(|c| c.idempotency_key)
+        .collect();
+    keys.sort();
+    keys
 }
 
 /// Takes the message of schedule `id`'s run out of `messages`.
@@ -116,14 +130,8 @@ async fn a_live_run_delivered_past_its_grace_follows_the_misfire_policy() {
         ]
     );
     // Only the runs that started reached the receiver.
-    let mut called: Vec<String> = hook
-        .calls()
-        .into_iter()
-        .map(|c| c.idempotency_key)
-        .collect();
-    called.sort();
     assert_eq!(
-        called,
+        called(&hook),
         [
             "on-time:2026-03-01T09:00:00Z/2026-03-01T10:00:00Z",
             "once:2026-03-01T09:00:00Z/2026-03-01T10:00:00Z",
@@ -361,4 +369,108 @@ async fn a_backlog_of_a_side_effecting_run_once_schedule_asks_for_one_approval()
         ]
     );
     assert_eq!(hook.calls().len(), 0);
+}
+
+#[tokio::test]
+async fn a_catch_up_all_backlog_is_planned_as_its_gap_capped_and_replayed_one_by_one() {
+    let env = AppEnv::new(LaneSettings::default(), minute(0)).await;
+    let hook = Webhook::start(Answer::Succeed).await;
+    let fields = json!({"misfire": "CATCH_UP_ALL", "side_effects": false, "max_auto_catch_up": 3,
+        "overlap": "ALLOW"});
+    schedule(&env, &hook, "replay", "*/10 * * * *", fields).await;
+    let key = |m| RunKey::expected("replay", minute(m));
+    // 10:00..10:50 are fired on time while no worker takes them.
+    for m in (0..=50).step_by(10) {
+        assert_eq!(env.tick(minute(m)).await.sent, 1);
+    }
+    // Workers return at 10:53 and take the oldest first. Those are a replay, which one run
+    // cannot place in its gap: they wait for the reconciler.
+    env.clock.set(minute(53));
+    let worker = env.worker(worker_config("w"));
+    let mut queued = messages(&env, LANE, 6).await;
+    queued.sort_by_key(|m| m.body.clone());
+    let mut queued = queued.into_iter();
+    for message in queued.by_ref().take(3) {
+        deliver_done(&env, &worker, LANE, message).await;
+    }
+    for m in [0, 10, 20] {
+        let run = env.run(&key(m)).await;
+        assert_eq!(
+            (m, run.status, run.reason, run.attempts),
+            (m, RunStatus::Pending, Some(Reason::LateAwaitingPlan), 0)
+        );
+    }
+    // More of the gap is still on its way to a worker (10:30.. QUEUED, late): wait for it.
+    let r = reconciler(&env, Arc::new(FakeSignals::default()), reconciler_config());
+    let report = reconcile(&r, minute(54)).await;
+    assert_eq!(report.backlog.deferred, 3);
+    assert_eq!(env.run(&key(0)).await.status, RunStatus::Pending);
+    // The rest arrives: 10:30 and 10:40 wait too; 10:50, 3 minutes late (the immediate
+    // tier), runs.
+    for message in queued {
+        deliver_done(&env, &worker, LANE, message).await;
+    }
+    assert_eq!(env.run(&key(50)).await.status, RunStatus::Success);
+    assert_eq!(hook.calls().len(), 1);
+
+    // The five are planned as one gap (55 minutes, the serial tier) with the schedule's
+    // cap of 3, exactly as the same windows missed outright would be.
+    let report = reconcile(&r, minute(55)).await;
+    assert_eq!((report.backlog.fired, report.backlog.held), (3, 2));
+    let group = Some("catchup:replay:2026-03-01T10:00:00Z".to_string());
+    for m in [0, 10, 20] {
+        let run = env.run(&key(m)).await;
+        assert_eq!(
+            (m, run.trigger, run.lane, run.replay_group_id, run.reason),
+            (
+                m,
+                Trigger::CatchUp,
+                Some(Lane::Correction),
+                group.clone(),
+                None
+            )
+        );
+    }
+    for m in [30, 40] {
+        let run = env.run(&key(m)).await;
+        assert_eq!(
+            (m, run.status, run.reason, run.trigger),
+            (
+                m,
+                RunStatus::ManualRequired,
+                Some(Reason::CapExceeded),
+                Trigger::CatchUp
+            )
+        );
+    }
+    // A stray copy of a planned run's live message does not start it outside its release.
+    let mut copy = env.run(&key(20)).await;
+    copy.lane = Some(LANE);
+    env.resend(&copy).await;
+    let stray = messages(&env, LANE, 1).await.remove(0);
+    deliver_done(&env, &worker, LANE, stray).await;
+    assert_eq!(env.run(&key(20)).await.attempts, 0);
+
+    // The correction lane replays them one at a time, oldest first.
+    for (pass, m) in [(55, 0), (56, 10), (57, 20)] {
+        if pass > 55 {
+            assert_eq!(reconcile(&r, minute(pass)).await.released, 1);
+        }
+        let message = messages(&env, Lane::Correction, 1).await.remove(0);
+        deliver_done(&env, &worker, Lane::Correction, message).await;
+        let run = env.run(&key(m)).await;
+        assert_eq!((m, run.status, run.attempts), (m, RunStatus::Success, 1));
+    }
+    assert_eq!(
+        called(&hook),
+        [
+            "replay:2026-03-01T09:50:00Z/2026-03-01T10:00:00Z",
+            "replay:2026-03-01T10:00:00Z/2026-03-01T10:10:00Z",
+            "replay:2026-03-01T10:10:00Z/2026-03-01T10:20:00Z",
+            "replay:2026-03-01T10:40:00Z/2026-03-01T10:50:00Z",
+        ]
+    );
+    let stored = env.store.get_schedule("replay").await.expect("schedule");
+    let compiled = cronledger_core::Schedule::new(stored.spec).expect("compiles");
+    assert_every_window_once(env.store.as_ref(), &compiled, minute(-1), minute(50)).await;
 }

@@ -293,24 +293,27 @@ async fn catch_up_pauses_while_live_work_is_in_trouble_and_resumes_when_it_clear
 
 /// A worker outage leaves live runs QUEUED past the re-send threshold with their messages
 /// still in the lane: a copy per pass would multiply the backlog, so the re-send waits while
-/// the lane has messages waiting, and happens once it has drained (the message was lost).
+/// a later run of the schedule waits untaken in the same lane. Once a later one is taken the
+/// lane has moved past the message (it was lost): it is re-sent, however busy the lane.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn queued_runs_are_not_resent_into_a_lane_that_has_messages_waiting() {
+async fn queued_runs_are_not_resent_while_the_lane_has_not_reached_them() {
     let ten = t("2026-03-08T10:00:00Z");
     let env = AppEnv::new(LaneSettings::default(), ten).await;
     let fields = json!({"priority": "HIGH", "overlap": "ALLOW"});
     env.create(
-        spec_with("outage", "0 * * * *", fields),
+        spec_with("outage", "*/10 * * * *", fields),
         t("2026-03-08T09:59:00Z"),
     )
     .await;
     assert_eq!(env.tick(ten).await.sent, 1);
+    assert_eq!(env.tick(t("2026-03-08T10:10:00Z")).await.sent, 1);
     let key = RunKey::expected("outage", ten);
     let signals = Arc::new(FakeSignals::default());
     signals.backlog.store(40, Ordering::SeqCst);
     let r = reconciler(&env, signals.clone(), reconciler_config());
     let sent = env.queue.sends().len();
 
+    // 10:00 is QUEUED 31 minutes; 10:10 waits untaken behind it.
     let backed_up = reconcile(&r, t("2026-03-08T10:31:00Z")).await;
     assert_eq!(
         (
@@ -331,13 +334,24 @@ async fn queued_runs_are_not_resent_into_a_lane_that_has_messages_waiting() {
         .expect("a per-schedule EMF document");
     assert_eq!(stuck["StuckRuns"], 1.0);
 
-    signals.backlog.store(0, Ordering::SeqCst);
-    let drained = reconcile(&r, t("2026-03-08T10:36:00Z")).await;
+    // A worker takes 10:10 while the lane still shows 40 messages (a busy lane is never
+    // empty): 10:00's message is behind the lane, lost; it is sent again.
+    let later = RunKey::expected("outage", t("2026-03-08T10:10:00Z"));
+    let at = t("2026-03-08T10:35:00Z");
+    env.store
+        .transition_run(
+            &later,
+            &RunChange::new(RunEvent::Start, RunStatus::Queued, 0, at)
+                .with_lease("w", at + chrono::Duration::minutes(5)),
+        )
+        .await
+        .expect("start 10:10");
+    let moved_on = reconcile(&r, t("2026-03-08T10:36:00Z")).await;
     assert_eq!(
-        (drained.stuck.queued_resent, drained.stuck.resend_deferred),
+        (moved_on.stuck.queued_resent, moved_on.stuck.resend_deferred),
         (1, 0),
         "{:?}",
-        drained.stuck
+        moved_on.stuck
     );
     assert_eq!(env.queue.sends()[sent..], [key]);
 }

@@ -87,6 +87,9 @@ enum Admission {
     /// QUEUE_NEW behind an earlier active run: park the run PENDING (QUEUED_BEHIND) and let
     /// the finishing run release it, rather than bounce the message until SQS dead-letters it.
     WaitBehind,
+    /// A late CATCH_UP_ALL run past the immediate tier: park it PENDING (LATE_AWAITING_PLAN)
+    /// for the reconciler to plan with the rest of its gap (cap, catch-up lanes, pacing).
+    AwaitPlan,
     /// End the run without executing it.
     Skip(Reason),
     /// Hold the run for an operator's approval (MANUAL_REQUIRED) without executing it.
@@ -203,6 +206,7 @@ impl Worker {
                     return Ok(());
                 }
                 Ok(Admission::WaitBehind) => return self.wait_behind(run, &stored, now).await,
+                Ok(Admission::AwaitPlan) => return self.await_plan(run, now).await,
                 Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
             };
             if let Some(reason) = already_done(&seen) {
@@ -338,6 +342,14 @@ impl Worker {
             RunStatus::Running => RunEvent::Reclaim,
             _ => return Ok(Admission::Ack("not runnable")),
         };
+        if run.trigger == Trigger::CatchUp
+            && run.status == RunStatus::Pending
+            && matches!(lane, Lane::Realtime | Lane::Normal)
+        {
+            // A live run the reconciler planned into a catch-up lane, met by a stray copy of
+            // its live message: the throttled release sends it, not this lane.
+            return Ok(Admission::Ack("a catch-up run waiting for its release"));
+        }
         if judged_on_lateness(run, lane) {
             match late_start(schedule, run.key.scheduled_for, now) {
                 LateStart::Run => {}
@@ -347,6 +359,7 @@ impl Worker {
                     let promote = self.waiting_in_backlog(schedule, into).await?;
                     return Ok(Admission::Coalesce { into, promote });
                 }
+                LateStart::AwaitPlan => return Ok(Admission::AwaitPlan),
             }
         }
         // Catch-up and backfill runs are paced by their release budgets, not the overlap policy.
@@ -484,6 +497,25 @@ impl Worker {
                 if !blocked {
                     self.release_next_queued(stored, now).await;
                 }
+                Ok(())
+            }
+            Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => Err(
+                HandlerFailure::Retry("the run changed while parking it; look again".into()),
+            ),
+            Err(e) => Err(HandlerFailure::Retry(e.to_string())),
+        }
+    }
+
+    /// Parks a late run for the reconciler's plan of its gap and acknowledges its message.
+    async fn await_plan(&self, run: &Run, now: DateTime<Utc>) -> Result<(), HandlerFailure> {
+        let mut change = RunChange::new(RunEvent::AwaitPlan, run.status, run.lease_epoch, now);
+        change.reason = Some(Reason::LateAwaitingPlan);
+        match self.store.transition_run(&run.key, &change).await {
+            Ok(_) => {
+                let late_ms = (now - run.key.scheduled_for).num_milliseconds();
+                tracing::info!(late_ms, "late: waits for the reconciler to plan its gap");
+                self.metrics
+                    .count_for(&run.key.schedule_id, "RunsAwaitingPlan", 1);
                 Ok(())
             }
             Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => Err(

@@ -195,6 +195,10 @@ pub struct RunChange {
     pub lane: Option<Lane>,
     /// COALESCE: the window whose run stands for this one.
     pub coalesced_into: Option<DateTime<Utc>>,
+    /// Makes a live run a catch-up run of this replay group (trigger CATCH_UP): the
+    /// reconciler's plan of a late backlog. Only once: the write fails unless the stored
+    /// trigger is still SCHEDULED, so two reconcilers cannot both plan the same run.
+    pub catch_up: Option<String>,
 }
 
 impl RunChange {
@@ -210,6 +214,7 @@ impl RunChange {
             result: None,
             job_id: None,
             lane: None,
+            catch_up: None,
         }
     }
 

@@ -240,6 +240,19 @@ pub struct PlanTotals {
     pub manual: u32,
 }
 
+impl PlanTotals {
+    fn add<'a>(&mut self, actions: impl Iterator<Item = &'a Action>) {
+        for action in actions {
+            match action {
+                Action::Fire { .. } => self.fire += 1,
+                Action::Skip { .. } => self.skipped += 1,
+                Action::Coalesce { .. } => self.coalesced += 1,
+                Action::Hold { .. } => self.manual += 1,
+            }
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Plan {
     pub schedule_id: String,
@@ -257,6 +270,27 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// A plan of `(from, through]` before any window is decided.
+    fn undecided(
+        spec: &crate::spec::ScheduleSpec,
+        from: DateTime<Utc>,
+        through: DateTime<Utc>,
+        totals: PlanTotals,
+    ) -> Plan {
+        Plan {
+            schedule_id: spec.id.clone(),
+            from,
+            through,
+            gap: None,
+            tier: None,
+            replay_group_id: None,
+            entries: Vec::new(),
+            alerts: Vec::new(),
+            backfill: None,
+            totals,
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
@@ -400,57 +434,98 @@ fn plan_bounded(input: PlanInput<'_>, until: Option<DateTime<Utc>>) -> Result<Pl
         })
         .collect();
 
-    let mut plan = Plan {
-        schedule_id: spec.id.clone(),
-        from: input.watermark,
-        through,
-        gap: None,
-        tier: None,
-        replay_group_id: None,
-        entries: Vec::new(),
-        alerts: Vec::new(),
-        backfill: None,
-        totals,
-    };
+    let mut plan = Plan::undecided(spec, input.watermark, through, totals);
 
-    if let (Some(oldest), Some(latest)) = (live.first().copied(), live.last().copied()) {
-        let gap = Span::from_delta(input.now - oldest.at);
-        let tier = tier_of(gap, spec);
-        plan.gap = Some(gap);
-        plan.tier = Some(tier);
-        plan.replay_group_id = Some(format!("catchup:{}:{}", spec.id, utc_text(oldest.at)));
-        let actions = decide(spec, tier, &live, latest.at);
-        if actions.iter().any(|a| matches!(a, Action::Hold { .. })) || tier >= GapTier::Backfill {
-            plan.alerts.push(Alert {
-                owner: spec.owner.clone(),
-                message: alert_text(spec, tier, gap, &live, &actions),
-            });
-        }
-        if spec.misfire == MisfirePolicy::CatchUpAll && tier >= GapTier::Backfill {
-            plan.backfill = Some(BackfillProposal {
-                first: oldest.at,
-                last: latest.at,
-                windows: live.len() as u32,
-                // Started only when every window may start on its own: a running backfill
-                // must not replay windows the cap, the side effects or the gap hold back.
-                start_paused: actions.iter().any(|a| !matches!(a, Action::Fire { .. })),
-            });
-        }
-        decided.extend(live.into_iter().zip(actions));
-    }
+    decided.extend(decide_gap(spec, live, input.now, &mut plan));
     decided.retain(|(m, _)| !m.planned);
     decided.sort_by_key(|(m, _)| m.index);
 
-    for (_, action) in &decided {
-        match action {
-            Action::Fire { .. } => plan.totals.fire += 1,
-            Action::Skip { .. } => plan.totals.skipped += 1,
-            Action::Coalesce { .. } => plan.totals.coalesced += 1,
-            Action::Hold { .. } => plan.totals.manual += 1,
-        }
-    }
+    plan.totals.add(decided.iter().map(|(_, a)| a));
     plan.entries = compress(&decided, input.config.range_threshold);
     Ok(plan)
+}
+
+/// Decides one gap (its windows oldest first, none paused) by the DESIGN catch-up table, and
+/// records on `plan` what the gap is: its age and tier, its replay group, the alert and the
+/// backfill proposal it calls for.
+fn decide_gap(
+    spec: &crate::spec::ScheduleSpec,
+    live: Vec<Missed>,
+    now: DateTime<Utc>,
+    plan: &mut Plan,
+) -> Vec<(Missed, Action)> {
+    let (Some(oldest), Some(latest)) = (live.first().copied(), live.last().copied()) else {
+        return Vec::new();
+    };
+    let gap = Span::from_delta(now - oldest.at);
+    let tier = tier_of(gap, spec);
+    plan.gap = Some(gap);
+    plan.tier = Some(tier);
+    plan.replay_group_id = Some(format!("catchup:{}:{}", spec.id, utc_text(oldest.at)));
+    let actions = decide(spec, tier, &live, latest.at);
+    if actions.iter().any(|a| matches!(a, Action::Hold { .. })) || tier >= GapTier::Backfill {
+        plan.alerts.push(Alert {
+            owner: spec.owner.clone(),
+            message: alert_text(spec, tier, gap, &live, &actions),
+        });
+    }
+    if spec.misfire == MisfirePolicy::CatchUpAll && tier >= GapTier::Backfill {
+        plan.backfill = Some(BackfillProposal {
+            first: oldest.at,
+            last: latest.at,
+            windows: live.len() as u32,
+            // Started only when every window may start on its own: a running backfill
+            // must not replay windows the cap, the side effects or the gap hold back.
+            start_paused: actions.iter().any(|a| !matches!(a, Action::Fire { .. })),
+        });
+    }
+    live.into_iter().zip(actions).collect()
+}
+
+/// Plans the live runs a backlog left waiting late ([`LateStart::AwaitPlan`]): windows the
+/// ticker fired but no worker started within their grace (a worker outage, a backed-up lane).
+/// They are one gap, judged exactly as the same windows found missing would be: the tier
+/// from the oldest, the cap counted from it, catch-up lanes and release, the alert and the
+/// backfill proposal; so a window's fate does not depend on which outage it met. `waiting`
+/// holds each run's instant and window, oldest first; every entry is one run (no range
+/// records: the runs exist). The plan's `from` and `through` are the first and last of them.
+pub fn plan_backlog(
+    schedule: &Schedule,
+    waiting: &[(DateTime<Utc>, Window)],
+    now: DateTime<Utc>,
+) -> Plan {
+    let spec = &schedule.spec;
+    let live: Vec<Missed> = waiting
+        .iter()
+        .enumerate()
+        .map(|(index, &(at, window))| Missed {
+            index,
+            at,
+            window,
+            paused: None,
+            planned: false,
+        })
+        .collect();
+    let first = live.first().map_or(now, |m| m.at);
+    let last = live.last().map_or(now, |m| m.at);
+    let totals = PlanTotals {
+        expected: live.len() as u32,
+        ..PlanTotals::default()
+    };
+    let mut plan = Plan::undecided(spec, first, last, totals);
+    let decided = decide_gap(spec, live, now, &mut plan);
+    plan.totals.add(decided.iter().map(|(_, a)| a));
+    plan.entries = decided
+        .into_iter()
+        .map(|(m, action)| PlannedEntry {
+            scheduled_for: m.at,
+            window: m.window,
+            range_end: None,
+            count: 1,
+            action,
+        })
+        .collect();
+    plan
 }
 
 /// What becomes of a live run whose first attempt would start past its grace period: it sat
@@ -467,13 +542,18 @@ pub enum LateStart {
     Hold { reason: Reason },
     /// COALESCED (RUN_ONCE): later windows are past their grace too; the latest runs for all.
     Coalesce { into: DateTime<Utc> },
+    /// CATCH_UP_ALL past the immediate tier: a replay, which the cap counts and the catch-up
+    /// lanes pace. One run cannot tell its place in the gap, so it waits PENDING for the
+    /// reconciler to plan the gap's waiting runs together ([`plan_backlog`]).
+    AwaitPlan,
 }
 
 /// Judges a late first start as the planner judges the oldest window of the gap it opens
 /// (this window up to the latest one past its grace), so a window's fate does not depend on
 /// whether it was fired before the trouble or found missing after it: SKIP skips it, MANUAL
 /// holds it, RUN_ONCE coalesces it into the latest window (or runs it, if it is the latest),
-/// CATCH_UP_ALL runs it; approval when the tier, the side effects or a zero cap say so.
+/// CATCH_UP_ALL runs it in the immediate tier and otherwise leaves it to the reconciler's
+/// plan of the whole gap; approval when the tier, the side effects or a zero cap say so.
 ///
 /// Coalescing is only sound into a window that will run: a caller that finds the latest
 /// window's run itself waiting late in a lane (a backlog, not a gap) must see that it runs,
@@ -514,6 +594,9 @@ pub fn late_start(
         },
         Some(Action::Hold { reason }) => LateStart::Hold { reason: *reason },
         Some(Action::Coalesce { into }) => LateStart::Coalesce { into: *into },
+        Some(Action::Fire { release, .. }) if *release != Release::Immediate => {
+            LateStart::AwaitPlan
+        }
         _ => LateStart::Run,
     }
 }

@@ -62,6 +62,10 @@ named_enum!(
         StalledNotIdempotent => "STALLED_NOT_IDEMPOTENT",
         /// Waiting for the active run to end (QUEUE_NEW).
         QueuedBehind => "QUEUED_BEHIND",
+        /// A live run reached a worker past its grace behind a backlog (CATCH_UP_ALL, past
+        /// the immediate tier): it waits for the reconciler to plan it with the rest of its
+        /// gap (the tier, the cap, the catch-up lanes), as if it had never been fired.
+        LateAwaitingPlan => "LATE_AWAITING_PLAN",
         /// Heartbeat stopped or max_runtime passed.
         HeartbeatLost => "HEARTBEAT_LOST",
         MaxRuntimeExceeded => "MAX_RUNTIME_EXCEEDED",
@@ -135,6 +139,12 @@ named_enum!(
         /// QUEUE_NEW: an earlier run is still active; wait PENDING (reason QUEUED_BEHIND) for
         /// the finishing run to release this one, instead of holding a message in the lane.
         WaitBehind => "WAIT_BEHIND",
+        /// A late live run waits PENDING (reason LATE_AWAITING_PLAN) for the reconciler to
+        /// plan it with its gap, instead of running in the live lane on its own.
+        AwaitPlan => "AWAIT_PLAN",
+        /// The reconciler made a waiting late run a catch-up run of its gap (trigger
+        /// CATCH_UP, a replay group, a catch-up lane): it waits for the throttled release.
+        PlanCatchUp => "PLAN_CATCH_UP",
         Skip => "SKIP",
         Coalesce => "COALESCE",
         /// Operator events.
@@ -180,7 +190,8 @@ pub fn transition(from: RunStatus, event: RunEvent) -> Result<RunStatus, Transit
         (S::Pending | S::Queued, E::Skip) => S::Skipped,
         (S::Pending | S::Queued | S::ManualRequired, E::Coalesce) => S::Coalesced,
         (S::Pending | S::Queued | S::Stalled, E::HoldForApproval) => S::ManualRequired,
-        (S::Pending | S::Queued, E::WaitBehind) => S::Pending,
+        (S::Pending | S::Queued, E::WaitBehind | E::AwaitPlan) => S::Pending,
+        (S::Pending, E::PlanCatchUp) => S::Pending,
 
         (S::Running, E::Reclaim | E::Heartbeat) => S::Running,
         (S::Running, E::Succeed) => S::Success,

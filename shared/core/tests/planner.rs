@@ -13,8 +13,8 @@ use cronledger_core::planner::{Action, GapTier, Pause, Release};
 use cronledger_core::risk::{assess_change, RiskLevel};
 use cronledger_core::run::Origin;
 use cronledger_core::{
-    late_start, plan, Code, Coverage, Lane, LateStart, OverlapPolicy, Plan, PlanInput,
-    PlannerConfig, Reason, RunKey, RunStatus, Schedule, Span, Trigger,
+    late_start, plan, plan_backlog, Code, Coverage, Lane, LateStart, OverlapPolicy, Plan,
+    PlanInput, PlannerConfig, Reason, RunKey, RunStatus, Schedule, Span, Trigger,
 };
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -1003,7 +1003,12 @@ fn a_late_first_start_gets_the_misfire_policy_of_the_gap_it_opens() {
         late("CATCH_UP_ALL", true, 5, half_hour),
         hold(Reason::SideEffects)
     );
-    assert_eq!(late("CATCH_UP_ALL", false, 5, half_hour), LateStart::Run);
+    // Past the immediate tier a replay is the cap's and the catch-up lanes' business: the
+    // run waits for the reconciler to plan its gap.
+    assert_eq!(
+        late("CATCH_UP_ALL", false, 5, half_hour),
+        LateStart::AwaitPlan
+    );
     // A day and more: approval whatever the side effects; a zero cap: approval.
     let day = Duration::hours(25);
     assert_eq!(late("RUN_ONCE", false, 5, day), hold(Reason::GapTooLong));
@@ -1026,7 +1031,7 @@ fn a_late_first_start_gets_the_misfire_policy_of_the_gap_it_opens() {
     assert_eq!(ten("RUN_ONCE", false), LateStart::Coalesce { into });
     assert_eq!(ten("RUN_ONCE", true), LateStart::Coalesce { into });
     assert_eq!(ten("SKIP", false), skip);
-    assert_eq!(ten("CATCH_UP_ALL", false), LateStart::Run);
+    assert_eq!(ten("CATCH_UP_ALL", false), LateStart::AwaitPlan);
     // The latest window itself, a little late, runs.
     let latest = with_policy("*/10 * * * *", "RUN_ONCE", false, 5, "2m");
     assert_eq!(
@@ -1070,13 +1075,53 @@ proptest! {
             let oldest = planned.entries.first().expect("the gap's first entry");
             prop_assert_eq!(oldest.scheduled_for, at);
             let expected = match oldest.action {
-                Action::Fire { .. } => LateStart::Run,
+                Action::Fire { release: Release::Immediate, .. } => LateStart::Run,
+                Action::Fire { .. } => LateStart::AwaitPlan,
                 Action::Skip { .. } => LateStart::Skip { reason: Reason::GraceExpired },
                 Action::Hold { reason } => LateStart::Hold { reason },
                 Action::Coalesce { into } => LateStart::Coalesce { into },
             };
             prop_assert_eq!(judged, expected);
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Runs a backlog left waiting late are planned as the same windows missed outright:
+    /// the same action per window, tier, replay group, backfill proposal and alerts.
+    #[test]
+    fn a_backlog_is_planned_as_the_same_windows_missed(
+        cron in prop::sample::select(vec!["* * * * *", "*/10 * * * *", "0 * * * *"]),
+        policy in prop::sample::select(vec!["SKIP", "RUN_ONCE", "CATCH_UP_ALL", "MANUAL"]),
+        side_effects in any::<bool>(),
+        cap in 0u32..15,
+        gap_min in 1i64..(26 * 60),
+    ) {
+        let schedule = with_policy(cron, policy, side_effects, cap, "2m");
+        let watermark = utc("2026-03-01T02:00:00Z");
+        let now = watermark + Duration::minutes(gap_min);
+        let missed = plan(PlanInput {
+            schedule: &schedule,
+            watermark,
+            now,
+            existing: &Coverage::new(),
+            pauses: &[],
+            config: PlannerConfig { range_threshold: usize::MAX, ..PlannerConfig::default() },
+        })
+        .unwrap();
+        let waiting: Vec<_> = missed.entries.iter().map(|e| (e.scheduled_for, e.window)).collect();
+        let backlog = plan_backlog(&schedule, &waiting, now);
+        let actions = |p: &Plan| p.entries.iter().map(|e| (e.scheduled_for, e.action)).collect::<Vec<_>>();
+        prop_assert_eq!(actions(&backlog), actions(&missed));
+        prop_assert_eq!(backlog.tier, missed.tier);
+        prop_assert_eq!(&backlog.replay_group_id, &missed.replay_group_id);
+        prop_assert_eq!(&backlog.backfill, &missed.backfill);
+        prop_assert_eq!(&backlog.alerts, &missed.alerts);
+        prop_assert_eq!(backlog.totals.fire, missed.totals.fire);
+        prop_assert_eq!(backlog.totals.manual, missed.totals.manual);
+        prop_assert!(backlog.entries.iter().all(|e| e.range_end.is_none() && e.count == 1));
     }
 }
 

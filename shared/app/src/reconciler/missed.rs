@@ -324,6 +324,11 @@ impl Reconciler {
                 .count_for(id, "MissedWindows", u64::from(missed));
         }
         report.missed_windows += missed;
+        self.announce_gap(id, plan, report);
+    }
+
+    /// The gap's owner alerts and, for a long one, where its catch-up goes.
+    pub(super) fn announce_gap(&self, id: &str, plan: &Plan, report: &mut ReconcileReport) {
         for alert in &plan.alerts {
             tracing::warn!(schedule = id, owner = ?alert.owner, alert = %alert.message, "owner alert");
             report.alerts.push(alert.message.clone());

@@ -11,11 +11,14 @@
 //!    runs since its watermark with one query, plans the missed windows with the core's
 //!    misfire planner, writes the plan with conditional puts, then advances the watermark
 //!    (conditional on its old value) — see [`missed`];
-//! 5. resolves stuck runs (PENDING without a message, QUEUED too long, RUNNING with a stale
+//! 5. plans the late runs workers parked behind a drained backlog as gaps (CATCH_UP_ALL's
+//!    cap and catch-up lanes apply to a worker outage too) — see [`backlog`];
+//! 6. resolves stuck runs (PENDING without a message, QUEUED too long, RUNNING with a stale
 //!    lease or past `max_runtime`, STALLED) — see [`stuck`];
-//! 6. releases PENDING catch-up runs into their lane within the per-schedule and per-lane
+//! 7. releases PENDING catch-up runs into their lane within the per-schedule and per-lane
 //!    budgets — see [`release`].
 
+mod backlog;
 pub mod config;
 pub mod error;
 mod missed;
@@ -38,6 +41,7 @@ use crate::metrics::Metrics;
 use crate::runs::ScheduleCache;
 use crate::ticker::TickEvent;
 
+pub use backlog::BacklogReport;
 pub use config::{PauseConfig, ReconcilerConfig, ReleaseConfig, StuckConfig};
 pub use error::ReconcileError;
 pub use proposals::proposed_backfill_id;
@@ -134,6 +138,8 @@ pub struct ReconcileReport {
     pub backfills_proposed: Vec<String>,
     pub lanes: Vec<LaneGate>,
     pub stuck: StuckReport,
+    /// Late runs parked by workers behind a backlog, planned as gaps (see [`backlog`]).
+    pub backlog: BacklogReport,
     /// The ticker's EventBridge schedules that are missing, disabled or unreadable.
     pub ticker_problems: Vec<String>,
     pub alerts: Vec<String>,
@@ -158,6 +164,7 @@ impl ReconcileReport {
         self.backfills_proposed.extend(o.backfills_proposed);
         self.lanes.extend(o.lanes);
         self.stuck.merge(&o.stuck);
+        self.backlog.merge(&o.backlog);
         self.ticker_problems.extend(o.ticker_problems);
         self.alerts.extend(o.alerts);
         self.errors.extend(o.errors);
@@ -272,6 +279,8 @@ impl Reconciler {
             }
         }
 
+        let late = self.plan_backlogs(now, &active, &mut report).await;
+        created.extend(late);
         self.resolve_stuck(now, &active, &mut report).await;
         self.release(now, &active, created, &mut gates, &mut report)
             .await;

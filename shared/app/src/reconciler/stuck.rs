@@ -6,8 +6,8 @@
 //! |---|---|---|
 //! | PENDING live run, no message (`job_id` absent) | `pending_after` from creation | sent (QUEUED) |
 //! | PENDING QUEUE_NEW run with nothing active ahead of it | `pending_after` | sent (QUEUED) |
-//! | QUEUED | `queued_after` from queueing (or from its window, if later) | sent again, same message identity, unless its lane has messages waiting |
-//! | RETRY_PENDING | `retry_pending_after` from its last activity | sent again, same message identity, unless its lane has messages waiting |
+//! | QUEUED | `queued_after` from queueing (or from its window, if later) | sent again, same message identity, unless a later run of the schedule waits untaken in the same lane and the lane has messages waiting |
+//! | RETRY_PENDING | `retry_pending_after` from its last activity | sent again, same message identity, unless a later run of the schedule waits untaken in the same lane and the lane has messages waiting |
 //! | RUNNING, lease expired | `stall_grace` past the lease | STALLED (HEARTBEAT_LOST), then resolved |
 //! | RUNNING past `max_runtime` | `stall_grace` past it | STALLED (MAX_RUNTIME_EXCEEDED), then resolved |
 //! | STALLED (a crash between marking and resolving) | at once | resolved |
@@ -16,11 +16,16 @@
 //! says `idempotent: true` and attempts remain; otherwise MANUAL_REQUIRED with reason
 //! STALLED_NOT_IDEMPOTENT (or RETRIES_EXHAUSTED).
 //!
-//! PENDING catch-up runs are not stuck: they wait for the throttled release.
+//! PENDING catch-up runs are not stuck: they wait for the throttled release. Nor are late
+//! runs parked for the plan of their gap (LATE_AWAITING_PLAN): see [`super::backlog`].
 //!
-//! A re-send is for a lost message. While the run's lane shows messages waiting (a worker
-//! outage, a backlog) its message is most likely among them, and a copy every pass would
-//! multiply what the workers come back to: the re-send waits until the lane drains.
+//! A re-send is for a lost message. While the run's lane shows messages waiting and a later
+//! run of the same schedule on that lane has not been taken either (a worker outage, a
+//! backlog), its message is most likely among them, and a copy every pass would multiply
+//! what the workers come back to: the re-send waits. Once a later run of the schedule has
+//! been taken (or the lane is empty), the lane has moved past the message: it was lost.
+//! The depth alone would not do: a busy lane is never empty, and its lost messages would
+//! never be sent again.
 
 use std::collections::HashMap;
 
@@ -42,6 +47,18 @@ enum Verdict {
     Resolve,
 }
 
+/// Whether a later run of the same schedule waits, never taken, in the same lane: the lane
+/// has not reached this run's message either.
+fn waits_behind_its_successor(run: &Run, active: &[Run]) -> bool {
+    active.iter().any(|o| {
+        o.key.schedule_id == run.key.schedule_id
+            && o.key.scheduled_for > run.key.scheduled_for
+            && o.status == RunStatus::Queued
+            && o.attempts == 0
+            && lane_of(o) == lane_of(run)
+    })
+}
+
 impl Reconciler {
     pub(super) async fn resolve_stuck(
         &self,
@@ -58,6 +75,7 @@ impl Reconciler {
             }
             let mut stuck = StuckReport::default();
             let outcome = if verdict == Verdict::Resend
+                && waits_behind_its_successor(run, active)
                 && self.backed_up(lane_of(run), &mut backed_up).await
             {
                 // Still a stuck run (the metric and its alarm are how a worker outage shows).
@@ -121,6 +139,8 @@ impl Reconciler {
         let older_than = |t: DateTime<Utc>, span: cronledger_core::Span| now - t >= span.as_delta();
         match run.status {
             RunStatus::Pending if run.trigger == Trigger::CatchUp => Verdict::Fine,
+            // Parked late behind a backlog: planned with its gap (see [`super::backlog`]).
+            RunStatus::Pending if super::backlog::awaits_plan(run) => Verdict::Fine,
             RunStatus::Pending if run.reason == Some(Reason::QueuedBehind) => {
                 // Anything of the schedule in flight, or waiting since an earlier window.
                 let ahead = active.iter().any(|o| {

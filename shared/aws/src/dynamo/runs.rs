@@ -9,7 +9,9 @@ use aws_sdk_dynamodb::types::{
 };
 use chrono::{DateTime, Utc};
 use cronledger_core::run::{is_initial, transition};
-use cronledger_core::{Attempt, AttemptEnd, AttemptOutcome, AttemptStart, Run, RunKey, RunStatus};
+use cronledger_core::{
+    Attempt, AttemptEnd, AttemptOutcome, AttemptStart, Run, RunKey, RunStatus, Trigger,
+};
 
 use super::{DynamoLedger, Expr, TxError};
 use crate::codec::attempt as attempts;
@@ -220,6 +222,11 @@ impl DynamoLedger {
                     result.error_code.as_deref().map(s),
                 )
                 .set_opt(codec::RESULT_MESSAGE, result.message.as_deref().map(s));
+        }
+        if let Some(group) = &change.catch_up {
+            e.set(codec::TRIGGER, s(Trigger::CatchUp.as_str()))
+                .set(codec::REPLAY_GROUP_ID, s(group))
+                .eq(codec::TRIGGER, s(Trigger::Scheduled.as_str()));
         }
         e.exists(PK)
             .eq(codec::STATUS, s(change.from.as_str()))
