@@ -342,6 +342,11 @@ async fn a_worker_outage_backlog_follows_the_misfire_policy() {
             json!({"misfire": "RUN_ONCE", "side_effects": false}),
         ),
         spec_with("minutely-skip", "* * * * *", json!({"misfire": "SKIP"})),
+        spec_with(
+            "minutely-replay",
+            "* * * * *",
+            json!({"misfire": "CATCH_UP_ALL", "side_effects": false, "max_auto_catch_up": 10}),
+        ),
     ];
     let report = run(specs, config).await;
     assert_all_accounted(&report);
@@ -350,7 +355,12 @@ async fn a_worker_outage_backlog_follows_the_misfire_policy() {
     let late = |e: &&cronledger_core::run::LedgerEntry| {
         ("2026-03-01T01:00:00Z".."2026-03-01T01:58:00Z").contains(&e.scheduled_for.as_str())
     };
-    for e in report.ledger.iter().filter(late) {
+    for e in report
+        .ledger
+        .iter()
+        .filter(late)
+        .filter(|e| e.schedule != "minutely-replay")
+    {
         let expected = match e.schedule.as_str() {
             "minutely-once" => (RunStatus::Coalesced, Some(Reason::Coalesced)),
             _ => (RunStatus::Skipped, Some(Reason::GraceExpired)),
@@ -365,4 +375,45 @@ async fn a_worker_outage_backlog_follows_the_misfire_policy() {
         .find(|e| e.schedule == "minutely-once" && e.scheduled_for == "2026-03-01T01:58:00Z")
         .expect("01:58");
     assert_eq!(latest.status, RunStatus::Success);
+
+    // CATCH_UP_ALL: the runs more than 5 minutes late (the immediate tier) waited for the
+    // reconciler, which planned them as one gap as it plans missed windows: the cap's 10
+    // replayed as catch-up runs, the rest held for approval, a paused backfill proposed for
+    // the gap; none replayed in the live lane, none skipped for overlapping each other.
+    let replay: Vec<_> = report
+        .ledger
+        .iter()
+        .filter(|e| e.schedule == "minutely-replay")
+        .filter(|e| {
+            ("2026-03-01T01:00:00Z".."2026-03-01T01:55:00Z").contains(&e.scheduled_for.as_str())
+        })
+        .collect();
+    assert_eq!(replay.len(), 55);
+    let caught_up: Vec<_> = replay
+        .iter()
+        .filter(|e| e.trigger == Trigger::CatchUp && e.status == RunStatus::Success)
+        .map(|e| e.scheduled_for.as_str())
+        .collect();
+    // The oldest ten, as the planner's cap counts them.
+    assert_eq!(caught_up.first(), Some(&"2026-03-01T01:00:00Z"));
+    assert_eq!(caught_up.last(), Some(&"2026-03-01T01:09:00Z"));
+    assert_eq!(caught_up.len(), 10);
+    let held = replay
+        .iter()
+        .filter(|e| e.status == RunStatus::ManualRequired && e.reason == Some(Reason::CapExceeded))
+        .count();
+    assert_eq!(held, 45);
+    assert!(report
+        .ledger
+        .iter()
+        .all(|e| e.reason != Some(Reason::Overlap)));
+    let gap = report
+        .backfills
+        .iter()
+        .find(|b| b.schedule_id == "minutely-replay")
+        .expect("a backfill proposed for the gap");
+    assert_eq!(
+        (gap.state, gap.planned, gap.from),
+        (BackfillState::Paused, 55, t("2026-03-01T01:00:00Z"))
+    );
 }
