@@ -607,11 +607,15 @@ pub async fn live_active_before(
 /// How many of a schedule's newest runs the overlap checks read.
 pub const RECENT_RUNS: u32 = 25;
 
-/// The live runs still in flight among `recent` (see [`active_runs_of`]).
+/// The live runs still in flight among `recent` (see [`active_runs_of`]). A late run
+/// parked for the reconciler's plan of its gap (LATE_AWAITING_PLAN) is catch-up work in
+/// waiting, not live work: it holds nothing back.
 pub fn live_active(recent: &[Run]) -> Vec<ActiveRun> {
     recent
         .iter()
-        .filter(|r| r.status.is_active() && is_live(r.trigger))
+        .filter(|r| {
+            r.status.is_active() && is_live(r.trigger) && r.reason != Some(Reason::LateAwaitingPlan)
+        })
         .map(|r| ActiveRun {
             key: r.key.clone(),
             status: r.status,

@@ -359,7 +359,11 @@ impl Worker {
                     let promote = self.waiting_in_backlog(schedule, into).await?;
                     return Ok(Admission::Coalesce { into, promote });
                 }
-                LateStart::AwaitPlan => return Ok(Admission::AwaitPlan),
+                LateStart::AwaitPlan => {
+                    if self.in_backlog(schedule, run).await? {
+                        return Ok(Admission::AwaitPlan);
+                    }
+                }
             }
         }
         // Catch-up and backfill runs are paced by their release budgets, not the overlap policy.
@@ -408,12 +412,32 @@ impl Worker {
             Err(StoreError::RunNotFound(_)) => return Ok(None),
             Err(e) => return Err(e),
         };
-        let waiting = latest.trigger == Trigger::Scheduled
-            && latest.attempts == 0
-            && matches!(latest.status, RunStatus::Pending | RunStatus::Queued)
-            && latest.reason != Some(Reason::QueuedBehind)
-            && !matches!(latest.lane, Some(Lane::Correction | Lane::Manual));
+        let waiting = waiting_first_start(&latest) && latest.lane != Some(Lane::Correction);
         Ok(waiting.then(|| Box::new(latest)))
+    }
+
+    /// Whether a late run is part of a backlog: the run of the window before or after it is
+    /// a live run waiting for its first start too (or parked already). A lone late run (fired
+    /// just before a scheduler outage, its neighbours missing) opens a gap the reconciler
+    /// plans from the missing windows; it runs now, as the oldest window of that gap would.
+    async fn in_backlog(&self, schedule: &Schedule, run: &Run) -> Result<bool, StoreError> {
+        let at = run.key.scheduled_for;
+        let timing = schedule.timing();
+        for neighbour in [timing.prev_before(at), timing.next_after(at)]
+            .into_iter()
+            .flatten()
+        {
+            match self
+                .store
+                .get_run(&RunKey::expected(schedule.id(), neighbour))
+                .await
+            {
+                Ok(other) if waiting_first_start(&other) => return Ok(true),
+                Ok(_) | Err(StoreError::RunNotFound(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(false)
     }
 
     /// Sends a late live run to the correction lane (see [`Self::waiting_in_backlog`]). Its
@@ -768,13 +792,18 @@ impl Sighting {
 /// attempt of a live run the ticker fired. Not catch-up or operators' runs (already decided by
 /// the planner or a person), not retries, not a run approved onto the manual lane, and not a
 /// QUEUE_NEW run that waited behind an earlier one (it waited by policy).
-fn judged_on_lateness(run: &Run, lane: Lane) -> bool {
+/// A live run still waiting for its first start in a lane (or parked for a plan), not by
+/// policy behind an earlier one, not an operator's.
+fn waiting_first_start(run: &Run) -> bool {
     run.trigger == Trigger::Scheduled
         && run.attempts == 0
         && matches!(run.status, RunStatus::Pending | RunStatus::Queued)
         && run.reason != Some(Reason::QueuedBehind)
-        && lane != Lane::Manual
         && run.lane != Some(Lane::Manual)
+}
+
+fn judged_on_lateness(run: &Run, lane: Lane) -> bool {
+    waiting_first_start(run) && lane != Lane::Manual
 }
 
 fn run_not_found(key: &RunKey) -> HandlerFailure {
