@@ -87,8 +87,9 @@ enum Admission {
     /// QUEUE_NEW behind an earlier active run: park the run PENDING (QUEUED_BEHIND) and let
     /// the finishing run release it, rather than bounce the message until SQS dead-letters it.
     WaitBehind,
-    /// A late CATCH_UP_ALL run past the immediate tier: park it PENDING (LATE_AWAITING_PLAN)
-    /// for the reconciler to plan with the rest of its gap (cap, catch-up lanes, pacing).
+    /// A late CATCH_UP_ALL run past the immediate tier, inside a backlog: park it PENDING
+    /// (LATE_AWAITING_PLAN) for the reconciler to plan with the rest of its gap (cap,
+    /// catch-up lanes, pacing).
     AwaitPlan,
     /// End the run without executing it.
     Skip(Reason),
@@ -788,10 +789,6 @@ impl Sighting {
     }
 }
 
-/// Whether a start is held to the schedule's grace period (see [`late_start`]): the first
-/// attempt of a live run the ticker fired. Not catch-up or operators' runs (already decided by
-/// the planner or a person), not retries, not a run approved onto the manual lane, and not a
-/// QUEUE_NEW run that waited behind an earlier one (it waited by policy).
 /// A live run still waiting for its first start in a lane (or parked for a plan), not by
 /// policy behind an earlier one, not an operator's.
 fn waiting_first_start(run: &Run) -> bool {
@@ -802,6 +799,10 @@ fn waiting_first_start(run: &Run) -> bool {
         && run.lane != Some(Lane::Manual)
 }
 
+/// Whether a start is held to the schedule's grace period (see [`late_start`]): the first
+/// attempt of a live run the ticker fired. Not catch-up or operators' runs (already decided by
+/// the planner or a person), not retries, not a run approved onto the manual lane, and not a
+/// QUEUE_NEW run that waited behind an earlier one (it waited by policy).
 fn judged_on_lateness(run: &Run, lane: Lane) -> bool {
     waiting_first_start(run) && lane != Lane::Manual
 }
