@@ -86,13 +86,19 @@ async fn a_live_run_delivered_past_its_grace_follows_the_misfire_policy() {
             "once-effects",
             json!({"misfire": "RUN_ONCE", "side_effects": true}),
         ),
+        // A lone late run (no neighbouring window waits with it): the oldest window of the
+        // gap it opens, which the reconciler plans from the missing windows; it runs.
+        (
+            "catch-up",
+            json!({"misfire": "CATCH_UP_ALL", "side_effects": false}),
+        ),
         ("on-time", json!({"misfire": "SKIP"})),
     ];
     for (id, fields) in &policies {
         hourly(&env, &hook, id, fields.clone()).await;
     }
-    assert_eq!(env.tick(minute(0)).await.sent, 5);
-    let mut got = messages(&env, LANE, 5).await;
+    assert_eq!(env.tick(minute(0)).await.sent, 6);
+    let mut got = messages(&env, LANE, 6).await;
     let worker = env.worker(worker_config("w"));
 
     // Two minutes late is inside the grace period: the run starts.
@@ -101,11 +107,18 @@ async fn a_live_run_delivered_past_its_grace_follows_the_misfire_policy() {
 
     // Thirty minutes late (the 5 minutes - 1 hour tier): each policy decides.
     env.clock.set(minute(30));
-    for id in ["skip", "manual", "once", "once-effects"] {
+    for id in ["skip", "manual", "once", "once-effects", "catch-up"] {
         deliver_done(&env, &worker, LANE, take(&mut got, id)).await;
     }
     let mut entries = Vec::new();
-    for id in ["on-time", "skip", "manual", "once", "once-effects"] {
+    for id in [
+        "on-time",
+        "skip",
+        "manual",
+        "once",
+        "once-effects",
+        "catch-up",
+    ] {
         let run = env.run(&RunKey::expected(id, minute(0))).await;
         entries.push((id, run.status, run.reason, run.attempts));
     }
@@ -127,12 +140,14 @@ async fn a_live_run_delivered_past_its_grace_follows_the_misfire_policy() {
                 Some(Reason::SideEffects),
                 0
             ),
+            ("catch-up", RunStatus::Success, None, 1),
         ]
     );
     // Only the runs that started reached the receiver.
     assert_eq!(
         called(&hook),
         [
+            "catch-up:2026-03-01T09:00:00Z/2026-03-01T10:00:00Z",
             "on-time:2026-03-01T09:00:00Z/2026-03-01T10:00:00Z",
             "once:2026-03-01T09:00:00Z/2026-03-01T10:00:00Z",
         ]
