@@ -347,6 +347,11 @@ async fn a_worker_outage_backlog_follows_the_misfire_policy() {
             "* * * * *",
             json!({"misfire": "CATCH_UP_ALL", "side_effects": false, "max_auto_catch_up": 10}),
         ),
+        spec_with(
+            "minutely-replay-effects",
+            "* * * * *",
+            json!({"misfire": "CATCH_UP_ALL", "side_effects": true}),
+        ),
     ];
     let report = run(specs, config).await;
     assert_all_accounted(&report);
@@ -359,7 +364,7 @@ async fn a_worker_outage_backlog_follows_the_misfire_policy() {
         .ledger
         .iter()
         .filter(late)
-        .filter(|e| e.schedule != "minutely-replay")
+        .filter(|e| !e.schedule.starts_with("minutely-replay"))
     {
         let expected = match e.schedule.as_str() {
             "minutely-once" => (RunStatus::Coalesced, Some(Reason::Coalesced)),
@@ -380,14 +385,24 @@ async fn a_worker_outage_backlog_follows_the_misfire_policy() {
     // reconciler, which planned them as one gap as it plans missed windows: the cap's 10
     // replayed as catch-up runs, the rest held for approval, a paused backfill proposed for
     // the gap; none replayed in the live lane, none skipped for overlapping each other.
-    let replay: Vec<_> = report
-        .ledger
-        .iter()
-        .filter(|e| e.schedule == "minutely-replay")
-        .filter(|e| {
-            ("2026-03-01T01:00:00Z".."2026-03-01T01:55:00Z").contains(&e.scheduled_for.as_str())
-        })
-        .collect();
+    let gap_of = |id: &str| -> Vec<&cronledger_core::run::LedgerEntry> {
+        report
+            .ledger
+            .iter()
+            .filter(|e| e.schedule == id)
+            .filter(|e| {
+                ("2026-03-01T01:00:00Z".."2026-03-01T01:55:00Z").contains(&e.scheduled_for.as_str())
+            })
+            .collect()
+    };
+    let proposal_of = |id: &str| {
+        report
+            .backfills
+            .iter()
+            .find(|b| b.schedule_id == id)
+            .map(|b| (b.state, b.planned, b.from))
+    };
+    let replay = gap_of("minutely-replay");
     assert_eq!(replay.len(), 55);
     let caught_up: Vec<_> = replay
         .iter()
@@ -407,13 +422,17 @@ async fn a_worker_outage_backlog_follows_the_misfire_policy() {
         .ledger
         .iter()
         .all(|e| e.reason != Some(Reason::Overlap)));
-    let gap = report
-        .backfills
-        .iter()
-        .find(|b| b.schedule_id == "minutely-replay")
-        .expect("a backfill proposed for the gap");
-    assert_eq!(
-        (gap.state, gap.planned, gap.from),
-        (BackfillState::Paused, 55, t("2026-03-01T01:00:00Z"))
+    let paused_gap = Some((BackfillState::Paused, 55, t("2026-03-01T01:00:00Z")));
+    assert_eq!(proposal_of("minutely-replay"), paused_gap);
+    // With side effects every window of the gap waits for approval, as one replay group
+    // behind one paused backfill (resuming it approves them all), not 55 separate holds.
+    let effects = gap_of("minutely-replay-effects");
+    assert_eq!(effects.len(), 55);
+    assert!(
+        effects.iter().all(|e| e.status == RunStatus::ManualRequired
+            && e.reason == Some(Reason::SideEffects)
+            && e.trigger == Trigger::CatchUp),
+        "{effects:?}"
     );
+    assert_eq!(proposal_of("minutely-replay-effects"), paused_gap);
 }

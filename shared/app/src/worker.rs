@@ -17,8 +17,8 @@ use cronledger_aws::ledger::{RecentRuns, RunChange, StoredSchedule};
 use cronledger_aws::{LaneMessage, LaneQueue, LedgerStore, StoreError};
 use cronledger_core::run::RunResult;
 use cronledger_core::{
-    late_start, Lane, LateStart, OverlapPolicy, Reason, Run, RunEvent, RunKey, RunStatus, Schedule,
-    Span, Trigger,
+    late_start, planned_with_its_gap, Lane, LateStart, OverlapPolicy, Reason, Run, RunEvent,
+    RunKey, RunStatus, Schedule, Span, Trigger,
 };
 
 use crate::backoff::Backoff;
@@ -89,7 +89,7 @@ enum Admission {
     WaitBehind,
     /// A late CATCH_UP_ALL run past the immediate tier, inside a backlog: park it PENDING
     /// (LATE_AWAITING_PLAN) for the reconciler to plan with the rest of its gap (cap,
-    /// catch-up lanes, pacing).
+    /// catch-up lanes, pacing, approvals, backfill proposal).
     AwaitPlan,
     /// End the run without executing it.
     Skip(Reason),
@@ -352,18 +352,17 @@ impl Worker {
             return Ok(Admission::Ack("a catch-up run waiting for its release"));
         }
         if judged_on_lateness(run, lane) {
-            match late_start(schedule, run.key.scheduled_for, now) {
+            let at = run.key.scheduled_for;
+            if planned_with_its_gap(schedule, at, now) && self.in_backlog(schedule, run).await? {
+                return Ok(Admission::AwaitPlan);
+            }
+            match late_start(schedule, at, now) {
                 LateStart::Run => {}
                 LateStart::Skip { reason } => return Ok(Admission::Skip(reason)),
                 LateStart::Hold { reason } => return Ok(Admission::Hold(reason)),
                 LateStart::Coalesce { into } => {
                     let promote = self.waiting_in_backlog(schedule, into).await?;
                     return Ok(Admission::Coalesce { into, promote });
-                }
-                LateStart::AwaitPlan => {
-                    if self.in_backlog(schedule, run).await? {
-                        return Ok(Admission::AwaitPlan);
-                    }
                 }
             }
         }
@@ -420,7 +419,7 @@ impl Worker {
     /// Whether a late run is part of a backlog: the run of the window before or after it is
     /// a live run waiting for its first start too (or parked already). A lone late run (fired
     /// just before a scheduler outage, its neighbours missing) opens a gap the reconciler
-    /// plans from the missing windows; it runs now, as the oldest window of that gap would.
+    /// plans from the missing windows; it is judged alone, as the oldest window of that gap.
     async fn in_backlog(&self, schedule: &Schedule, run: &Run) -> Result<bool, StoreError> {
         let at = run.key.scheduled_for;
         let timing = schedule.timing();

@@ -15,7 +15,8 @@ pub mod window;
 pub use attempt::{Attempt, AttemptEnd, AttemptOutcome, AttemptStart};
 pub use error::{Code, Invalid, Issue};
 pub use planner::{
-    late_start, plan, plan_backlog, plan_until, Coverage, LateStart, Plan, PlanInput, PlannerConfig,
+    late_start, plan, plan_backlog, plan_until, planned_with_its_gap, Coverage, LateStart, Plan,
+    PlanInput, PlannerConfig,
 };
 pub use policy::{Lane, MisfirePolicy, OverlapPolicy, Priority};
 pub use run::{Reason, Run, RunEvent, RunKey, RunStatus, Trigger};

@@ -482,7 +482,7 @@ fn decide_gap(
     live.into_iter().zip(actions).collect()
 }
 
-/// Plans the live runs a backlog left waiting late ([`LateStart::AwaitPlan`]): windows the
+/// Plans the live runs a backlog left waiting late ([`planned_with_its_gap`]): windows the
 /// ticker fired but no worker started within their grace (a worker outage, a backed-up lane).
 /// They are one gap, judged exactly as the same windows found missing would be: the tier
 /// from the oldest, the cap counted from it, catch-up lanes and release, the alert and the
@@ -542,18 +542,15 @@ pub enum LateStart {
     Hold { reason: Reason },
     /// COALESCED (RUN_ONCE): later windows are past their grace too; the latest runs for all.
     Coalesce { into: DateTime<Utc> },
-    /// CATCH_UP_ALL past the immediate tier: a replay, which the cap counts and the catch-up
-    /// lanes pace. One run cannot tell its place in the gap, so it waits PENDING for the
-    /// reconciler to plan the gap's waiting runs together ([`plan_backlog`]).
-    AwaitPlan,
 }
 
 /// Judges a late first start as the planner judges the oldest window of the gap it opens
 /// (this window up to the latest one past its grace), so a window's fate does not depend on
 /// whether it was fired before the trouble or found missing after it: SKIP skips it, MANUAL
 /// holds it, RUN_ONCE coalesces it into the latest window (or runs it, if it is the latest),
-/// CATCH_UP_ALL runs it in the immediate tier and otherwise leaves it to the reconciler's
-/// plan of the whole gap; approval when the tier, the side effects or a zero cap say so.
+/// CATCH_UP_ALL runs it; approval when the tier, the side effects or a zero cap say so.
+/// Inside a backlog, CATCH_UP_ALL's late runs are planned together instead (see
+/// [`planned_with_its_gap`]).
 ///
 /// Coalescing is only sound into a window that will run: a caller that finds the latest
 /// window's run itself waiting late in a lane (a backlog, not a gap) must see that it runs,
@@ -594,11 +591,25 @@ pub fn late_start(
         },
         Some(Action::Hold { reason }) => LateStart::Hold { reason: *reason },
         Some(Action::Coalesce { into }) => LateStart::Coalesce { into: *into },
-        Some(Action::Fire { release, .. }) if *release != Release::Immediate => {
-            LateStart::AwaitPlan
-        }
         _ => LateStart::Run,
     }
+}
+
+/// Whether a late first start, when it is part of a backlog (its neighbours' runs wait late
+/// too), is left to the reconciler's plan of the whole gap ([`plan_backlog`]) instead of
+/// being judged alone by [`late_start`]: CATCH_UP_ALL past the immediate tier. Its cap,
+/// catch-up lanes, approvals and backfill proposal belong to the gap, and one run cannot
+/// tell its place in it (the cap counts from the gap's oldest window).
+pub fn planned_with_its_gap(
+    schedule: &Schedule,
+    scheduled_for: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> bool {
+    let spec = &schedule.spec;
+    let late = Span::from_delta(now - scheduled_for);
+    spec.misfire == MisfirePolicy::CatchUpAll
+        && late > spec.grace
+        && tier_of(late, spec) != GapTier::Immediate
 }
 
 fn tier_of(gap: Span, spec: &crate::spec::ScheduleSpec) -> GapTier {

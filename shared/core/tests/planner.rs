@@ -13,8 +13,9 @@ use cronledger_core::planner::{Action, GapTier, Pause, Release};
 use cronledger_core::risk::{assess_change, RiskLevel};
 use cronledger_core::run::Origin;
 use cronledger_core::{
-    late_start, plan, plan_backlog, Code, Coverage, Lane, LateStart, OverlapPolicy, Plan,
-    PlanInput, PlannerConfig, Reason, RunKey, RunStatus, Schedule, Span, Trigger,
+    late_start, plan, plan_backlog, planned_with_its_gap, Code, Coverage, Lane, LateStart,
+    OverlapPolicy, Plan, PlanInput, PlannerConfig, Reason, RunKey, RunStatus, Schedule, Span,
+    Trigger,
 };
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -1003,12 +1004,7 @@ fn a_late_first_start_gets_the_misfire_policy_of_the_gap_it_opens() {
         late("CATCH_UP_ALL", true, 5, half_hour),
         hold(Reason::SideEffects)
     );
-    // Past the immediate tier a replay is the cap's and the catch-up lanes' business: the
-    // run waits for the reconciler to plan its gap.
-    assert_eq!(
-        late("CATCH_UP_ALL", false, 5, half_hour),
-        LateStart::AwaitPlan
-    );
+    assert_eq!(late("CATCH_UP_ALL", false, 5, half_hour), LateStart::Run);
     // A day and more: approval whatever the side effects; a zero cap: approval.
     let day = Duration::hours(25);
     assert_eq!(late("RUN_ONCE", false, 5, day), hold(Reason::GapTooLong));
@@ -1031,7 +1027,7 @@ fn a_late_first_start_gets_the_misfire_policy_of_the_gap_it_opens() {
     assert_eq!(ten("RUN_ONCE", false), LateStart::Coalesce { into });
     assert_eq!(ten("RUN_ONCE", true), LateStart::Coalesce { into });
     assert_eq!(ten("SKIP", false), skip);
-    assert_eq!(ten("CATCH_UP_ALL", false), LateStart::AwaitPlan);
+    assert_eq!(ten("CATCH_UP_ALL", false), LateStart::Run);
     // The latest window itself, a little late, runs.
     let latest = with_policy("*/10 * * * *", "RUN_ONCE", false, 5, "2m");
     assert_eq!(
@@ -1075,14 +1071,33 @@ proptest! {
             let oldest = planned.entries.first().expect("the gap's first entry");
             prop_assert_eq!(oldest.scheduled_for, at);
             let expected = match oldest.action {
-                Action::Fire { release: Release::Immediate, .. } => LateStart::Run,
-                Action::Fire { .. } => LateStart::AwaitPlan,
+                Action::Fire { .. } => LateStart::Run,
                 Action::Skip { .. } => LateStart::Skip { reason: Reason::GraceExpired },
                 Action::Hold { reason } => LateStart::Hold { reason },
                 Action::Coalesce { into } => LateStart::Coalesce { into },
             };
             prop_assert_eq!(judged, expected);
         }
+    }
+}
+
+#[test]
+fn catch_up_all_past_the_immediate_tier_is_planned_with_its_gap() {
+    let at = utc("2026-03-01T03:00:00Z");
+    let by = |policy: &str, side_effects: bool, late: Duration| {
+        let schedule = with_policy("* * * * *", policy, side_effects, 5, "2m");
+        planned_with_its_gap(&schedule, at, at + late)
+    };
+    // Inside the grace period, or the 5-minute tier: the run is judged alone (it runs).
+    assert!(!by("CATCH_UP_ALL", false, Duration::minutes(2)));
+    assert!(!by("CATCH_UP_ALL", false, Duration::minutes(5)));
+    // Past it, with or without side effects (the gap's approvals and backfill proposal).
+    assert!(by("CATCH_UP_ALL", false, Duration::minutes(6)));
+    assert!(by("CATCH_UP_ALL", true, Duration::hours(6)));
+    assert!(by("CATCH_UP_ALL", true, Duration::days(3)));
+    // Other policies decide each late run alone.
+    for policy in ["SKIP", "RUN_ONCE", "MANUAL"] {
+        assert!(!by(policy, false, Duration::hours(6)), "{policy}");
     }
 }
 

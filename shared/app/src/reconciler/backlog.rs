@@ -1,7 +1,7 @@
 //! Late backlogs: live runs of CATCH_UP_ALL schedules that reached a worker past their grace
 //! (a worker outage, a backed-up lane) and were parked PENDING with reason
 //! LATE_AWAITING_PLAN instead of running in the live lane (see
-//! [`cronledger_core::LateStart::AwaitPlan`]). Here each schedule's parked runs are planned
+//! [`cronledger_core::planned_with_its_gap`]). Here each schedule's parked runs are planned
 //! as one gap with [`plan_backlog`], exactly as the same windows found missing would be:
 //! the first `max_auto_catch_up` become catch-up runs (trigger CATCH_UP, the gap's replay
 //! group, the correction or backfill lane) for the throttled release, the rest wait for
