@@ -11,8 +11,9 @@
 //!    runs since its watermark with one query, plans the missed windows with the core's
 //!    misfire planner, writes the plan with conditional puts, then advances the watermark
 //!    (conditional on its old value) — see [`missed`];
-//! 5. plans the late runs workers parked behind a drained backlog as gaps (CATCH_UP_ALL's
-//!    cap and catch-up lanes apply to a worker outage too) — see [`backlog`];
+//! 5. plans the late runs workers parked in a backlog, one gap per schedule once no more of
+//!    it is queued (CATCH_UP_ALL's cap, approvals and catch-up lanes apply to a worker
+//!    outage too) — see [`backlog`];
 //! 6. resolves stuck runs (PENDING without a message, QUEUED too long, RUNNING with a stale
 //!    lease or past `max_runtime`, STALLED) — see [`stuck`];
 //! 7. releases PENDING catch-up runs into their lane within the per-schedule and per-lane
