@@ -75,10 +75,11 @@ impl Reconciler {
                 .push(run);
         }
         let mut planned = Vec::new();
-        for (id, mut runs) in by_schedule {
-            runs.sort_by_key(|r| r.key.scheduled_for);
-            runs.dedup_by_key(|r| r.key.clone());
-            match self.plan_backlog_of(id, &runs, active, now, report).await {
+        for (id, runs) in by_schedule {
+            let Some(oldest) = runs.iter().map(|r| r.key.scheduled_for).min() else {
+                continue;
+            };
+            match self.plan_backlog_of(id, oldest, now, report).await {
                 Ok(fired) => planned.extend(fired),
                 Err(e) => report.error(&format!("late backlog of {id}"), &e),
             }
@@ -86,11 +87,14 @@ impl Reconciler {
         planned
     }
 
+    /// Plans the parked runs of schedule `id` from its oldest parked window on. The runs
+    /// are read from the schedule's own partition, not taken from the active scan: that
+    /// scan stops at `scan_limit` runs per shard, and a gap planned in parts would count
+    /// its cap once per part.
     async fn plan_backlog_of(
         &self,
         id: &str,
-        runs: &[&Run],
-        active: &[Run],
+        oldest: DateTime<Utc>,
         now: DateTime<Utc>,
         report: &mut ReconcileReport,
     ) -> Result<Vec<Run>, ReconcileError> {
@@ -99,14 +103,15 @@ impl Reconciler {
             .schedules
             .get(&stored)
             .map_err(|e| ReconcileError::Plan(format!("schedule {id}: {e}")))?;
+        let since = self.store.runs_between(id, oldest, now).await?;
         let late_since = now - stored.spec.grace.as_delta();
-        let still_arriving = active.iter().any(|r| {
-            r.key.schedule_id == id
-                && r.status == RunStatus::Queued
+        let still_arriving = since.iter().any(|r| {
+            r.status == RunStatus::Queued
                 && r.trigger == Trigger::Scheduled
                 && r.attempts == 0
                 && r.key.scheduled_for < late_since
         });
+        let runs: Vec<&Run> = since.iter().filter(|r| awaits_plan(r)).collect();
         if still_arriving {
             report.backlog.deferred += runs.len() as u32;
             return Ok(Vec::new());
