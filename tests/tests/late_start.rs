@@ -348,6 +348,32 @@ async fn runs_late_behind_a_backlog_fold_into_the_latest_which_moves_ahead_and_r
     assert_eq!(hook.calls().len(), 1);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn late_runs_handled_at_once_move_the_latest_window_ahead_once() {
+    let (env, _hook) = backlog("racing", false, &[0, 10, 20, 30]).await;
+    env.clock.set(minute(33));
+    let mut queued = messages(&env, LANE, 4).await;
+    queued.sort_by_key(|m| m.body.clone());
+    // 10:00, 10:10 and 10:20 reach three workers at once: each finds 10:30's run still
+    // waiting in the lane; it is moved to the correction lane once, not three times.
+    let workers: Vec<Worker> = (0..3)
+        .map(|i| env.worker(worker_config(&format!("w{i}"))))
+        .collect();
+    let deliveries = workers
+        .iter()
+        .zip(queued.drain(..3))
+        .map(|(worker, message)| deliver_done(&env, worker, LANE, message));
+    futures_util::future::join_all(deliveries).await;
+    let moved = env
+        .receive(Lane::Correction, false, 3, Duration::from_secs(2))
+        .await;
+    assert_eq!(moved.len(), 1);
+    for m in [0, 10, 20] {
+        let run = env.run(&RunKey::expected("racing", minute(m))).await;
+        assert_eq!((m, run.status), (m, RunStatus::Coalesced));
+    }
+}
+
 #[tokio::test]
 async fn a_backlog_of_a_side_effecting_run_once_schedule_asks_for_one_approval() {
     let (env, hook) = backlog("effects", true, &[0, 10, 20, 30, 40, 50]).await;

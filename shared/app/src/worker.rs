@@ -440,20 +440,34 @@ impl Worker {
         Ok(false)
     }
 
-    /// Sends a late live run to the correction lane (see [`Self::waiting_in_backlog`]). Its
-    /// message in the live lane stays: whichever arrives first starts the run, the other
-    /// finds it started or ended. Best effort: if the send fails the run still has that one.
+    /// Moves a late live run to the correction lane (see [`Self::waiting_in_backlog`]): first
+    /// claims the move (conditional on the lane it was read in, so of the late runs that all
+    /// find it waiting, handled at once by several workers, one moves it), then sends its
+    /// message there. Its message in the live lane stays: whichever arrives first starts the
+    /// run, the other finds it started or ended. Best effort: if the send fails the run still
+    /// has that one.
     async fn promote(&self, latest: &Run, now: DateTime<Utc>) {
-        let sent = send_run(
-            self.store.as_ref(),
-            self.lanes.as_ref(),
-            latest,
-            latest.status,
+        let mut claim = RunChange::new(RunEvent::Enqueue, latest.status, latest.lease_epoch, now);
+        claim.lane = Some(Lane::Correction);
+        claim.lane_was = latest.lane;
+        match self.store.transition_run(&latest.key, &claim).await {
+            Ok(_) => {}
+            // Moved by another late run's worker, or started meanwhile.
+            Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => return,
+            Err(e) => {
+                tracing::warn!(run = %latest.key, error = %e, "could not move the late run");
+                return;
+            }
+        }
+        let message = LaneMessage::new(
+            latest.key.clone(),
+            latest.idempotency_key.clone(),
+            latest.window,
             Lane::Correction,
-            now,
+            latest.attempts + 1,
         );
-        match sent.await {
-            Ok(()) => {
+        match self.lanes.send(&message, Duration::ZERO).await {
+            Ok(_) => {
                 tracing::info!(run = %latest.key, "late run moved ahead to the correction lane");
                 self.metrics
                     .count_for(&latest.key.schedule_id, "RunsMovedToCorrection", 1);

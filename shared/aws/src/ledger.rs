@@ -199,6 +199,9 @@ pub struct RunChange {
     /// reconciler's plan of a late backlog. Only once: the write fails unless the stored
     /// trigger is still SCHEDULED, so two reconcilers cannot both plan the same run.
     pub catch_up: Option<String>,
+    /// The lane the caller read: the write fails if the stored one differs (another writer
+    /// moved the run to another lane first). `None`: not checked.
+    pub lane_was: Option<Lane>,
 }
 
 impl RunChange {
@@ -215,6 +218,7 @@ impl RunChange {
             job_id: None,
             lane: None,
             catch_up: None,
+            lane_was: None,
         }
     }
 

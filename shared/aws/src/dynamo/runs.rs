@@ -223,6 +223,9 @@ impl DynamoLedger {
                 )
                 .set_opt(codec::RESULT_MESSAGE, result.message.as_deref().map(s));
         }
+        if let Some(lane) = change.lane_was {
+            e.eq(codec::LANE, s(lane.as_str()));
+        }
         if let Some(group) = &change.catch_up {
             e.set(codec::TRIGGER, s(Trigger::CatchUp.as_str()))
                 .set(codec::REPLAY_GROUP_ID, s(group))
