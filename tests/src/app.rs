@@ -137,13 +137,7 @@ impl AppEnv {
     /// Sends (another) message for a run to its lane, as SQS's at-least-once delivery or the
     /// reconciler may.
     pub async fn resend(&self, run: &Run) {
-        let message = LaneMessage::new(
-            run.key.clone(),
-            run.idempotency_key.clone(),
-            run.window,
-            run.lane.unwrap_or(Lane::Normal),
-            run.attempts + 1,
-        );
+        let message = LaneMessage::next_attempt(run, run.lane.unwrap_or(Lane::Normal));
         self.queue
             .send(&message, Duration::ZERO)
             .await

@@ -292,13 +292,18 @@ async fn run_once_folds_a_late_run_into_the_gap_it_opens() {
     assert_eq!(hook.arrived(), 0);
 }
 
-/// A RUN_ONCE schedule every 10 minutes whose windows at `minutes` the ticker fired on time
-/// while no worker took them (a broken deploy, a backlog): each has a live run waiting in
-/// the lane. Queued runs do not overlap-skip each other (ALLOW) while no worker runs them.
-async fn backlog(id: &str, side_effects: bool, minutes: &[i64]) -> (AppEnv, Webhook) {
+fn run_once(side_effects: bool) -> Value {
+    json!({"misfire": "RUN_ONCE", "side_effects": side_effects})
+}
+
+/// A schedule every 10 minutes (misfire `fields`) whose windows at `minutes` the ticker fired
+/// on time while no worker took them (a broken deploy, a backlog): each has a live run
+/// waiting in the lane. Queued runs do not overlap-skip each other (ALLOW) while no worker
+/// runs them.
+async fn backlog(id: &str, mut fields: Value, minutes: &[i64]) -> (AppEnv, Webhook) {
     let env = AppEnv::new(LaneSettings::default(), minute(0)).await;
     let hook = Webhook::start(Answer::Succeed).await;
-    let fields = json!({"misfire": "RUN_ONCE", "side_effects": side_effects, "overlap": "ALLOW"});
+    fields["overlap"] = json!("ALLOW");
     schedule(&env, &hook, id, "*/10 * * * *", fields).await;
     for m in minutes {
         assert_eq!(env.tick(minute(*m)).await.sent, 1);
@@ -309,7 +314,7 @@ async fn backlog(id: &str, side_effects: bool, minutes: &[i64]) -> (AppEnv, Webh
 #[tokio::test]
 async fn runs_late_behind_a_backlog_fold_into_the_latest_which_moves_ahead_and_runs_once() {
     // 10:00..10:30 wait in the lane.
-    let (env, hook) = backlog("slow", false, &[0, 10, 20, 30]).await;
+    let (env, hook) = backlog("slow", run_once(false), &[0, 10, 20, 30]).await;
     // Workers return at 10:33 and take the oldest first. 10:00 folds into 10:30, the latest
     // window past its grace; 10:30's own run waits at the back of the same backlog (and in
     // a lasting backlog would fold into the next), so it is moved to the correction lane.
@@ -350,7 +355,7 @@ async fn runs_late_behind_a_backlog_fold_into_the_latest_which_moves_ahead_and_r
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn late_runs_handled_at_once_move_the_latest_window_ahead_once() {
-    let (env, _hook) = backlog("racing", false, &[0, 10, 20, 30]).await;
+    let (env, _hook) = backlog("racing", run_once(false), &[0, 10, 20, 30]).await;
     env.clock.set(minute(33));
     let mut queued = messages(&env, LANE, 4).await;
     queued.sort_by_key(|m| m.body.clone());
@@ -376,7 +381,7 @@ async fn late_runs_handled_at_once_move_the_latest_window_ahead_once() {
 
 #[tokio::test]
 async fn a_backlog_of_a_side_effecting_run_once_schedule_asks_for_one_approval() {
-    let (env, hook) = backlog("effects", true, &[0, 10, 20, 30, 40, 50]).await;
+    let (env, hook) = backlog("effects", run_once(true), &[0, 10, 20, 30, 40, 50]).await;
     // Workers return at 10:57, in whatever order: late past the 5-minute tier, the windows
     // fold into 10:50 and 10:50 waits for approval, once, rather than six times.
     env.clock.set(minute(57));
@@ -414,16 +419,10 @@ async fn a_backlog_of_a_side_effecting_run_once_schedule_asks_for_one_approval()
 
 #[tokio::test]
 async fn a_catch_up_all_backlog_is_planned_as_its_gap_capped_and_replayed_one_by_one() {
-    let env = AppEnv::new(LaneSettings::default(), minute(0)).await;
-    let hook = Webhook::start(Answer::Succeed).await;
-    let fields = json!({"misfire": "CATCH_UP_ALL", "side_effects": false, "max_auto_catch_up": 3,
-        "overlap": "ALLOW"});
-    schedule(&env, &hook, "replay", "*/10 * * * *", fields).await;
-    let key = |m| RunKey::expected("replay", minute(m));
     // 10:00..10:50 are fired on time while no worker takes them.
-    for m in (0..=50).step_by(10) {
-        assert_eq!(env.tick(minute(m)).await.sent, 1);
-    }
+    let fields = json!({"misfire": "CATCH_UP_ALL", "side_effects": false, "max_auto_catch_up": 3});
+    let (env, hook) = backlog("replay", fields, &[0, 10, 20, 30, 40, 50]).await;
+    let key = |m| RunKey::expected("replay", minute(m));
     // Workers return at 10:53 and take the oldest first. Those are a replay, which one run
     // cannot place in its gap: they wait for the reconciler.
     env.clock.set(minute(53));

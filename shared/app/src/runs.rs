@@ -122,13 +122,7 @@ pub async fn send_run(
     lane: Lane,
     now: DateTime<Utc>,
 ) -> Result<(), LaneError> {
-    let message = LaneMessage::new(
-        run.key.clone(),
-        run.idempotency_key.clone(),
-        run.window,
-        lane,
-        run.attempts + 1,
-    );
+    let message = LaneMessage::next_attempt(run, lane);
     let job_id = lanes.send(&message, std::time::Duration::ZERO).await?;
     let mut change = RunChange::new(RunEvent::Enqueue, status, run.lease_epoch, now);
     change.job_id = Some(job_id);

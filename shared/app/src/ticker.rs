@@ -532,13 +532,7 @@ impl Ticker {
         let delay = (run.key.scheduled_for - self.send_clock.now())
             .to_std()
             .unwrap_or(Duration::ZERO);
-        let message = LaneMessage::new(
-            run.key.clone(),
-            run.idempotency_key.clone(),
-            run.window,
-            lane,
-            1,
-        );
+        let message = LaneMessage::next_attempt(run, lane);
         let job_id = match self.lanes.send(&message, delay).await {
             Ok(id) => id,
             Err(e) => {

@@ -459,13 +459,7 @@ impl Worker {
                 return;
             }
         }
-        let message = LaneMessage::new(
-            latest.key.clone(),
-            latest.idempotency_key.clone(),
-            latest.window,
-            Lane::Correction,
-            latest.attempts + 1,
-        );
+        let message = LaneMessage::next_attempt(latest, Lane::Correction);
         match self.lanes.send(&message, Duration::ZERO).await {
             Ok(_) => {
                 tracing::info!(run = %latest.key, "late run moved ahead to the correction lane");
@@ -517,45 +511,49 @@ impl Worker {
         stored: &StoredSchedule,
         now: DateTime<Utc>,
     ) -> Result<(), HandlerFailure> {
-        let mut change = RunChange::new(RunEvent::WaitBehind, run.status, run.lease_epoch, now);
-        change.reason = Some(Reason::QueuedBehind);
-        match self.store.transition_run(&run.key, &change).await {
-            Ok(_) => {
-                tracing::info!("waiting behind an earlier run (QUEUE_NEW)");
-                // The blocker may have finished between our check and our write, and released
-                // nothing: look once more, so the run cannot be left waiting on nobody.
-                let blocked = active_runs_of(self.store.as_ref(), &run.key.schedule_id)
-                    .await
-                    .map(|others| {
-                        others.iter().any(|r| {
-                            r.key != run.key && r.key.scheduled_for < run.key.scheduled_for
-                        })
-                    })
-                    .unwrap_or(true);
-                if !blocked {
-                    self.release_next_queued(stored, now).await;
-                }
-                Ok(())
-            }
-            Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => Err(
-                HandlerFailure::Retry("the run changed while parking it; look again".into()),
-            ),
-            Err(e) => Err(HandlerFailure::Retry(e.to_string())),
+        self.park(run, RunEvent::WaitBehind, Reason::QueuedBehind, now)
+            .await?;
+        tracing::info!("waiting behind an earlier run (QUEUE_NEW)");
+        // The blocker may have finished between our check and our write, and released
+        // nothing: look once more, so the run cannot be left waiting on nobody.
+        let blocked = active_runs_of(self.store.as_ref(), &run.key.schedule_id)
+            .await
+            .map(|others| {
+                others
+                    .iter()
+                    .any(|r| r.key != run.key && r.key.scheduled_for < run.key.scheduled_for)
+            })
+            .unwrap_or(true);
+        if !blocked {
+            self.release_next_queued(stored, now).await;
         }
+        Ok(())
     }
 
     /// Parks a late run for the reconciler's plan of its gap and acknowledges its message.
     async fn await_plan(&self, run: &Run, now: DateTime<Utc>) -> Result<(), HandlerFailure> {
-        let mut change = RunChange::new(RunEvent::AwaitPlan, run.status, run.lease_epoch, now);
-        change.reason = Some(Reason::LateAwaitingPlan);
+        self.park(run, RunEvent::AwaitPlan, Reason::LateAwaitingPlan, now)
+            .await?;
+        let late_ms = (now - run.key.scheduled_for).num_milliseconds();
+        tracing::info!(late_ms, "late: waits for the reconciler to plan its gap");
+        self.metrics
+            .count_for(&run.key.schedule_id, "RunsAwaitingPlan", 1);
+        Ok(())
+    }
+
+    /// Leaves a run PENDING with `reason` (waiting on something other than its message).
+    /// When the run changed since it was read, the message comes back to look again.
+    async fn park(
+        &self,
+        run: &Run,
+        event: RunEvent,
+        reason: Reason,
+        now: DateTime<Utc>,
+    ) -> Result<(), HandlerFailure> {
+        let mut change = RunChange::new(event, run.status, run.lease_epoch, now);
+        change.reason = Some(reason);
         match self.store.transition_run(&run.key, &change).await {
-            Ok(_) => {
-                let late_ms = (now - run.key.scheduled_for).num_milliseconds();
-                tracing::info!(late_ms, "late: waits for the reconciler to plan its gap");
-                self.metrics
-                    .count_for(&run.key.schedule_id, "RunsAwaitingPlan", 1);
-                Ok(())
-            }
+            Ok(_) => Ok(()),
             Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => Err(
                 HandlerFailure::Retry("the run changed while parking it; look again".into()),
             ),

@@ -67,18 +67,17 @@ impl Reconciler {
         active: &[Run],
         report: &mut ReconcileReport,
     ) -> Vec<Run> {
-        let mut by_schedule: BTreeMap<&str, Vec<&Run>> = BTreeMap::new();
+        // Each schedule's oldest parked window: its runs are read from there.
+        let mut oldest: BTreeMap<&str, DateTime<Utc>> = BTreeMap::new();
         for run in active.iter().filter(|r| awaits_plan(r)) {
-            by_schedule
+            let at = run.key.scheduled_for;
+            oldest
                 .entry(run.key.schedule_id.as_str())
-                .or_default()
-                .push(run);
+                .and_modify(|t| *t = (*t).min(at))
+                .or_insert(at);
         }
         let mut planned = Vec::new();
-        for (id, runs) in by_schedule {
-            let Some(oldest) = runs.iter().map(|r| r.key.scheduled_for).min() else {
-                continue;
-            };
+        for (id, oldest) in oldest {
             match self.plan_backlog_of(id, oldest, now, report).await {
                 Ok(fired) => planned.extend(fired),
                 Err(e) => report.error(&format!("late backlog of {id}"), &e),

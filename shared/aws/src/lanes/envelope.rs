@@ -3,7 +3,7 @@
 //! JSON with a version `v`. A reader accepts only the versions it knows; anything else, or
 //! anything that does not parse, is a permanent failure with its own code.
 
-use cronledger_core::{IdempotencyKey, Lane, RunKey, Window};
+use cronledger_core::{IdempotencyKey, Lane, Run, RunKey, Window};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -40,6 +40,18 @@ impl LaneMessage {
             lane,
             attempt,
         }
+    }
+
+    /// The message for `run`'s next attempt on `lane`: the same identity (run key,
+    /// idempotency key, window) whoever sends it, and however often.
+    pub fn next_attempt(run: &Run, lane: Lane) -> LaneMessage {
+        LaneMessage::new(
+            run.key.clone(),
+            run.idempotency_key.clone(),
+            run.window,
+            lane,
+            run.attempts + 1,
+        )
     }
 
     pub fn to_body(&self) -> String {
