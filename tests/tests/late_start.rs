@@ -417,22 +417,29 @@ async fn a_backlog_of_a_side_effecting_run_once_schedule_asks_for_one_approval()
     assert_eq!(hook.calls().len(), 0);
 }
 
-#[tokio::test]
-async fn a_catch_up_all_backlog_is_planned_as_its_gap_capped_and_replayed_one_by_one() {
-    // 10:00..10:50 are fired on time while no worker takes them.
+/// A CATCH_UP_ALL schedule (cap 3, no side effects) whose 10:00..10:50 were fired on time
+/// while no worker took them. Workers return at 10:53 and take the three oldest; the other
+/// three messages are returned, oldest first.
+async fn catch_up_backlog_half_parked(id: &str) -> (AppEnv, Webhook, Worker, Vec<Received>) {
     let fields = json!({"misfire": "CATCH_UP_ALL", "side_effects": false, "max_auto_catch_up": 3});
-    let (env, hook) = backlog("replay", fields, &[0, 10, 20, 30, 40, 50]).await;
-    let key = |m| RunKey::expected("replay", minute(m));
-    // Workers return at 10:53 and take the oldest first. Those are a replay, which one run
-    // cannot place in its gap: they wait for the reconciler.
+    let (env, hook) = backlog(id, fields, &[0, 10, 20, 30, 40, 50]).await;
     env.clock.set(minute(53));
     let worker = env.worker(worker_config("w"));
     let mut queued = messages(&env, LANE, 6).await;
     queued.sort_by_key(|m| m.body.clone());
-    let mut queued = queued.into_iter();
-    for message in queued.by_ref().take(3) {
+    let rest = queued.split_off(3);
+    for message in queued {
         deliver_done(&env, &worker, LANE, message).await;
     }
+    (env, hook, worker, rest)
+}
+
+#[tokio::test]
+async fn a_catch_up_all_backlog_is_planned_as_its_gap_capped_and_replayed_one_by_one() {
+    let (env, hook, worker, queued) = catch_up_backlog_half_parked("replay").await;
+    let key = |m| RunKey::expected("replay", minute(m));
+    // The oldest are a replay, which one run cannot place in its gap: they wait for the
+    // reconciler.
     for m in [0, 10, 20] {
         let run = env.run(&key(m)).await;
         assert_eq!(
@@ -513,4 +520,53 @@ async fn a_catch_up_all_backlog_is_planned_as_its_gap_capped_and_replayed_one_by
     let stored = env.store.get_schedule("replay").await.expect("schedule");
     let compiled = cronledger_core::Schedule::new(stored.spec).expect("compiles");
     assert_every_window_once(env.store.as_ref(), &compiled, minute(-1), minute(50)).await;
+}
+
+#[tokio::test]
+async fn a_backlog_that_keeps_arriving_is_planned_in_parts_once_it_has_waited() {
+    // A lane that stays behind: when the first late runs are parked, more of the gap is
+    // always still queued. Waiting for all of it would keep the schedule from running.
+    let (env, _hook, worker, queued) = catch_up_backlog_half_parked("lagging").await;
+    let key = |m| RunKey::expected("lagging", minute(m));
+    let mut config = reconciler_config();
+    config.backlog_wait = Span::minutes(5);
+    let r = reconciler(&env, Arc::new(FakeSignals::default()), config);
+    // Parked at 10:53; 10:30.. still queued: the gap waits, up to the 5 minutes.
+    let report = reconcile(&r, minute(57)).await;
+    assert_eq!((report.backlog.deferred, report.backlog.fired), (3, 0));
+    // Still arriving at 10:58, but the parked part has waited long enough: it is planned.
+    assert_part_planned(&env, &r, "lagging", 58, [0, 10, 20], 1).await;
+    // The rest reaches a worker, is parked in turn, and is planned as the next part
+    // (with its own cap) once nothing more is queued.
+    env.clock.set(minute(59));
+    for message in queued {
+        deliver_done(&env, &worker, LANE, message).await;
+    }
+    for m in [30, 40, 50] {
+        let run = env.run(&key(m)).await;
+        assert_eq!((m, run.reason), (m, Some(Reason::LateAwaitingPlan)));
+    }
+    assert_part_planned(&env, &r, "lagging", 60, [30, 40, 50], 0).await;
+    let stored = env.store.get_schedule("lagging").await.expect("schedule");
+    let compiled = cronledger_core::Schedule::new(stored.spec).expect("compiles");
+    assert_every_window_once(env.store.as_ref(), &compiled, minute(-1), minute(50)).await;
+}
+
+/// A pass at `at` plans the parked `windows` as catch-up runs, all within the cap of 3;
+/// `in_part`: whether more of the gap was still queued.
+async fn assert_part_planned(
+    env: &AppEnv,
+    r: &cronledger_app::reconciler::Reconciler,
+    id: &str,
+    at: i64,
+    windows: [i64; 3],
+    in_part: u32,
+) {
+    let report = reconcile(r, minute(at)).await;
+    let b = &report.backlog;
+    assert_eq!((b.fired, b.held, b.planned_in_part), (3, 0, in_part));
+    for m in windows {
+        let run = env.run(&RunKey::expected(id, minute(m))).await;
+        assert_eq!((m, run.trigger), (m, Trigger::CatchUp));
+    }
 }

@@ -309,6 +309,8 @@ pub struct Run {
     /// Bumped by every start or reclaim; 0 before the first.
     pub lease_epoch: u64,
     pub created_at: DateTime<Utc>,
+    /// When the entry last changed (any transition): how long a parked run has waited.
+    pub updated_at: DateTime<Utc>,
     pub queued_at: Option<DateTime<Utc>>,
     pub started_at: Option<DateTime<Utc>>,
     pub completed_at: Option<DateTime<Utc>>,

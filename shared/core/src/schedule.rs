@@ -82,6 +82,7 @@ impl Schedule {
             lease: None,
             lease_epoch: 0,
             created_at,
+            updated_at: created_at,
             queued_at: None,
             started_at: None,
             completed_at: None,

@@ -12,6 +12,10 @@
 //! schedule has live runs past their grace still waiting for a worker (QUEUED, never
 //! started), they will be parked too, and planning the gap in parts would count the cap
 //! once per part. The ledger says this, not the lane's depth: a busy lane is never empty.
+//! The wait is bounded by `backlog_wait` from the oldest parked run's parking: a lane that
+//! stays behind (late runs always still queued) would otherwise keep the gap open and the
+//! schedule from running at all. Past it, what is parked is planned as a part, and each
+//! part counts its own cap.
 //! (A late run whose message was lost is re-sent by the stuck-run scan, then parked like
 //! the rest; parking is one write, so workers drain a backlog fast.) Each change is
 //! conditional on the run still being a PENDING live run, so racing reconcilers plan each
@@ -39,6 +43,9 @@ pub struct BacklogReport {
     pub coalesced: u32,
     /// Late runs left parked because more of their gap is still waiting for a worker.
     pub deferred: u32,
+    /// Schedules whose parked runs were planned while more of their gap was still queued
+    /// (they had waited `backlog_wait`): the lane stays behind.
+    pub planned_in_part: u32,
 }
 
 impl BacklogReport {
@@ -48,6 +55,7 @@ impl BacklogReport {
         self.skipped += o.skipped;
         self.coalesced += o.coalesced;
         self.deferred += o.deferred;
+        self.planned_in_part += o.planned_in_part;
     }
 }
 
@@ -111,9 +119,21 @@ impl Reconciler {
                 && r.key.scheduled_for < late_since
         });
         let runs: Vec<&Run> = since.iter().filter(|r| awaits_plan(r)).collect();
-        if still_arriving {
+        let parked_since = runs.iter().map(|r| r.updated_at).min();
+        let waited_out =
+            parked_since.is_some_and(|t| now - t >= self.config.backlog_wait.as_delta());
+        if still_arriving && !waited_out {
             report.backlog.deferred += runs.len() as u32;
             return Ok(Vec::new());
+        }
+        if still_arriving {
+            // A lane that stays behind: plan what is parked; the rest is the next part.
+            tracing::warn!(
+                schedule = id,
+                runs = runs.len(),
+                "late backlog still arriving after the wait; planning the part parked so far"
+            );
+            report.backlog.planned_in_part += 1;
         }
         let waiting: Vec<_> = runs
             .iter()

@@ -100,6 +100,10 @@ pub struct ReconcilerConfig {
     pub stuck: StuckConfig,
     pub release: ReleaseConfig,
     pub pause: PauseConfig,
+    /// How long a schedule's parked late runs wait for the rest of their gap: past it they
+    /// are planned even though more late runs are still queued (a lane that stays behind
+    /// would otherwise keep the gap open, and the schedule from running, forever).
+    pub backlog_wait: Span,
     /// The ticker's EventBridge Scheduler schedules, checked to exist and be ENABLED.
     pub ticker_schedules: Vec<String>,
     pub ticker_schedule_group: Option<String>,
@@ -118,6 +122,7 @@ impl Default for ReconcilerConfig {
             stuck: StuckConfig::default(),
             release: ReleaseConfig::default(),
             pause: PauseConfig::default(),
+            backlog_wait: Span::minutes(15),
             ticker_schedules: Vec::new(),
             ticker_schedule_group: None,
         }
@@ -198,6 +203,7 @@ impl ReconcilerConfig {
                 error_min_sample: d.pause.error_min_sample,
                 alarms: list("CRONLEDGER_PAUSE_ALARMS"),
             },
+            backlog_wait: read(&get, "CRONLEDGER_BACKLOG_WAIT", d.backlog_wait)?,
             ticker_schedules: list("CRONLEDGER_TICKER_SCHEDULES"),
             ticker_schedule_group: get("CRONLEDGER_TICKER_SCHEDULE_GROUP")
                 .filter(|g| !g.is_empty()),
@@ -236,6 +242,7 @@ mod tests {
             "CRONLEDGER_RELEASE_BATCH" => Some("3".to_string()),
             "CRONLEDGER_RECONCILE_SETTLE" => Some("90s".to_string()),
             "CRONLEDGER_PAUSE_ALARMS" => Some("a, b,,".to_string()),
+            "CRONLEDGER_BACKLOG_WAIT" => Some("40m".to_string()),
             _ => None,
         };
         let c = ReconcilerConfig::from_lookup(4, env).unwrap();
@@ -243,6 +250,7 @@ mod tests {
         assert_eq!(c.release.batch, 3);
         assert_eq!(c.planner.settle, Span::seconds(90));
         assert_eq!(c.pause.alarms, vec!["a", "b"]);
+        assert_eq!(c.backlog_wait, Span::minutes(40));
         let bad = ReconcilerConfig::from_lookup(1, |k: &str| {
             (k == "CRONLEDGER_RELEASE_RATE_PER_MINUTE").then(|| "fast".to_string())
         });

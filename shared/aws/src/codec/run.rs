@@ -81,7 +81,7 @@ pub fn encode(run: &Run, shards: u32) -> Item {
         .opt_time(LEASE_UNTIL, run.lease.as_ref().map(|l| l.until))
         .n(LEASE_EPOCH, run.lease_epoch)
         .time(CREATED_AT, run.created_at)
-        .time(UPDATED_AT, run.created_at)
+        .time(UPDATED_AT, run.updated_at)
         .opt_time(QUEUED_AT, run.queued_at)
         .opt_time(STARTED_AT, run.started_at)
         .opt_time(COMPLETED_AT, run.completed_at)
@@ -149,6 +149,7 @@ pub fn decode(item: &Item) -> Result<Run, StoreError> {
         lease,
         lease_epoch: r.n(LEASE_EPOCH)?,
         created_at: r.time(CREATED_AT)?,
+        updated_at: r.time(UPDATED_AT)?,
         queued_at: r.opt_time(QUEUED_AT)?,
         started_at: r.opt_time(STARTED_AT)?,
         completed_at: r.opt_time(COMPLETED_AT)?,
