@@ -134,6 +134,7 @@ impl Reconciler {
                 "late backlog still arriving after the wait; planning the part parked so far"
             );
             report.backlog.planned_in_part += 1;
+            self.metrics.count_for(id, "LateBacklogPlannedInPart", 1);
         }
         let waiting: Vec<_> = runs
             .iter()
