@@ -92,6 +92,7 @@ pub fn run(r: &Run) -> Value {
         obj.insert("job_id".into(), json!(r.job_id));
         obj.insert("result".into(), json!(r.result));
         obj.insert("created_at".into(), json!(utc_text(r.created_at)));
+        obj.insert("updated_at".into(), json!(utc_text(r.updated_at)));
         obj.insert("queued_at".into(), json!(t(r.queued_at)));
         obj.insert("started_at".into(), json!(t(r.started_at)));
         obj.insert("completed_at".into(), json!(t(r.completed_at)));
