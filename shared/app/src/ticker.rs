@@ -116,6 +116,11 @@ impl TickReport {
         self.errors.extend(other.errors);
     }
 
+    /// A schedule this tick could not fire, and why.
+    fn error(&mut self, schedule_id: &str, e: impl std::fmt::Display) {
+        self.errors.push(format!("{schedule_id}: {e}"));
+    }
+
     /// A created run's send: made, or left PENDING for the reconciler.
     fn count_send(&mut self, sent: bool) {
         if sent {
@@ -289,7 +294,7 @@ impl Ticker {
             let schedule = match self.schedules.get(&stored) {
                 Ok(s) => s,
                 Err(e) => {
-                    report.errors.push(format!("{}: {e}", stored.id()));
+                    report.error(stored.id(), e);
                     continue;
                 }
             };
@@ -299,7 +304,7 @@ impl Ticker {
             let (run, send) = match self.window_run(&stored, &schedule, expected, now).await {
                 Ok(planned) => planned,
                 Err(e) => {
-                    report.errors.push(format!("{}: {e}", stored.id()));
+                    report.error(stored.id(), e);
                     continue;
                 }
             };
@@ -362,7 +367,7 @@ impl Ticker {
         let schedule = match self.schedules.get(&stored) {
             Ok(s) => s,
             Err(e) => {
-                report.errors.push(format!("{}: {e}", stored.id()));
+                report.error(stored.id(), e);
                 return report;
             }
         };
@@ -390,7 +395,7 @@ impl Ticker {
                     }
                     Ok(false) => break,
                     Err(e) => {
-                        report.errors.push(format!("{}: {e}", stored.id()));
+                        report.error(stored.id(), e);
                         break;
                     }
                 }
@@ -402,7 +407,7 @@ impl Ticker {
                     Ok(true) => {}
                     Ok(false) => break,
                     Err(e) => {
-                        report.errors.push(format!("{}: {e}", stored.id()));
+                        report.error(stored.id(), e);
                         break;
                     }
                 }
