@@ -541,6 +541,17 @@ impl LedgerStore for ObservedStore {
         self.inner.recent_runs(schedule_id, limit, at).await
     }
 
+    async fn schedule_with_recent_runs(
+        &self,
+        schedule_id: &str,
+        limit: u32,
+        at: Option<DateTime<Utc>>,
+    ) -> Result<(StoredSchedule, RecentRuns), StoreError> {
+        self.inner
+            .schedule_with_recent_runs(schedule_id, limit, at)
+            .await
+    }
+
     async fn running_before(
         &self,
         schedule_id: &str,

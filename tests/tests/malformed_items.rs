@@ -4,6 +4,7 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 use cronledger_aws::codec::run as attrs;
 use cronledger_aws::item::Item;
+use cronledger_aws::keys;
 use cronledger_aws::{LedgerStore, StoreError};
 use cronledger_tests::{scheduled_run, spec, t, TestLedger};
 
@@ -108,7 +109,10 @@ async fn malformed_schedules_give_typed_errors_naming_the_item_and_attribute() {
         .expect("create");
     let key: Item = [
         ("PK".to_string(), AttributeValue::S("SCHED#sched".into())),
-        ("SK".to_string(), AttributeValue::S("DEF".into())),
+        (
+            "SK".to_string(),
+            AttributeValue::S(keys::SCHEDULE_SK.into()),
+        ),
     ]
     .into();
     let raw = env
@@ -135,7 +139,7 @@ async fn malformed_schedules_give_typed_errors_naming_the_item_and_attribute() {
         item.insert(attribute.to_string(), value);
         put_raw(&env, item).await;
         let err = env.ledger.get_schedule("sched").await.unwrap_err();
-        assert_names(err, "SCHED#sched", "DEF", attribute);
+        assert_names(err, "SCHED#sched", keys::SCHEDULE_SK, attribute);
     }
 
     // An item of another kind under the schedule's key.
@@ -145,7 +149,7 @@ async fn malformed_schedules_give_typed_errors_naming_the_item_and_attribute() {
     assert_names(
         env.ledger.get_schedule("sched").await.unwrap_err(),
         "SCHED#sched",
-        "DEF",
+        keys::SCHEDULE_SK,
         "type",
     );
 }

@@ -489,4 +489,30 @@ async fn recent_runs_sends_only_runs_in_flight_and_at_the_instant_and_says_how_f
     let all = ledger.recent_runs(id, 100, None).await.expect("all");
     assert!(all.complete);
     assert_eq!(minutes(&all.runs), [25, 20, 15, 10, 5, 0]);
+
+    // With the schedule, in one query: the same pages. The runs have no schedule item yet.
+    let err = ledger
+        .schedule_with_recent_runs(id, 12, Some(minute(20)))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::ScheduleNotFound(_)), "{err}");
+    ledger
+        .create_schedule(spec.clone(), meta("op", t0))
+        .await
+        .expect("schedule");
+    let scope = "schedule_with_recent_runs";
+    let before = env.clients.meter.snapshot().scope(scope).attempts;
+    let (stored, with_schedule) = ledger
+        .schedule_with_recent_runs(id, 12, Some(minute(20)))
+        .await
+        .expect("schedule with recent");
+    let requests = env.clients.meter.snapshot().scope(scope).attempts - before;
+    assert_eq!(requests, 1);
+    assert_eq!(stored.id(), id);
+    assert_eq!(with_schedule, at_20);
+    let (_, everything) = ledger
+        .schedule_with_recent_runs(id, 100, None)
+        .await
+        .expect("everything");
+    assert_eq!(everything, all);
 }

@@ -152,24 +152,8 @@ impl Worker {
 
     async fn handle_delivery(&self, delivery: &Delivery<'_>) -> Result<(), HandlerFailure> {
         let key = &delivery.message.run;
-        // Two independent reads at once: the schedule, and the run with what the admission
-        // checks need to know about its neighbours.
         let with_recent = self.overlap_likely(key, delivery.message.lane);
-        let (seen, stored) = tokio::join!(
-            self.look(key, with_recent),
-            self.store.get_schedule(&key.schedule_id)
-        );
-        let mut seen = seen?;
-        let stored = match stored {
-            Ok(s) => s,
-            Err(StoreError::ScheduleNotFound(id)) => {
-                return Err(HandlerFailure::Permanent {
-                    code: "SCHEDULE_NOT_FOUND".into(),
-                    detail: format!("run {key} belongs to unknown schedule {id}"),
-                })
-            }
-            Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
-        };
+        let (mut seen, stored) = self.look_with_schedule(key, with_recent).await?;
         let schedule = self
             .schedules
             .get(&stored)
@@ -220,7 +204,7 @@ impl Worker {
                 Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. })
                     if tries < START_TRIES =>
                 {
-                    seen = self.look(key, false).await?;
+                    seen = self.look(key).await?;
                 }
                 Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => {
                     return Err(HandlerFailure::Retry(format!(
@@ -273,33 +257,60 @@ impl Worker {
             .is_none_or(|s| s.spec.overlap != OverlapPolicy::Allow)
     }
 
-    /// Reads the run with the other runs at its instant (ALREADY_DONE looks at them) in one
-    /// query, or, `with_recent`, the schedule's newest runs, which for a live run also
-    /// hold its instant: one read then serves the run, ALREADY_DONE and the overlap check.
-    async fn look(&self, key: &RunKey, with_recent: bool) -> Result<Sighting, HandlerFailure> {
+    /// The schedule and the run with what the admission checks need to know about its
+    /// neighbours. `with_recent`: one query reads the schedule with its newest runs, which
+    /// for a live run also hold its instant, and serves the run, ALREADY_DONE and the overlap
+    /// check. Otherwise (or when that page does not reach the run, or holds an item that
+    /// does not decode) the schedule and the run's instant are read side by side.
+    async fn look_with_schedule(
+        &self,
+        key: &RunKey,
+        with_recent: bool,
+    ) -> Result<(Sighting, StoredSchedule), HandlerFailure> {
+        let unknown = |id: String| HandlerFailure::Permanent {
+            code: "SCHEDULE_NOT_FOUND".into(),
+            detail: format!("run {key} belongs to unknown schedule {id}"),
+        };
         let retry = |e: StoreError| HandlerFailure::Retry(e.to_string());
         if with_recent {
-            let recent = match self
+            match self
                 .store
-                .recent_runs(&key.schedule_id, RECENT_RUNS, Some(key.scheduled_for))
+                .schedule_with_recent_runs(&key.schedule_id, RECENT_RUNS, Some(key.scheduled_for))
                 .await
             {
-                Ok(recent) => Some(recent),
-                Err(e) if e.code() == "STORE_MALFORMED_ITEM" => None,
+                Ok((stored, recent)) => {
+                    let seen =
+                        if holds_instant(recent.complete, recent.oldest_read, key.scheduled_for) {
+                            let same_instant = recent
+                                .runs
+                                .iter()
+                                .filter(|r| r.key.scheduled_for == key.scheduled_for)
+                                .cloned()
+                                .collect();
+                            Sighting::of(key, same_instant, Some(recent))?
+                        } else {
+                            self.look(key).await?
+                        };
+                    return Ok((seen, stored));
+                }
+                Err(StoreError::ScheduleNotFound(id)) => return Err(unknown(id)),
+                Err(e) if e.code() == "STORE_MALFORMED_ITEM" => {}
                 Err(e) => return Err(retry(e)),
-            };
-            let reaches =
-                |r: &RecentRuns| holds_instant(r.complete, r.oldest_read, key.scheduled_for);
-            if let Some(recent) = recent.filter(reaches) {
-                let same_instant = recent
-                    .runs
-                    .iter()
-                    .filter(|r| r.key.scheduled_for == key.scheduled_for)
-                    .cloned()
-                    .collect();
-                return Sighting::of(key, same_instant, Some(recent));
             }
         }
+        let (seen, stored) =
+            tokio::join!(self.look(key), self.store.get_schedule(&key.schedule_id));
+        match stored {
+            Ok(stored) => Ok((seen?, stored)),
+            Err(StoreError::ScheduleNotFound(id)) => Err(unknown(id)),
+            Err(e) => Err(retry(e)),
+        }
+    }
+
+    /// Reads the run with the other runs at its instant (ALREADY_DONE looks at them) in one
+    /// query.
+    async fn look(&self, key: &RunKey) -> Result<Sighting, HandlerFailure> {
+        let retry = |e: StoreError| HandlerFailure::Retry(e.to_string());
         let at = key.scheduled_for;
         match self.store.runs_between(&key.schedule_id, at, at).await {
             Ok(same_instant) => Sighting::of(key, same_instant, None),

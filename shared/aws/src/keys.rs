@@ -21,7 +21,9 @@ pub const ACTIVE_INDEX: &str = "active";
 /// Every schedule, for listing without scanning the runs.
 pub const CATALOG_INDEX: &str = "catalog";
 
-pub const SCHEDULE_SK: &str = "DEF";
+/// The schedule's own item. It sorts after every run key (`RUN#...`), so one descending
+/// query reads the schedule and its newest runs together (the worker's admission).
+pub const SCHEDULE_SK: &str = "SCHEDULE";
 pub const RUN_PREFIX: &str = "RUN#";
 pub const AUDIT_PREFIX: &str = "AUDIT#";
 pub const CATALOG_PK: &str = "SCHEDULES";
@@ -151,8 +153,20 @@ mod tests {
             run_sk_instant("RUN#2026-03-01T10:05:00Z"),
             Some(t("2026-03-01T10:05:00Z"))
         );
-        assert_eq!(run_sk_instant("DEF"), None);
+        assert_eq!(run_sk_instant(SCHEDULE_SK), None);
         assert_eq!(run_sk_instant("RUN#garbage"), None);
+    }
+
+    #[test]
+    fn the_schedule_item_sorts_after_every_run() {
+        let at = t("2026-03-01T10:05:00Z");
+        let manual = RunKey {
+            schedule_id: "a".into(),
+            scheduled_for: at,
+            origin: cronledger_core::run::Origin::Manual("~~~".into()),
+        };
+        assert!(run_sk(&manual).as_str() < SCHEDULE_SK);
+        assert!(RUN_PREFIX < SCHEDULE_SK && audit_sk(u64::MAX).as_str() < RUN_PREFIX);
     }
 
     #[test]

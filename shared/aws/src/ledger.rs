@@ -403,6 +403,15 @@ pub trait LedgerStore: Send + Sync {
         at: Option<DateTime<Utc>>,
     ) -> Result<RecentRuns, StoreError>;
 
+    /// The schedule with [`LedgerStore::recent_runs`] in one read (the schedule's item sorts
+    /// after its runs). `ScheduleNotFound` when the schedule has no item.
+    async fn schedule_with_recent_runs(
+        &self,
+        schedule_id: &str,
+        limit: u32,
+        at: Option<DateTime<Utc>>,
+    ) -> Result<(StoredSchedule, RecentRuns), StoreError>;
+
     /// A schedule's RUNNING runs scheduled before `before`, from the active index (eventually
     /// consistent): what a newest-runs page that stopped at `before` cannot see.
     async fn running_before(

@@ -1,4 +1,4 @@
-//! Schedule items (`SCHED#{id}` / `DEF`) and their audit entries (`AUDIT#{version}`).
+//! Schedule items (`SCHED#{id}` / `SCHEDULE`, after every run key) and their audit entries (`AUDIT#{version}`).
 //!
 //! The spec is one JSON document (it is the rule, read and written whole); the state the
 //! scheduler conditions on (`version`, `state`, `next_run_at`, `reconciled_through`) has

@@ -378,6 +378,19 @@ impl LedgerStore for DynamoLedger {
         metered("recent_runs", self.recent_runs_impl(schedule_id, limit, at)).await
     }
 
+    async fn schedule_with_recent_runs(
+        &self,
+        schedule_id: &str,
+        limit: u32,
+        at: Option<DateTime<Utc>>,
+    ) -> Result<(StoredSchedule, RecentRuns), StoreError> {
+        metered(
+            "schedule_with_recent_runs",
+            self.schedule_with_recent_runs_impl(schedule_id, limit, at),
+        )
+        .await
+    }
+
     async fn running_before(
         &self,
         schedule_id: &str,

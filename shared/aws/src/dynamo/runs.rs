@@ -2,6 +2,7 @@
 //! and the listings.
 
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::query::QueryOutput;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
     Put, ReturnConsumedCapacity, ReturnValue, ReturnValuesOnConditionCheckFailure,
@@ -16,12 +17,14 @@ use cronledger_core::{
 use super::{DynamoLedger, Expr, TxError};
 use crate::codec::attempt as attempts;
 use crate::codec::run as codec;
+use crate::codec::schedule as schedule_codec;
 use crate::codec::schedule::VERSION;
 use crate::error::StoreError;
 use crate::item::{key, n, s, time, Item};
 use crate::keys::{self, GSI2PK, GSI2SK, PK, SK};
 use crate::ledger::{
-    Created, Fire, FireOutcome, Page, RecentRuns, RunChange, MAX_FIRES_PER_TRANSACTION,
+    Created, Fire, FireOutcome, Page, RecentRuns, RunChange, StoredSchedule,
+    MAX_FIRES_PER_TRANSACTION,
 };
 
 impl DynamoLedger {
@@ -357,22 +360,42 @@ impl DynamoLedger {
         let mut expr = Expr::new();
         expr.eq(PK, s(keys::schedule_pk(schedule_id)))
             .begins_with(SK, s(keys::RUN_PREFIX));
-        let active = RunStatus::ALL.iter().filter(|status| status.is_active());
-        expr.or_one_of(codec::STATUS, active.map(|status| s(status.as_str())));
-        if let Some(at) = at {
-            expr.or_begins_with(codec::SCHEDULED_FOR, s(keys::whole_second(at)));
-        }
+        recent_runs_filter(&mut expr, at);
         let out = self.query(None, &expr, limit, None, false).await?;
-        // Where the read stopped: the sort key of the last run it looked at, filtered or not.
-        let stopped_at = out
-            .last_evaluated_key()
-            .and_then(|k| k.get(SK))
-            .and_then(|sk| sk.as_s().ok());
-        Ok(RecentRuns {
-            runs: decode_all(out.items())?,
-            complete: out.last_evaluated_key().is_none(),
-            oldest_read: stopped_at.and_then(|sk| keys::run_sk_instant(sk)),
-        })
+        recent_runs_of(&out, out.items())
+    }
+
+    /// The schedule's item and its newest runs in one descending query: the schedule's
+    /// sort key follows every run's, so it comes first and the page follows it.
+    pub(super) async fn schedule_with_recent_runs_impl(
+        &self,
+        schedule_id: &str,
+        limit: u32,
+        at: Option<DateTime<Utc>>,
+    ) -> Result<(StoredSchedule, RecentRuns), StoreError> {
+        let mut expr = Expr::new();
+        expr.eq(PK, s(keys::schedule_pk(schedule_id))).between(
+            SK,
+            s(keys::RUN_PREFIX),
+            s(keys::SCHEDULE_SK),
+        );
+        recent_runs_filter(&mut expr, at);
+        expr.or_one_of(schedule_codec::TYPE, [s(schedule_codec::SCHEDULE_TYPE)]);
+        let out = self
+            .query(None, &expr, limit.saturating_add(1), None, false)
+            .await?;
+        let items = out.items();
+        let is_schedule = |item: &Item| {
+            item.get(SK)
+                .and_then(|sk| sk.as_s().ok())
+                .map(String::as_str)
+                == Some(keys::SCHEDULE_SK)
+        };
+        let stored = match items.first().filter(|item| is_schedule(item)) {
+            Some(item) => schedule_codec::decode(item)?,
+            None => return Err(StoreError::ScheduleNotFound(schedule_id.to_string())),
+        };
+        Ok((stored, recent_runs_of(&out, &items[1..])?))
     }
 
     pub(super) async fn running_before_impl(
@@ -456,4 +479,28 @@ fn explain_refusal(run_key: &RunKey, change: &RunChange, stored: Option<Run>) ->
             actual: run.status,
         },
     }
+}
+
+/// Keeps the runs the newest-runs checks use: those in flight and, with `at`, those in
+/// `at`'s second.
+fn recent_runs_filter(expr: &mut Expr, at: Option<DateTime<Utc>>) {
+    let active = RunStatus::ALL.iter().filter(|status| status.is_active());
+    expr.or_one_of(codec::STATUS, active.map(|status| s(status.as_str())));
+    if let Some(at) = at {
+        expr.or_begins_with(codec::SCHEDULED_FOR, s(keys::whole_second(at)));
+    }
+}
+
+/// The page `runs` came from, with how far back its read looked.
+fn recent_runs_of(out: &QueryOutput, runs: &[Item]) -> Result<RecentRuns, StoreError> {
+    // Where the read stopped: the sort key of the last run it looked at, filtered or not.
+    let stopped_at = out
+        .last_evaluated_key()
+        .and_then(|k| k.get(SK))
+        .and_then(|sk| sk.as_s().ok());
+    Ok(RecentRuns {
+        runs: decode_all(runs)?,
+        complete: out.last_evaluated_key().is_none(),
+        oldest_read: stopped_at.and_then(|sk| keys::run_sk_instant(sk)),
+    })
 }
