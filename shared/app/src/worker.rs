@@ -414,17 +414,28 @@ impl Worker {
         schedule: &Schedule,
         into: DateTime<Utc>,
     ) -> Result<Option<Box<Run>>, StoreError> {
-        let latest = match self
+        let latest = self.waiting_run_at(schedule, into).await?;
+        Ok(latest
+            .filter(|r| r.lane != Some(Lane::Correction))
+            .map(Box::new))
+    }
+
+    /// The live run of `schedule`'s window at `at`, when it still waits for its first start
+    /// (see [`waiting_first_start`]).
+    async fn waiting_run_at(
+        &self,
+        schedule: &Schedule,
+        at: DateTime<Utc>,
+    ) -> Result<Option<Run>, StoreError> {
+        match self
             .store
-            .get_run(&RunKey::expected(schedule.id(), into))
+            .get_run(&RunKey::expected(schedule.id(), at))
             .await
         {
-            Ok(latest) => latest,
-            Err(StoreError::RunNotFound(_)) => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        let waiting = waiting_first_start(&latest) && latest.lane != Some(Lane::Correction);
-        Ok(waiting.then(|| Box::new(latest)))
+            Ok(run) if waiting_first_start(&run) => Ok(Some(run)),
+            Ok(_) | Err(StoreError::RunNotFound(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// Whether a late run is part of a backlog: the run of the window before or after it is
@@ -438,14 +449,8 @@ impl Worker {
             .into_iter()
             .flatten()
         {
-            match self
-                .store
-                .get_run(&RunKey::expected(schedule.id(), neighbour))
-                .await
-            {
-                Ok(other) if waiting_first_start(&other) => return Ok(true),
-                Ok(_) | Err(StoreError::RunNotFound(_)) => {}
-                Err(e) => return Err(e),
+            if self.waiting_run_at(schedule, neighbour).await?.is_some() {
+                return Ok(true);
             }
         }
         Ok(false)
