@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Duration as Delta, Utc};
 use cronledger_app::faults::CrashPoint;
-use cronledger_app::ticker::{TickEvent, Ticker, TickerConfig, RECENT_RUNS};
+use cronledger_app::overlap::RECENT_RUNS;
+use cronledger_app::ticker::{TickEvent, Ticker, TickerConfig};
 use cronledger_app::worker::{Worker, WorkerConfig};
 use cronledger_aws::lanes::sqs::ERROR_CODE_ATTRIBUTE;
 use cronledger_aws::lanes::{BatchReport, LaneSettings, MessageOutcome, Received};

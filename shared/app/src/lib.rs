@@ -10,6 +10,7 @@ pub mod faults;
 pub mod jobs;
 pub mod local;
 pub mod metrics;
+pub mod overlap;
 pub mod reconciler;
 pub mod runs;
 pub mod simulate;

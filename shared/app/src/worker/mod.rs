@@ -1,0 +1,226 @@
+//! The worker: takes a run from its lane, runs the job once per attempt, records the outcome.
+//!
+//! At-least-once delivery becomes effectively-once execution through the ledger: a conditional
+//! PENDING/QUEUED -> RUNNING opens a new attempt under a new lease epoch, every later write is
+//! conditioned on that epoch, and a window whose idempotency key already succeeded is not run
+//! again. Duplicate deliveries of a run that is running under a live lease, or finished, are
+//! acknowledged without touching the job.
+//!
+//! One delivery goes through four rooms: [`read`] finds the run and its schedule,
+//! [`admission`] decides whether it starts (or ends unrun, parks, waits), [`attempt`] runs the
+//! job under a lease with heartbeats, and [`settle`] writes what happened and hands the
+//! message back to SQS.
+
+mod admission;
+mod attempt;
+mod read;
+mod settle;
+
+use std::sync::Arc;
+
+use tracing::Instrument;
+
+use cronledger_aws::lanes::{process_batch, BatchReport, HandlerFailure, SqsRecord};
+use cronledger_aws::ledger::RunChange;
+use cronledger_aws::{LaneMessage, LaneQueue, LedgerStore, StoreError};
+use cronledger_core::{Lane, Run, Span};
+
+use crate::backoff::Backoff;
+use crate::clock::Clock;
+use crate::faults::{CrashPoint, Faults};
+use crate::jobs::JobTargets;
+use crate::metrics::{Metrics, Unit};
+use crate::runs::ScheduleCache;
+
+use admission::{already_done, Admission};
+use settle::Unrun;
+
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// Who holds leases taken by this worker (e.g. the Lambda request id).
+    pub owner: String,
+    /// How long a lease lasts without a heartbeat.
+    pub lease: Span,
+    /// How often a running job renews its lease and its message's visibility.
+    pub heartbeat_every: Span,
+    pub backoff: Backoff,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        WorkerConfig {
+            owner: "worker".to_string(),
+            lease: Span::seconds(60),
+            heartbeat_every: Span::seconds(20),
+            backoff: Backoff::default(),
+        }
+    }
+}
+
+/// Reads of the run before an attempt starts, when the run keeps moving under the worker.
+const START_TRIES: u32 = 3;
+
+/// One delivery of a message, as the SQS event source hands it over.
+#[derive(Debug, Clone)]
+pub struct Delivery<'a> {
+    pub message: LaneMessage,
+    pub record: &'a SqsRecord,
+}
+
+pub struct Worker {
+    store: Arc<dyn LedgerStore>,
+    lanes: Arc<dyn LaneQueue>,
+    jobs: JobTargets,
+    clock: Arc<dyn Clock>,
+    config: WorkerConfig,
+    schedules: ScheduleCache,
+    faults: Option<Arc<dyn Faults>>,
+    metrics: Metrics,
+}
+
+impl Worker {
+    pub fn new(
+        store: Arc<dyn LedgerStore>,
+        lanes: Arc<dyn LaneQueue>,
+        jobs: JobTargets,
+        clock: Arc<dyn Clock>,
+        config: WorkerConfig,
+    ) -> Worker {
+        Worker {
+            store,
+            lanes,
+            jobs,
+            clock,
+            config,
+            schedules: ScheduleCache::default(),
+            faults: None,
+            metrics: Metrics::new(),
+        }
+    }
+
+    pub fn with_faults(mut self, faults: Arc<dyn Faults>) -> Worker {
+        self.faults = Some(faults);
+        self
+    }
+
+    /// The metrics collected so far (the function flushes them after each batch).
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Handles one SQS batch of one lane; the report becomes the partial batch response.
+    pub async fn handle_batch(&self, lane: Lane, records: &[SqsRecord]) -> BatchReport {
+        process_batch(lane, records, self.lanes.as_ref(), |message, record| {
+            self.handle(Delivery { message, record })
+        })
+        .await
+    }
+
+    /// Handles one delivery inside a span that gets the attempt once it is known; the batch's
+    /// span around it already names the schedule and the run, so every log line about the run
+    /// carries all three.
+    async fn handle(&self, delivery: Delivery<'_>) -> Result<(), HandlerFailure> {
+        let span = tracing::info_span!("attempt", attempt = tracing::field::Empty);
+        self.handle_delivery(&delivery).instrument(span).await
+    }
+
+    async fn handle_delivery(&self, delivery: &Delivery<'_>) -> Result<(), HandlerFailure> {
+        let key = &delivery.message.run;
+        let with_recent = self.overlap_likely(key, delivery.message.lane);
+        let (mut seen, stored) = self.look_with_schedule(key, with_recent).await?;
+        let schedule = self
+            .schedules
+            .get(&stored)
+            .map_err(|e| HandlerFailure::Permanent {
+                code: e.code.to_string(),
+                detail: e.message,
+            })?;
+        // The start is conditioned on the status read; when the run moved in between (the
+        // ticker marked it QUEUED just after sending, or another worker started it), look
+        // again rather than give up: acknowledging would drop the only message of the run.
+        let mut tries = 0;
+        let (started, now) = loop {
+            tries += 1;
+            let now = self.clock.now();
+            let run = &seen.run;
+            let lane = delivery.message.lane;
+            let event = match self.admit(&seen, &schedule, lane, now).await {
+                Ok(Admission::Start(event)) => event,
+                Ok(Admission::Ack(why)) => {
+                    tracing::info!(status = %run.status, why, "acknowledged without running");
+                    return Ok(());
+                }
+                Ok(Admission::Skip(reason)) => {
+                    return self.end_unrun(run, &stored, Unrun::Skip(reason), now).await
+                }
+                Ok(Admission::Hold(reason)) => {
+                    return self.end_unrun(run, &stored, Unrun::Hold(reason), now).await
+                }
+                Ok(Admission::Coalesce { into, promote }) => {
+                    self.end_unrun(run, &stored, Unrun::Coalesce(into), now)
+                        .await?;
+                    if let Some(latest) = promote {
+                        self.promote(&latest, now).await;
+                    }
+                    return Ok(());
+                }
+                Ok(Admission::WaitBehind) => return self.wait_behind(run, &stored, now).await,
+                Ok(Admission::AwaitPlan) => return self.await_plan(run, now).await,
+                Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
+            };
+            if let Some(reason) = already_done(&seen) {
+                return self.end_unrun(run, &stored, Unrun::Skip(reason), now).await;
+            }
+            let change = RunChange::new(event, run.status, run.lease_epoch, now)
+                .with_lease(&self.config.owner, now + self.config.lease.as_delta());
+            match self.store.transition_run(key, &change).await {
+                Ok(started) => break (started, now),
+                Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. })
+                    if tries < START_TRIES =>
+                {
+                    seen = self.look(key).await?;
+                }
+                Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => {
+                    return Err(HandlerFailure::Retry(format!(
+                        "run {key} kept changing while starting"
+                    )));
+                }
+                Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
+            }
+        };
+        tracing::Span::current().record("attempt", started.attempts);
+        let start_delay_ms = (now - key.scheduled_for).num_milliseconds();
+        tracing::info!(epoch = started.lease_epoch, start_delay_ms, "run started");
+        self.metrics.count_for(&key.schedule_id, "RunsStarted", 1);
+        if started.attempts == 1 {
+            // The delay of the first attempt only: a retry's backoff is not start latency.
+            self.metrics.put_for(
+                &key.schedule_id,
+                "StartDelay",
+                Unit::Milliseconds,
+                start_delay_ms.max(0) as f64,
+            );
+        }
+        if self.crashes(CrashPoint::MidJob, &started) {
+            // The process "dies": no outcome, the lease runs out, the message comes back.
+            return Err(HandlerFailure::Retry("injected crash mid-job".into()));
+        }
+        let outcome = self.execute(delivery, &stored, &schedule, &started).await;
+        if self.crashes(CrashPoint::BeforeCompletionWrite, &started) {
+            return Err(HandlerFailure::Retry(
+                "injected crash before the completion write".into(),
+            ));
+        }
+        let Some(outcome) = outcome else {
+            tracing::warn!("lease lost while running; this worker writes nothing");
+            return Ok(());
+        };
+        self.record(delivery, &stored, &started, outcome).await
+    }
+
+    pub(super) fn crashes(&self, point: CrashPoint, run: &Run) -> bool {
+        self.faults
+            .as_ref()
+            .is_some_and(|f| f.crash_at(point, &run.key, run.attempts))
+    }
+}

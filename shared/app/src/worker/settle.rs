@@ -1,0 +1,279 @@
+//! Settling a delivery: the attempt's outcome written under its epoch, runs that end without
+//! executing (skipped, held, coalesced), runs parked to wait, and what each tells SQS.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use cronledger_aws::lanes::HandlerFailure;
+use cronledger_aws::ledger::{RunChange, StoredSchedule};
+use cronledger_aws::{LaneMessage, StoreError};
+use cronledger_core::run::RunResult;
+use cronledger_core::{Lane, OverlapPolicy, Reason, Run, RunEvent, RunStatus};
+
+use super::{Delivery, Worker};
+use crate::jobs::{JobFailure, JobOutcome};
+use crate::metrics::Unit;
+use crate::overlap::{active_runs_of, RECENT_RUNS};
+use crate::runs::send_run;
+
+/// How a run that will not execute ends.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Unrun {
+    Skip(Reason),
+    Hold(Reason),
+    Coalesce(DateTime<Utc>),
+}
+
+impl Worker {
+    /// Moves a late live run to the correction lane (see [`Self::waiting_in_backlog`]): first
+    /// claims the move (conditional on the lane it was read in, so of the late runs that all
+    /// find it waiting, handled at once by several workers, one moves it), then sends its
+    /// message there. Its message in the live lane stays: whichever arrives first starts the
+    /// run, the other finds it started or ended. Best effort: if the send fails the run still
+    /// has that one.
+    pub(super) async fn promote(&self, latest: &Run, now: DateTime<Utc>) {
+        let mut claim = RunChange::new(RunEvent::Enqueue, latest.status, latest.lease_epoch, now);
+        claim.lane = Some(Lane::Correction);
+        claim.lane_was = latest.lane;
+        match self.store.transition_run(&latest.key, &claim).await {
+            Ok(_) => {}
+            // Moved by another late run's worker, or started meanwhile.
+            Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => return,
+            Err(e) => {
+                tracing::warn!(run = %latest.key, error = %e, "could not move the late run");
+                return;
+            }
+        }
+        let message = LaneMessage::next_attempt(latest, Lane::Correction);
+        match self.lanes.send(&message, Duration::ZERO).await {
+            Ok(_) => {
+                tracing::info!(run = %latest.key, "late run moved ahead to the correction lane");
+                self.metrics
+                    .count_for(&latest.key.schedule_id, "RunsMovedToCorrection", 1);
+            }
+            Err(e) => tracing::warn!(run = %latest.key, error = %e, "could not move the late run"),
+        }
+    }
+
+    /// Ends a run that will not execute (skipped, held for approval or coalesced).
+    pub(super) async fn end_unrun(
+        &self,
+        run: &Run,
+        stored: &StoredSchedule,
+        unrun: Unrun,
+        now: DateTime<Utc>,
+    ) -> Result<(), HandlerFailure> {
+        let (event, reason, metric) = match unrun {
+            Unrun::Skip(reason) => (RunEvent::Skip, reason, "RunsSkipped"),
+            Unrun::Hold(reason) => (RunEvent::HoldForApproval, reason, "RunsHeldForApproval"),
+            Unrun::Coalesce(_) => (RunEvent::Coalesce, Reason::Coalesced, "RunsCoalesced"),
+        };
+        let mut change = RunChange::new(event, run.status, run.lease_epoch, now);
+        change.reason = Some(reason);
+        if let Unrun::Coalesce(into) = unrun {
+            change.coalesced_into = Some(into);
+        }
+        match self.store.transition_run(&run.key, &change).await {
+            Ok(ended) => {
+                let late_ms = (now - run.key.scheduled_for).num_milliseconds();
+                tracing::info!(%reason, status = %ended.status, late_ms, "run not executed");
+                self.metrics.count_for(&run.key.schedule_id, metric, 1);
+                // A run that will not execute ends like a finished one: the next QUEUE_NEW
+                // run may go.
+                self.release_next_queued(stored, now).await;
+                Ok(())
+            }
+            Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => Ok(()),
+            Err(StoreError::InvalidTransition(_)) => Ok(()),
+            Err(e) => Err(HandlerFailure::Retry(e.to_string())),
+        }
+    }
+
+    /// Parks a QUEUE_NEW run behind the active one and acknowledges its message.
+    pub(super) async fn wait_behind(
+        &self,
+        run: &Run,
+        stored: &StoredSchedule,
+        now: DateTime<Utc>,
+    ) -> Result<(), HandlerFailure> {
+        self.park(run, RunEvent::WaitBehind, Reason::QueuedBehind, now)
+            .await?;
+        tracing::info!("waiting behind an earlier run (QUEUE_NEW)");
+        // The blocker may have finished between our check and our write, and released
+        // nothing: look once more, so the run cannot be left waiting on nobody.
+        let blocked = active_runs_of(self.store.as_ref(), &run.key.schedule_id)
+            .await
+            .map(|others| {
+                others
+                    .iter()
+                    .any(|r| r.key != run.key && r.key.scheduled_for < run.key.scheduled_for)
+            })
+            .unwrap_or(true);
+        if !blocked {
+            self.release_next_queued(stored, now).await;
+        }
+        Ok(())
+    }
+
+    /// Parks a late run for the reconciler's plan of its gap and acknowledges its message.
+    pub(super) async fn await_plan(
+        &self,
+        run: &Run,
+        now: DateTime<Utc>,
+    ) -> Result<(), HandlerFailure> {
+        self.park(run, RunEvent::AwaitPlan, Reason::LateAwaitingPlan, now)
+            .await?;
+        let late_ms = (now - run.key.scheduled_for).num_milliseconds();
+        tracing::info!(late_ms, "late: waits for the reconciler to plan its gap");
+        self.metrics
+            .count_for(&run.key.schedule_id, "RunsAwaitingPlan", 1);
+        Ok(())
+    }
+
+    /// Leaves a run PENDING with `reason` (waiting on something other than its message).
+    /// When the run changed since it was read, the message comes back to look again.
+    pub(super) async fn park(
+        &self,
+        run: &Run,
+        event: RunEvent,
+        reason: Reason,
+        now: DateTime<Utc>,
+    ) -> Result<(), HandlerFailure> {
+        let mut change = RunChange::new(event, run.status, run.lease_epoch, now);
+        change.reason = Some(reason);
+        match self.store.transition_run(&run.key, &change).await {
+            Ok(_) => Ok(()),
+            Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => Err(
+                HandlerFailure::Retry("the run changed while parking it; look again".into()),
+            ),
+            Err(e) => Err(HandlerFailure::Retry(e.to_string())),
+        }
+    }
+
+    /// Writes the attempt's outcome under its epoch and tells SQS what to do with the message.
+    pub(super) async fn record(
+        &self,
+        delivery: &Delivery<'_>,
+        stored: &StoredSchedule,
+        run: &Run,
+        outcome: JobOutcome,
+    ) -> Result<(), HandlerFailure> {
+        let now = self.clock.now();
+        let last_attempt = run.attempts >= stored.spec.max_attempts;
+        let (event, reason, result) = match &outcome {
+            Ok(s) if s.partial => (RunEvent::SucceedPartially, None, s.result.clone()),
+            Ok(s) => (RunEvent::Succeed, None, s.result.clone()),
+            Err(f @ JobFailure::Retryable { .. }) if !last_attempt => {
+                (RunEvent::FailRetryable, None, failure_result(f))
+            }
+            Err(f @ JobFailure::Retryable { .. }) => (
+                RunEvent::Fail,
+                Some(Reason::RetriesExhausted),
+                failure_result(f),
+            ),
+            Err(f @ JobFailure::Permanent { .. }) => (
+                RunEvent::Fail,
+                Some(Reason::PermanentError),
+                failure_result(f),
+            ),
+        };
+        let mut change = RunChange::new(event, RunStatus::Running, run.lease_epoch, now);
+        change.reason = reason;
+        change.result = Some(result);
+        match self.store.transition_run(&run.key, &change).await {
+            Ok(done) => {
+                let duration_ms = run.started_at.map(|s| (now - s).num_milliseconds());
+                tracing::info!(status = %done.status, duration_ms, "attempt recorded");
+                self.count_outcome(&run.key.schedule_id, event, duration_ms);
+            }
+            Err(StoreError::LeaseLost { .. } | StoreError::StatusConflict { .. }) => {
+                tracing::warn!("lease lost before the outcome was written; discarded");
+                return Ok(());
+            }
+            Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
+        }
+        if event != RunEvent::FailRetryable {
+            self.release_next_queued(stored, now).await;
+        }
+        match (event, outcome) {
+            (RunEvent::FailRetryable, Err(f)) => {
+                let delay = self.config.backoff.delay(&run.key, run.attempts);
+                self.hide(delivery, delay).await;
+                Err(HandlerFailure::Retry(format!(
+                    "attempt {} failed ({}); retry in {}s",
+                    run.attempts,
+                    f.code(),
+                    delay.as_secs()
+                )))
+            }
+            (RunEvent::Fail, Err(f)) => Err(HandlerFailure::Permanent {
+                code: if last_attempt && matches!(f, JobFailure::Retryable { .. }) {
+                    "RUN_RETRIES_EXHAUSTED".to_string()
+                } else {
+                    f.code().to_string()
+                },
+                detail: f.message().to_string(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    pub(super) fn count_outcome(&self, schedule: &str, event: RunEvent, duration_ms: Option<i64>) {
+        let name = match event {
+            RunEvent::Succeed | RunEvent::SucceedPartially => "RunsSucceeded",
+            RunEvent::FailRetryable => "AttemptsRetried",
+            _ => "RunsFailed",
+        };
+        self.metrics.count_for(schedule, name, 1);
+        if let Some(ms) = duration_ms {
+            self.metrics.put_for(
+                schedule,
+                "RunDuration",
+                Unit::Milliseconds,
+                ms.max(0) as f64,
+            );
+        }
+    }
+
+    /// QUEUE_NEW: once a run ends, the oldest run waiting behind it goes to its lane.
+    pub(super) async fn release_next_queued(&self, stored: &StoredSchedule, now: DateTime<Utc>) {
+        if stored.spec.overlap != OverlapPolicy::QueueNew {
+            return;
+        }
+        let Ok(recent) = self.store.recent_runs(stored.id(), RECENT_RUNS, None).await else {
+            return;
+        };
+        let Some(next) = recent
+            .runs
+            .into_iter()
+            .filter(|r| r.status == RunStatus::Pending && r.reason == Some(Reason::QueuedBehind))
+            .min_by_key(|r| r.key.clone())
+        else {
+            return;
+        };
+        let lane = next.lane.unwrap_or(stored.spec.priority.live_lane());
+        // The shared send keeps QUEUED_BEHIND on the run until it starts (see `send_run`).
+        let sent = send_run(
+            self.store.as_ref(),
+            self.lanes.as_ref(),
+            &next,
+            RunStatus::Pending,
+            lane,
+            now,
+        );
+        match sent.await {
+            Ok(()) => tracing::info!(run = %next.key, "queued run released"),
+            Err(e) => {
+                tracing::warn!(run = %next.key, error = %e, "release failed; the reconciler will send it")
+            }
+        }
+    }
+}
+
+pub(super) fn failure_result(f: &JobFailure) -> RunResult {
+    RunResult {
+        error_code: Some(f.code().to_string()),
+        message: Some(f.message().chars().take(1000).collect()),
+        ..RunResult::default()
+    }
+}
