@@ -114,12 +114,12 @@ async fn every_stuck_run_is_resolved_by_its_rule_and_nothing_else() {
     assert_eq!((idem.status, idem.attempts), (RunStatus::RetryPending, 1));
     let not_idem = env.run(&key("stale-not-idempotent")).await;
     assert_eq!(not_idem.status, RunStatus::ManualRequired);
-    assert_eq!(not_idem.reason, Some(Reason::StalledNotIdempotent));
+    assert_eq!(not_idem.reason, Some(Reason::WorkerLost));
     let overrun = env.run(&key("overrun")).await;
     assert_eq!(overrun.status, RunStatus::RetryPending);
     let found = env.run(&key("stalled-found")).await;
     assert_eq!(found.status, RunStatus::ManualRequired);
-    assert_eq!(found.reason, Some(Reason::StalledNotIdempotent));
+    assert_eq!(found.reason, Some(Reason::WorkerLost));
 
     // Messages: the PENDING run once, each retried stall as its next attempt, all on the
     // schedule's live lane; nothing for the held ones.

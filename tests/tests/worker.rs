@@ -82,7 +82,16 @@ async fn a_redelivery_after_the_lease_expired_reclaims_the_run_with_a_new_epoch_
     };
     let env = AppEnv::new(settings, minute(0)).await;
     let hook = Webhook::start(Answer::Succeed).await;
-    http_schedule(&env, &hook, "mid-job", "0 * * * *", json!({})).await;
+    // Declared idempotent: a lost attempt is tried again on its own (see unknown_outcome.rs
+    // for a job that is not).
+    http_schedule(
+        &env,
+        &hook,
+        "mid-job",
+        "0 * * * *",
+        json!({"idempotent": true}),
+    )
+    .await;
     assert_eq!(env.tick(minute(0)).await.sent, 1);
     let key = RunKey::expected("mid-job", minute(0));
 
@@ -135,7 +144,14 @@ async fn duplicates_are_acknowledged_and_a_stale_worker_cannot_complete_the_run(
     let env = AppEnv::new(LaneSettings::default(), minute(0)).await;
     let hook = Webhook::start(Answer::Succeed).await;
     hook.script(&[Answer::Hang]);
-    http_schedule(&env, &hook, "stale", "0 * * * *", json!({})).await;
+    http_schedule(
+        &env,
+        &hook,
+        "stale",
+        "0 * * * *",
+        json!({"idempotent": true}),
+    )
+    .await;
     assert_eq!(env.tick(minute(0)).await.sent, 1);
     let key = RunKey::expected("stale", minute(0));
 

@@ -84,6 +84,17 @@ impl StoredSchedule {
         self.state == ScheduleState::Active && self.spec.enabled && self.next_run_at.is_some()
     }
 
+    /// Why none of the schedule's runs may start now, whatever already fired them: paused,
+    /// archived, or disabled in its spec. `None` while it runs normally.
+    pub fn stopped(&self) -> Option<Reason> {
+        match self.state {
+            ScheduleState::Archived => Some(Reason::Archived),
+            ScheduleState::Paused => Some(Reason::Paused),
+            ScheduleState::Active if !self.spec.enabled => Some(Reason::Disabled),
+            ScheduleState::Active => None,
+        }
+    }
+
     /// Whether the schedule was paused at `t` (for PAUSED skips).
     pub fn paused_at(&self, t: DateTime<Utc>) -> bool {
         self.pauses

@@ -46,6 +46,8 @@ named_enum!(
         GraceExpired => "GRACE_EXPIRED",
         Paused => "PAUSED",
         Disabled => "DISABLED",
+        /// The schedule was archived before the run could start.
+        Archived => "ARCHIVED",
         /// The window's idempotency key already succeeded.
         AlreadyDone => "ALREADY_DONE",
         /// Folded into another run of the same catch-up (RUN_ONCE).
@@ -58,8 +60,13 @@ named_enum!(
         SideEffects => "SIDE_EFFECTS",
         /// The gap is longer than the backfill tier.
         GapTooLong => "GAP_TOO_LONG",
-        /// A stalled run of a job not declared idempotent.
+        /// A stalled run of a job not declared idempotent (entries written before
+        /// WORKER_LOST and MAX_RUNTIME_EXCEEDED said which).
         StalledNotIdempotent => "STALLED_NOT_IDEMPOTENT",
+        /// The worker running the attempt vanished (its lease ran out without an outcome:
+        /// a crash, a lost completion write): for a job not declared idempotent nobody knows
+        /// whether it acted, so an operator decides.
+        WorkerLost => "WORKER_LOST",
         /// Waiting for the active run to end (QUEUE_NEW).
         QueuedBehind => "QUEUED_BEHIND",
         /// A live run reached a worker past its grace behind a backlog (CATCH_UP_ALL, past
@@ -136,6 +143,10 @@ named_enum!(
         /// A stalled run of an idempotent job goes back for a new attempt.
         RetryAfterStall => "RETRY_AFTER_STALL",
         HoldForApproval => "HOLD_FOR_APPROVAL",
+        /// A run of a paused schedule that the throttled catch-up or backfill release sent
+        /// before the pause: it waits PENDING (reason PAUSED) to be released again after the
+        /// resume, instead of being dropped.
+        WaitResume => "WAIT_RESUME",
         /// QUEUE_NEW: an earlier run is still active; wait PENDING (reason QUEUED_BEHIND) for
         /// the finishing run to release this one, instead of holding a message in the lane.
         WaitBehind => "WAIT_BEHIND",
@@ -187,10 +198,12 @@ pub fn transition(from: RunStatus, event: RunEvent) -> Result<RunStatus, Transit
         (S::Pending | S::Queued | S::RetryPending, E::Start) => S::Running,
         (S::Queued, E::Enqueue) => S::Queued,
         (S::RetryPending, E::Enqueue) => S::RetryPending,
-        (S::Pending | S::Queued, E::Skip) => S::Skipped,
+        // A retry that must not run (its schedule paused, or its window overtaken) ends too.
+        (S::Pending | S::Queued | S::RetryPending, E::Skip) => S::Skipped,
         (S::Pending | S::Queued | S::ManualRequired, E::Coalesce) => S::Coalesced,
         (S::Pending | S::Queued | S::Stalled, E::HoldForApproval) => S::ManualRequired,
         (S::Pending | S::Queued, E::WaitBehind | E::AwaitPlan) => S::Pending,
+        (S::Pending | S::Queued | S::RetryPending, E::WaitResume) => S::Pending,
         (S::Pending, E::PlanCatchUp) => S::Pending,
 
         (S::Running, E::Reclaim | E::Heartbeat) => S::Running,

@@ -14,7 +14,8 @@
 //!
 //! Resolving a STALLED run: RETRY_PENDING and sent as a new attempt only when the schedule
 //! says `idempotent: true` and attempts remain; otherwise MANUAL_REQUIRED with reason
-//! STALLED_NOT_IDEMPOTENT (or RETRIES_EXHAUSTED).
+//! WORKER_LOST or MAX_RUNTIME_EXCEEDED (not idempotent: the job may have acted, an operator
+//! decides) or RETRIES_EXHAUSTED.
 //!
 //! PENDING catch-up runs are not stuck: they wait for the throttled release. Nor are late
 //! runs parked for the plan of their gap (LATE_AWAITING_PLAN): see [`super::backlog`].
@@ -278,10 +279,12 @@ impl Reconciler {
         } else if stored.spec.idempotent {
             (RunEvent::HoldForApproval, Some(Reason::RetriesExhausted))
         } else {
-            (
-                RunEvent::HoldForApproval,
-                Some(Reason::StalledNotIdempotent),
-            )
+            // The job may have acted: say why nobody knows (the stall's reason).
+            let unknown = match run.reason {
+                Some(Reason::MaxRuntimeExceeded) => Reason::MaxRuntimeExceeded,
+                _ => Reason::WorkerLost,
+            };
+            (RunEvent::HoldForApproval, Some(unknown))
         };
         let mut change = RunChange::new(event, RunStatus::Stalled, run.lease_epoch, now);
         change.reason = reason;

@@ -3,6 +3,7 @@
 //! ALREADY_DONE are decided here, before anything runs.
 
 use chrono::{DateTime, Utc};
+use cronledger_aws::ledger::StoredSchedule;
 use cronledger_aws::StoreError;
 use cronledger_core::{
     late_start, planned_with_its_gap, Lane, LateStart, OverlapPolicy, Reason, Run, RunEvent,
@@ -24,6 +25,14 @@ pub(super) enum Admission {
     /// (LATE_AWAITING_PLAN) for the reconciler to plan with the rest of its gap (cap,
     /// catch-up lanes, pacing, approvals, backfill proposal).
     AwaitPlan,
+    /// A run of a paused or disabled schedule that a throttled release (catch-up, backfill)
+    /// sent before the stop: park it PENDING with the stop's reason, for the release to send
+    /// again after the resume. Waiting, not dropped.
+    WaitResume(Reason),
+    /// The attempt under way lost its worker (lease expired, no outcome) and the job is not
+    /// declared idempotent: nobody knows whether it acted, so the attempt is STALLED and the
+    /// run held for an operator (MANUAL_REQUIRED) with this reason. Never run again on its own.
+    OutcomeUnknown(Reason),
     /// End the run without executing it.
     Skip(Reason),
     /// Hold the run for an operator's approval (MANUAL_REQUIRED) without executing it.
@@ -42,20 +51,35 @@ impl Worker {
     pub(super) async fn admit(
         &self,
         seen: &Sighting,
+        stored: &StoredSchedule,
         schedule: &Schedule,
         lane: Lane,
         now: DateTime<Utc>,
     ) -> Result<Admission, StoreError> {
         let run = &seen.run;
         let lease_live = run.lease.as_ref().is_some_and(|l| l.until > now);
+        let stopped = stored.stopped();
         let event = match run.status {
             RunStatus::Pending | RunStatus::Queued | RunStatus::RetryPending => RunEvent::Start,
             RunStatus::Running if lease_live => {
                 return Ok(Admission::Ack("running under a live lease"))
             }
+            // The worker vanished mid-attempt (a crash, a lost completion write): for a job
+            // not declared idempotent a second execution is never automatic.
+            RunStatus::Running if !schedule.spec.idempotent => {
+                return Ok(Admission::OutcomeUnknown(Reason::WorkerLost))
+            }
+            // A reclaim is a retry, and a stopped schedule's runs are not retried: the
+            // reconciler stalls the attempt and its retry meets the stop.
+            RunStatus::Running if stopped.is_some() => {
+                return Ok(Admission::Ack("lost attempt of a stopped schedule"))
+            }
             RunStatus::Running => RunEvent::Reclaim,
             _ => return Ok(Admission::Ack("not runnable")),
         };
+        if let Some(reason) = stopped {
+            return Ok(stopped_admission(run, reason));
+        }
         if run.trigger == Trigger::CatchUp
             && run.status == RunStatus::Pending
             && matches!(lane, Lane::Realtime | Lane::Normal)
@@ -160,6 +184,19 @@ impl Worker {
             }
         }
         Ok(false)
+    }
+}
+
+/// A run of a stopped schedule (paused, archived, disabled) does not start. Live and
+/// operators' runs end SKIPPED with the stop's reason, as the windows the ticker meets while
+/// paused do; throttled catch-up and backfill runs wait for the resume (an archived schedule
+/// never resumes: they end too).
+fn stopped_admission(run: &Run, reason: Reason) -> Admission {
+    let released = matches!(run.trigger, Trigger::CatchUp | Trigger::Backfill);
+    if released && reason != Reason::Archived {
+        Admission::WaitResume(reason)
+    } else {
+        Admission::Skip(reason)
     }
 }
 

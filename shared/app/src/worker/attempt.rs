@@ -3,22 +3,31 @@
 
 use std::time::Duration;
 
-use cronledger_aws::ledger::{RunChange, StoredSchedule};
+use cronledger_aws::ledger::RunChange;
 use cronledger_aws::StoreError;
 use cronledger_core::{Run, RunEvent, RunStatus, Schedule};
 
 use super::{Delivery, Worker};
-use crate::jobs::{JobContext, JobFailure, JobOutcome};
+use crate::jobs::{JobContext, JobOutcome};
+
+/// How an attempt's job ended, as far as this worker knows.
+pub(super) enum AttemptEnd {
+    /// The job answered.
+    Finished(JobOutcome),
+    /// `max_runtime` passed first: the job may still be acting.
+    OutranMaxRuntime,
+    /// The lease was lost (another worker reclaimed the run): this worker writes nothing.
+    LeaseLost,
+}
 
 impl Worker {
-    /// Runs the job with heartbeats and the runtime limit. `None` if the lease was lost.
+    /// Runs the job with heartbeats and the runtime limit.
     pub(super) async fn execute(
         &self,
         delivery: &Delivery<'_>,
-        stored: &StoredSchedule,
         schedule: &Schedule,
         run: &Run,
-    ) -> Option<JobOutcome> {
+    ) -> AttemptEnd {
         let now = self.clock.now();
         let ctx = JobContext {
             run: run.key.clone(),
@@ -33,12 +42,9 @@ impl Worker {
         let limit = tokio::time::sleep(schedule.spec.max_runtime.as_std());
         let heartbeat = self.heartbeat(delivery, run);
         tokio::select! {
-            outcome = job => Some(outcome),
-            () = limit => Some(Err(JobFailure::retryable(
-                "MAX_RUNTIME_EXCEEDED",
-                format!("the attempt ran past max_runtime {}", stored.spec.max_runtime),
-            ))),
-            () = heartbeat => None,
+            outcome = job => AttemptEnd::Finished(outcome),
+            () = limit => AttemptEnd::OutranMaxRuntime,
+            () = heartbeat => AttemptEnd::LeaseLost,
         }
     }
 

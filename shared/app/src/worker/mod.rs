@@ -23,16 +23,17 @@ use tracing::Instrument;
 use cronledger_aws::lanes::{process_batch, BatchReport, HandlerFailure, SqsRecord};
 use cronledger_aws::ledger::RunChange;
 use cronledger_aws::{LaneMessage, LaneQueue, LedgerStore, StoreError};
-use cronledger_core::{Lane, Run, Span};
+use cronledger_core::{Lane, Reason, Run, Span};
 
 use crate::backoff::Backoff;
 use crate::clock::Clock;
 use crate::faults::{CrashPoint, Faults};
-use crate::jobs::JobTargets;
+use crate::jobs::{JobFailure, JobTargets};
 use crate::metrics::{Metrics, Unit};
 use crate::runs::ScheduleCache;
 
 use admission::{already_done, Admission};
+use attempt::AttemptEnd;
 use settle::Unrun;
 
 #[derive(Debug, Clone)]
@@ -144,7 +145,7 @@ impl Worker {
             let now = self.clock.now();
             let run = &seen.run;
             let lane = delivery.message.lane;
-            let event = match self.admit(&seen, &schedule, lane, now).await {
+            let event = match self.admit(&seen, &stored, &schedule, lane, now).await {
                 Ok(Admission::Start(event)) => event,
                 Ok(Admission::Ack(why)) => {
                     tracing::info!(status = %run.status, why, "acknowledged without running");
@@ -166,6 +167,12 @@ impl Worker {
                 }
                 Ok(Admission::WaitBehind) => return self.wait_behind(run, &stored, now).await,
                 Ok(Admission::AwaitPlan) => return self.await_plan(run, now).await,
+                Ok(Admission::WaitResume(reason)) => {
+                    return self.wait_resume(run, reason, now).await
+                }
+                Ok(Admission::OutcomeUnknown(reason)) => {
+                    return self.hold_unknown_outcome(run, &stored, reason, now).await
+                }
                 Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
             };
             if let Some(reason) = already_done(&seen) {
@@ -205,15 +212,32 @@ impl Worker {
             // The process "dies": no outcome, the lease runs out, the message comes back.
             return Err(HandlerFailure::Retry("injected crash mid-job".into()));
         }
-        let outcome = self.execute(delivery, &stored, &schedule, &started).await;
+        let ended = self.execute(delivery, &schedule, &started).await;
         if self.crashes(CrashPoint::BeforeCompletionWrite, &started) {
             return Err(HandlerFailure::Retry(
                 "injected crash before the completion write".into(),
             ));
         }
-        let Some(outcome) = outcome else {
-            tracing::warn!("lease lost while running; this worker writes nothing");
-            return Ok(());
+        let outcome = match ended {
+            AttemptEnd::Finished(outcome) => outcome,
+            AttemptEnd::LeaseLost => {
+                tracing::warn!("lease lost while running; this worker writes nothing");
+                return Ok(());
+            }
+            // The job may still be acting: only an idempotent one is tried again on its own.
+            AttemptEnd::OutranMaxRuntime if !schedule.spec.idempotent => {
+                let now = self.clock.now();
+                return self
+                    .hold_unknown_outcome(&started, &stored, Reason::MaxRuntimeExceeded, now)
+                    .await;
+            }
+            AttemptEnd::OutranMaxRuntime => Err(JobFailure::retryable(
+                "MAX_RUNTIME_EXCEEDED",
+                format!(
+                    "the attempt ran past max_runtime {}",
+                    stored.spec.max_runtime
+                ),
+            )),
         };
         self.record(delivery, &stored, &started, outcome).await
     }

@@ -115,6 +115,60 @@ impl Worker {
         Ok(())
     }
 
+    /// Parks a released catch-up or backfill run of a stopped schedule for the release to
+    /// send again after the resume, and acknowledges its message.
+    pub(super) async fn wait_resume(
+        &self,
+        run: &Run,
+        reason: Reason,
+        now: DateTime<Utc>,
+    ) -> Result<(), HandlerFailure> {
+        self.park(run, RunEvent::WaitResume, reason, now).await?;
+        tracing::info!(%reason, "schedule stopped: waits for the resume");
+        self.metrics
+            .count_for(&run.key.schedule_id, "RunsWaitingForResume", 1);
+        Ok(())
+    }
+
+    /// Ends an attempt whose outcome nobody knows (its worker vanished, or it outran
+    /// `max_runtime`) for a job not declared idempotent: the attempt STALLED, the run held
+    /// for an operator (MANUAL_REQUIRED) with `reason`, its message acknowledged. If the
+    /// hold's write fails after the stall, the reconciler finds the STALLED run and holds it.
+    pub(super) async fn hold_unknown_outcome(
+        &self,
+        run: &Run,
+        stored: &StoredSchedule,
+        reason: Reason,
+        now: DateTime<Utc>,
+    ) -> Result<(), HandlerFailure> {
+        let mut stall = RunChange::new(RunEvent::Stall, RunStatus::Running, run.lease_epoch, now);
+        stall.reason = Some(reason);
+        let stalled = match self.store.transition_run(&run.key, &stall).await {
+            Ok(stalled) => stalled,
+            // Settled meanwhile (its worker came back, another delivery, the reconciler).
+            Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => return Ok(()),
+            Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
+        };
+        let mut hold = RunChange::new(
+            RunEvent::HoldForApproval,
+            RunStatus::Stalled,
+            stalled.lease_epoch,
+            now,
+        );
+        hold.reason = Some(reason);
+        match self.store.transition_run(&run.key, &hold).await {
+            Ok(held) => {
+                tracing::warn!(%reason, status = %held.status, attempt = run.attempts, "outcome unknown and the job is not idempotent: held for an operator");
+                self.metrics
+                    .count_for(&run.key.schedule_id, "RunsHeldOutcomeUnknown", 1);
+                self.release_next_queued(stored, now).await;
+                Ok(())
+            }
+            Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => Ok(()),
+            Err(e) => Err(HandlerFailure::Retry(e.to_string())),
+        }
+    }
+
     /// Parks a late run for the reconciler's plan of its gap and acknowledges its message.
     pub(super) async fn await_plan(
         &self,
