@@ -428,7 +428,11 @@ impl BackfillReleaser {
             .runs_between(&b.schedule_id, b.from - TimeDelta::days(31), b.to)
             .await?;
         let counts = Counts::of(&runs, &b);
-        let held = self.hold_cause(&b, &counts).await;
+        // A stopped schedule's backfill waits where it is and goes on after the resume.
+        let held = match stored.stopped() {
+            Some(reason) => Some(format!("SCHEDULE_STOPPED: schedule is {reason}")),
+            None => self.hold_cause(&b, &counts).await,
+        };
         // Take the backfill for this pass: a racing releaser's write fails on the version.
         let mut taken = b.clone();
         taken.held = held.clone();

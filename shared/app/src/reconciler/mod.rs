@@ -28,7 +28,7 @@ mod release;
 pub mod signals;
 mod stuck;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -248,6 +248,8 @@ impl Reconciler {
         // Missed windows, schedule by schedule.
         let mut cursor: Option<String> = None;
         let mut created: Vec<Run> = Vec::new();
+        // Paused, archived or disabled: their catch-up runs wait, unreleased.
+        let mut stopped: BTreeSet<String> = BTreeSet::new();
         loop {
             let page = match self
                 .store
@@ -265,6 +267,11 @@ impl Reconciler {
                 .into_iter()
                 .filter(|s| shards.contains(&shard_of(s.id(), self.config.shards)))
                 .collect();
+            stopped.extend(
+                mine.iter()
+                    .filter(|s| s.stopped().is_some())
+                    .map(|s| s.id().to_string()),
+            );
             let outcomes: Vec<(ReconcileReport, Vec<Run>)> = stream::iter(mine)
                 .map(|s| self.reconcile_schedule(s, now, correction_open))
                 .buffer_unordered(self.config.concurrency.max(1))
@@ -283,7 +290,7 @@ impl Reconciler {
         let late = self.plan_backlogs(now, &active, &mut report).await;
         created.extend(late);
         self.resolve_stuck(now, &active, &mut report).await;
-        self.release(now, &active, created, &mut gates, &mut report)
+        self.release(now, &active, created, &stopped, &mut gates, &mut report)
             .await;
         report.lanes = gates.into_values().collect();
 

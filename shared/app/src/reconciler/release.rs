@@ -126,12 +126,15 @@ impl Reconciler {
         gates
     }
 
-    /// Sends PENDING catch-up runs within the budgets, then stores the lanes' states.
+    /// Sends PENDING catch-up runs within the budgets, then stores the lanes' states. Runs
+    /// of `stopped` schedules (paused, archived, disabled) are not sent: they wait for the
+    /// resume, and count against no budget meanwhile.
     pub(super) async fn release(
         &self,
         now: DateTime<Utc>,
         active: &[Run],
         created: Vec<Run>,
+        stopped: &BTreeSet<String>,
         gates: &mut BTreeMap<Lane, LaneGate>,
         report: &mut ReconcileReport,
     ) {
@@ -145,6 +148,7 @@ impl Reconciler {
             }
             let lane = lane_of(run);
             match run.status {
+                RunStatus::Pending if stopped.contains(&run.key.schedule_id) => {}
                 RunStatus::Pending => waiting.push(run.clone()),
                 _ => in_flight.add(lane, &run.key.schedule_id),
             }

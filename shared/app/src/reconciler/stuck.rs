@@ -48,6 +48,12 @@ enum Verdict {
     Resolve,
 }
 
+/// A run the worker parked because its schedule was stopped (see `RunEvent::WaitResume`).
+fn waits_for_resume(run: &Run) -> bool {
+    run.trigger != Trigger::Scheduled
+        && matches!(run.reason, Some(Reason::Paused | Reason::Disabled))
+}
+
 /// Whether a later run of the same schedule waits, never taken, in the same lane: the lane
 /// has not reached this run's message either.
 fn waits_behind_its_successor(run: &Run, active: &[Run]) -> bool {
@@ -142,6 +148,14 @@ impl Reconciler {
             RunStatus::Pending if run.trigger == Trigger::CatchUp => Verdict::Fine,
             // Parked late behind a backlog: planned with its gap (see [`super::backlog`]).
             RunStatus::Pending if super::backlog::awaits_plan(run) => Verdict::Fine,
+            // Sent by a backfill before its schedule stopped, parked by the worker: sent
+            // again once the schedule runs again (catch-up runs wait in the release instead).
+            RunStatus::Pending if waits_for_resume(run) => {
+                match self.schedule_of(&run.key.schedule_id, schedules).await {
+                    Some(stored) if stored.stopped().is_none() => Verdict::SendPending,
+                    _ => Verdict::Fine,
+                }
+            }
             RunStatus::Pending if run.reason == Some(Reason::QueuedBehind) => {
                 // Anything of the schedule in flight, or waiting since an earlier window.
                 let ahead = active.iter().any(|o| {
