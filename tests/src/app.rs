@@ -167,6 +167,7 @@ pub fn worker_config(owner: &str) -> WorkerConfig {
             base: Duration::from_secs(1),
             max: Duration::from_secs(8),
         },
+        kill_switch_hide: Span::seconds(1),
     }
 }
 

@@ -13,6 +13,7 @@ use cronledger_app::api::{Api, ApiConfig, ApiDeps, AuthConfig, Caller};
 use cronledger_app::backfill::BackfillReleaser;
 use cronledger_app::clock::SystemClock;
 use cronledger_app::jobs::{HttpJob, JobTargets};
+use cronledger_app::kill_switch::KillSwitchCheck;
 use cronledger_app::local::poller::{run_poller, PollerConfig};
 use cronledger_app::local::receiver::{self, Executions};
 use cronledger_app::reconciler::{AwsSignals, ReconcileEvent, Reconciler, ReconcilerConfig};
@@ -102,13 +103,17 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
         lanes: lanes.clone(),
         signals: Some(signals.clone()),
     };
+    // The kill switch holds here as in AWS: no tick, pass, release or start while it is on
+    // (locally nothing disables schedules or event sources: each checks the stored flag).
+    let kill_switch = Arc::new(KillSwitchCheck::new(ledger.clone()));
     let reconciler = Reconciler::new(
         ledger.clone(),
         ledger.clone(),
         lanes.clone(),
         signals,
         ReconcilerConfig::default(),
-    );
+    )
+    .with_kill_switch(kill_switch.clone());
     tasks.spawn(reconcile_every_minute(
         reconciler,
         backfills,
@@ -120,16 +125,19 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
         }
     });
 
-    let worker = Arc::new(Worker::new(
-        ledger.clone(),
-        lanes.clone(),
-        JobTargets::new(HttpJob::new().map_err(|e| failed("http client", &e))?),
-        Arc::new(SystemClock),
-        WorkerConfig {
-            owner: format!("local-{}", std::process::id()),
-            ..WorkerConfig::default()
-        },
-    ));
+    let worker = Arc::new(
+        Worker::new(
+            ledger.clone(),
+            lanes.clone(),
+            JobTargets::new(HttpJob::new().map_err(|e| failed("http client", &e))?),
+            Arc::new(SystemClock),
+            WorkerConfig {
+                owner: format!("local-{}", std::process::id()),
+                ..WorkerConfig::default()
+            },
+        )
+        .with_kill_switch(kill_switch.clone()),
+    );
     for &lane in Lane::ALL {
         tasks.spawn(run_poller(
             lanes.clone(),
@@ -139,7 +147,8 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
             stop_rx.clone(),
         ));
     }
-    let ticker = Ticker::new(ledger.clone(), lanes.clone(), TickerConfig::default());
+    let ticker = Ticker::new(ledger.clone(), lanes.clone(), TickerConfig::default())
+        .with_kill_switch(kill_switch);
     tasks.spawn(tick_every_minute(ticker, stop_rx.clone()));
 
     println!(
@@ -172,6 +181,10 @@ async fn reconcile_every_minute(
         let now = Utc::now();
         let report = reconciler.reconcile(&ReconcileEvent::at(now)).await;
         drop(reconciler.metrics().drain("reconciler", now));
+        if report.kill_switch_engaged {
+            tracing::warn!(target: "local", "kill switch engaged: no reconcile pass");
+            continue;
+        }
         let backfills = releaser.pass(now).await;
         tracing::info!(
             target: "local",

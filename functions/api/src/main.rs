@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use cronledger_app::api::system::SchedulerControl;
+use cronledger_app::api::system::{SchedulerControl, WorkerIntake};
 use cronledger_app::api::{Api, ApiConfig, ApiDeps, AuthConfig, Caller, RunAtEvent};
 use cronledger_app::clock::SystemClock;
 use cronledger_app::deployment::Deployment;
@@ -45,6 +45,13 @@ async fn main() -> Result<(), Error> {
         automatic,
         target_arn: std::env::var("CRONLEDGER_API_FUNCTION_ARN").ok(),
         role_arn: std::env::var("CRONLEDGER_SCHEDULER_ROLE_ARN").ok(),
+        // The kill switch disables the worker's event source mappings too.
+        intake: std::env::var("CRONLEDGER_WORKER_FUNCTION")
+            .ok()
+            .map(|function| WorkerIntake {
+                client: aws_sdk_lambda::Client::new(&sdk),
+                function,
+            }),
     };
     let api = Api::new(ApiDeps {
         store: connected.ledger.clone(),

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use cronledger_app::backfill::BackfillReleaser;
 use cronledger_app::deployment::Deployment;
+use cronledger_app::kill_switch::KillSwitchCheck;
 use cronledger_app::reconciler::{
     AwsSignals, ReconcileEvent, Reconciler, ReconcilerConfig, SchedulerTickers,
 };
@@ -45,6 +46,7 @@ async fn main() -> Result<(), Error> {
             config,
         )
         .with_ticker_check(Arc::new(tickers))
+        .with_kill_switch(Arc::new(KillSwitchCheck::new(connected.ledger.clone())))
         .with_backfills(connected.ledger),
     );
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
@@ -52,9 +54,11 @@ async fn main() -> Result<(), Error> {
         async move {
             let pass = ReconcileEvent::from_json(&event.payload)?;
             let mut report = reconciler.reconcile(&pass).await;
-            let released = backfills.pass(pass.time).await;
-            tracing::info!(time = %pass.time, backfills = ?released, "backfill release done");
-            report.errors.extend(released.errors);
+            if !report.kill_switch_engaged {
+                let released = backfills.pass(pass.time).await;
+                tracing::info!(time = %pass.time, backfills = ?released, "backfill release done");
+                report.errors.extend(released.errors);
+            }
             reconciler.metrics().flush("reconciler", pass.time);
             tracing::info!(time = %pass.time, report = ?report, "reconcile done");
             if !report.errors.is_empty() {

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use cronledger_app::deployment::Deployment;
+use cronledger_app::kill_switch::KillSwitchCheck;
 use cronledger_app::ticker::{TickEvent, Ticker, TickerConfig};
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::Value;
@@ -16,7 +17,10 @@ async fn main() -> Result<(), Error> {
         shards: deployment.shards,
         ..TickerConfig::default()
     };
-    let ticker = Arc::new(Ticker::new(connected.ledger, connected.lanes, config));
+    let kill_switch = Arc::new(KillSwitchCheck::new(connected.ledger.clone()));
+    let ticker = Arc::new(
+        Ticker::new(connected.ledger, connected.lanes, config).with_kill_switch(kill_switch),
+    );
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
         let ticker = ticker.clone();
         async move {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use cronledger_app::clock::{Clock, SystemClock};
 use cronledger_app::deployment::Deployment;
 use cronledger_app::jobs::{HttpJob, JobTargets, SdkLambdaInvoker};
+use cronledger_app::kill_switch::KillSwitchCheck;
 use cronledger_app::sqs_event::{lane_of_queue, SqsEvent};
 use cronledger_app::worker::{Worker, WorkerConfig};
 use cronledger_aws::config::load_sdk_config;
@@ -20,13 +21,19 @@ async fn main() -> Result<(), Error> {
     let connected = deployment.connect().await?;
     let sdk = load_sdk_config(&AwsSettings::default()).await;
     let jobs = JobTargets::new(HttpJob::new()?).with_lambda(Arc::new(SdkLambdaInvoker::new(&sdk)));
-    let worker = Arc::new(Worker::new(
-        connected.ledger,
-        connected.lanes,
-        jobs,
-        Arc::new(SystemClock),
-        WorkerConfig::default(),
-    ));
+    // A batch already in hand when the kill switch lands goes back untouched (the switch
+    // also disables this function's event source mappings).
+    let kill_switch = Arc::new(KillSwitchCheck::new(connected.ledger.clone()));
+    let worker = Arc::new(
+        Worker::new(
+            connected.ledger,
+            connected.lanes,
+            jobs,
+            Arc::new(SystemClock),
+            WorkerConfig::default(),
+        )
+        .with_kill_switch(kill_switch),
+    );
     let prefix = Arc::new(deployment.queue_prefix);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let (worker, prefix) = (worker.clone(), prefix.clone());

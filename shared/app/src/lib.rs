@@ -8,6 +8,7 @@ pub mod clock;
 pub mod deployment;
 pub mod faults;
 pub mod jobs;
+pub mod kill_switch;
 pub mod local;
 pub mod metrics;
 pub mod overlap;

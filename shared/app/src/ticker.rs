@@ -23,6 +23,7 @@ use tracing::Instrument;
 
 use crate::clock::{Clock, SystemClock};
 use crate::faults::{CrashPoint, Faults};
+use crate::kill_switch::KillSwitchCheck;
 use crate::metrics::Metrics;
 use crate::runs::{new_run, ScheduleCache};
 
@@ -100,6 +101,8 @@ pub struct TickReport {
     /// Runs left PENDING because the send failed or the ticker "crashed"; the reconciler
     /// sends them.
     pub unsent: u32,
+    /// The kill switch was on: nothing was read or fired.
+    pub kill_switch_engaged: bool,
     pub errors: Vec<String>,
 }
 
@@ -113,6 +116,7 @@ impl TickReport {
         self.left_for_reconciler += other.left_for_reconciler;
         self.sent += other.sent;
         self.unsent += other.unsent;
+        self.kill_switch_engaged |= other.kill_switch_engaged;
         self.errors.extend(other.errors);
     }
 
@@ -137,6 +141,7 @@ pub struct DueSchedules {
     now: DateTime<Utc>,
     until: DateTime<Utc>,
     schedules: Vec<StoredSchedule>,
+    kill_switch_engaged: bool,
     errors: Vec<String>,
 }
 
@@ -160,6 +165,7 @@ pub struct Ticker {
     /// Only for the SQS delay: when the message must become visible is physical time, not a
     /// scheduling decision, and a tick that runs late must not make every run late with it.
     send_clock: Arc<dyn Clock>,
+    kill_switch: Option<Arc<KillSwitchCheck>>,
     metrics: Metrics,
 }
 
@@ -176,8 +182,16 @@ impl Ticker {
             schedules: ScheduleCache::default(),
             faults: None,
             send_clock: Arc::new(SystemClock),
+            kill_switch: None,
             metrics: Metrics::new(),
         }
+    }
+
+    /// Fires nothing while the kill switch is on (its EventBridge schedule is disabled too;
+    /// this covers a tick already under way, and the local runner and the simulator).
+    pub fn with_kill_switch(mut self, check: Arc<KillSwitchCheck>) -> Ticker {
+        self.kill_switch = Some(check);
+        self
     }
 
     /// The metrics collected so far (the function flushes them after each tick).
@@ -213,8 +227,16 @@ impl Ticker {
             now,
             until,
             schedules: Vec::new(),
+            kill_switch_engaged: false,
             errors: Vec::new(),
         };
+        if let Some(check) = &self.kill_switch {
+            if check.engaged(now).await {
+                tracing::warn!("kill switch engaged: this tick fires nothing");
+                due.kill_switch_engaged = true;
+                return due;
+            }
+        }
         for shard in shards {
             match self
                 .store
@@ -234,10 +256,12 @@ impl Ticker {
             now,
             until,
             schedules,
+            kill_switch_engaged,
             errors,
         } = due;
         let mut report = TickReport {
             due_schedules: schedules.len() as u32,
+            kill_switch_engaged,
             errors,
             ..TickReport::default()
         };
@@ -597,6 +621,7 @@ mod tests {
             now: t("2026-03-01T10:00:00Z"),
             until: t("2026-03-01T10:01:00Z"),
             schedules,
+            kill_switch_engaged: false,
             errors: Vec::new(),
         }
     }

@@ -152,6 +152,19 @@ pub struct SystemAuditEntry {
     pub details: serde_json::Value,
 }
 
+/// The global kill switch as stored (`PK=SYSTEM`, `SK=KILL_SWITCH`): the one fact every
+/// function checks before it fires, plans, releases or starts anything. The API writes it
+/// first, then disables what AWS can disable for it (the ticker's and reconciler's
+/// schedules, the workers' event source mappings).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KillSwitch {
+    pub engaged: bool,
+    /// When it was last engaged or released.
+    pub since: DateTime<Utc>,
+    pub actor: String,
+    pub note: String,
+}
+
 /// Where the control plane's items live.
 #[async_trait]
 pub trait OpsStore: Send + Sync {
@@ -178,4 +191,10 @@ pub trait OpsStore: Send + Sync {
 
     /// The system audit log, newest first.
     async fn system_audit(&self, limit: u32) -> Result<Vec<SystemAuditEntry>, StoreError>;
+
+    /// The kill switch; `None` when it was never set (released).
+    async fn kill_switch(&self) -> Result<Option<KillSwitch>, StoreError>;
+
+    /// Engages or releases the kill switch (last writer wins: it is one operator's lever).
+    async fn put_kill_switch(&self, state: &KillSwitch) -> Result<(), StoreError>;
 }

@@ -18,7 +18,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, TimeDelta, Utc};
-use cronledger_aws::{AuditAction, SystemAuditEntry};
+use cronledger_aws::{AuditAction, KillSwitch, SystemAuditEntry};
 use cronledger_core::window::utc_text;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -38,6 +38,12 @@ pub trait SystemControl: Send + Sync {
     /// `Some(enabled)`, or `None` for a schedule that does not exist.
     async fn enabled(&self, name: &str) -> Result<Option<bool>, String>;
     async fn set_enabled(&self, name: &str, enabled: bool) -> Result<(), String>;
+    /// Enables or disables the workers' SQS event source mappings (messages stay in their
+    /// lanes while disabled); the mappings changed, by id.
+    async fn set_intake(&self, enabled: bool) -> Result<Vec<String>, String> {
+        let _ = enabled;
+        Ok(Vec::new())
+    }
     /// A one-time schedule at `at` delivering `input` to the api, deleted after it fires.
     async fn create_one_time(
         &self,
@@ -59,6 +65,50 @@ pub struct SchedulerControl {
     /// to invoke it (`CRONLEDGER_SCHEDULER_ROLE_ARN`).
     pub target_arn: Option<String>,
     pub role_arn: Option<String>,
+    /// The worker function's event source mappings (the kill switch's intake), found by the
+    /// function's name (`CRONLEDGER_WORKER_FUNCTION`).
+    pub intake: Option<WorkerIntake>,
+}
+
+/// The worker function whose SQS event source mappings the kill switch disables:
+/// `ListEventSourceMappings` by function, then `UpdateEventSourceMapping` on each.
+pub struct WorkerIntake {
+    pub client: aws_sdk_lambda::Client,
+    pub function: String,
+}
+
+impl WorkerIntake {
+    async fn set_enabled(&self, enabled: bool) -> Result<Vec<String>, String> {
+        let mut changed = Vec::new();
+        let mut marker: Option<String> = None;
+        loop {
+            let page = self
+                .client
+                .list_event_source_mappings()
+                .function_name(&self.function)
+                .set_marker(marker.clone())
+                .send()
+                .await
+                .map_err(|e| {
+                    format!("ListEventSourceMappings {}: {}", self.function, display(&e))
+                })?;
+            for mapping in page.event_source_mappings() {
+                let Some(uuid) = mapping.uuid() else { continue };
+                self.client
+                    .update_event_source_mapping()
+                    .uuid(uuid)
+                    .enabled(enabled)
+                    .send()
+                    .await
+                    .map_err(|e| format!("UpdateEventSourceMapping {uuid}: {}", display(&e)))?;
+                changed.push(uuid.to_string());
+            }
+            match page.next_marker() {
+                Some(next) => marker = Some(next.to_string()),
+                None => return Ok(changed),
+            }
+        }
+    }
 }
 
 #[async_trait]
@@ -123,6 +173,13 @@ impl SystemControl for SchedulerControl {
         Ok(())
     }
 
+    async fn set_intake(&self, enabled: bool) -> Result<Vec<String>, String> {
+        match &self.intake {
+            Some(intake) => intake.set_enabled(enabled).await,
+            None => Ok(Vec::new()),
+        }
+    }
+
     async fn create_one_time(
         &self,
         name: &str,
@@ -170,51 +227,81 @@ fn control(api: &Api) -> ApiResult<Arc<dyn SystemControl>> {
     })
 }
 
-async fn status_of(control: &dyn SystemControl) -> ApiResult<Value> {
+/// The kill switch's state: the stored flag (the truth every function checks) and, where
+/// this deployment has EventBridge Scheduler, the automatic schedules it disables.
+async fn status_of(api: &Api) -> ApiResult<Value> {
+    let stored = api.deps().ops.kill_switch().await?;
+    let engaged = stored.as_ref().is_some_and(|k| k.engaged);
     let mut schedules = Vec::new();
-    let mut all_on = true;
-    for name in control.automatic() {
-        let enabled = control
-            .enabled(&name)
-            .await
-            .map_err(|e| ApiError::new(StatusCode::BAD_GATEWAY, "SCHEDULER_UNAVAILABLE", e))?;
-        all_on &= enabled == Some(true);
-        schedules.push(
-            json!({"name": name, "exists": enabled.is_some(), "enabled": enabled == Some(true)}),
-        );
+    let mut all_on = !engaged;
+    if let Some(control) = &api.deps().system {
+        for name in control.automatic() {
+            let enabled = control
+                .enabled(&name)
+                .await
+                .map_err(|e| ApiError::new(StatusCode::BAD_GATEWAY, "SCHEDULER_UNAVAILABLE", e))?;
+            all_on &= enabled == Some(true);
+            schedules.push(
+                json!({"name": name, "exists": enabled.is_some(), "enabled": enabled == Some(true)}),
+            );
+        }
     }
-    Ok(json!({"automatic_firing": all_on, "kill_switch_engaged": !all_on, "schedules": schedules}))
+    Ok(json!({
+        "automatic_firing": all_on,
+        "kill_switch_engaged": engaged,
+        "kill_switch": stored,
+        "schedules": schedules,
+    }))
 }
 
 pub async fn status(State(api): State<Api>) -> ApiResult<Json<Value>> {
-    let control = control(&api)?;
-    Ok(Json(status_of(control.as_ref()).await?))
+    Ok(Json(status_of(&api).await?))
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KillSwitchRequest {
-    /// `true` stops all automatic firing; `false` restarts it.
+    /// `true` stops every automatic start; `false` restarts.
     pub engaged: bool,
     pub note: String,
 }
 
+/// Engages or releases the kill switch. The stored flag goes first: from then on no
+/// function fires, plans, releases or starts anything (each checks it). Then what AWS can
+/// disable for it: the ticker's and the reconciler's schedules and the workers' event
+/// source mappings, so messages stay in their lanes and nothing is even invoked. If any of
+/// those calls fails the flag still holds; the answer says which failed.
 pub async fn kill_switch(
     State(api): State<Api>,
     actor: Actor,
     ApiJson(req): ApiJson<KillSwitchRequest>,
 ) -> ApiResult<Json<Value>> {
-    let control = control(&api)?;
     if req.note.trim().is_empty() {
         return Err(ApiError::invalid(
             "NOTE_REQUIRED",
             "the kill switch needs a note saying why",
         ));
     }
+    let state = KillSwitch {
+        engaged: req.engaged,
+        since: api.now(),
+        actor: actor.name().to_string(),
+        note: req.note.clone(),
+    };
+    api.deps().ops.put_kill_switch(&state).await?;
     let mut failures = Vec::new();
-    for name in control.automatic() {
-        if let Err(e) = control.set_enabled(&name, !req.engaged).await {
-            failures.push(e);
+    let mut automatic = Vec::new();
+    let mut mappings = Vec::new();
+    if let Some(control) = &api.deps().system {
+        automatic = control.automatic();
+        for name in &automatic {
+            if let Err(e) = control.set_enabled(name, !req.engaged).await {
+                failures.push(e);
+            }
+        }
+        match control.set_intake(!req.engaged).await {
+            Ok(changed) => mappings = changed,
+            Err(e) => failures.push(e),
         }
     }
     let action = if req.engaged {
@@ -229,17 +316,21 @@ pub async fn kill_switch(
         &actor,
         action,
         &note,
-        json!({"schedules": control.automatic(), "failures": failures}),
+        json!({"schedules": automatic, "event_source_mappings": mappings, "failures": failures}),
     )
     .await;
     if !failures.is_empty() {
         return Err(ApiError::new(
             StatusCode::BAD_GATEWAY,
             "SCHEDULER_UNAVAILABLE",
-            failures.join("; "),
+            format!(
+                "the kill switch is {} (every function checks it), but: {}",
+                if req.engaged { "engaged" } else { "released" },
+                failures.join("; ")
+            ),
         ));
     }
-    Ok(Json(status_of(control.as_ref()).await?))
+    Ok(Json(status_of(&api).await?))
 }
 
 #[derive(Debug, Deserialize)]

@@ -44,6 +44,11 @@ pub async fn poll_once(
     lane: Lane,
     config: PollerConfig,
 ) -> Result<PollOutcome, cronledger_aws::LaneError> {
+    if worker.kill_switch_engaged().await {
+        // As a disabled event source mapping: the lane keeps its messages.
+        tokio::time::sleep(config.wait).await;
+        return Ok(PollOutcome::default());
+    }
     let received = lanes
         .receive(lane, false, config.batch_size, config.wait)
         .await?;

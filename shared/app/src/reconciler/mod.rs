@@ -38,6 +38,7 @@ use cronledger_core::{Lane, Run, RunStatus, Trigger};
 use futures_util::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
 
+use crate::kill_switch::KillSwitchCheck;
 use crate::metrics::Metrics;
 use crate::runs::ScheduleCache;
 use crate::ticker::TickEvent;
@@ -144,6 +145,9 @@ pub struct ReconcileReport {
     /// The ticker's EventBridge schedules that are missing, disabled or unreadable.
     pub ticker_problems: Vec<String>,
     pub alerts: Vec<String>,
+    /// The kill switch was on: the pass planned, released and resolved nothing (and the
+    /// backfill release after it must not run either).
+    pub kill_switch_engaged: bool,
     pub errors: Vec<String>,
 }
 
@@ -168,6 +172,7 @@ impl ReconcileReport {
         self.backlog.merge(&o.backlog);
         self.ticker_problems.extend(o.ticker_problems);
         self.alerts.extend(o.alerts);
+        self.kill_switch_engaged |= o.kill_switch_engaged;
         self.errors.extend(o.errors);
     }
 
@@ -188,6 +193,7 @@ pub struct Reconciler {
     config: ReconcilerConfig,
     metrics: Metrics,
     schedules: ScheduleCache,
+    kill_switch: Option<Arc<KillSwitchCheck>>,
 }
 
 impl Reconciler {
@@ -208,7 +214,16 @@ impl Reconciler {
             config,
             metrics: Metrics::new(),
             schedules: ScheduleCache::default(),
+            kill_switch: None,
         }
+    }
+
+    /// Does nothing while the kill switch is on: no missed window is planned, no catch-up
+    /// released, no stuck run re-sent or retried. Windows missed meanwhile are planned by the
+    /// first pass after the release, by their misfire policy.
+    pub fn with_kill_switch(mut self, check: Arc<KillSwitchCheck>) -> Reconciler {
+        self.kill_switch = Some(check);
+        self
     }
 
     /// Checks these ticker schedules (`config.ticker_schedules`) on every pass.
@@ -239,6 +254,13 @@ impl Reconciler {
             None => (0..self.config.shards).collect(),
         };
         let mut report = ReconcileReport::default();
+        if let Some(check) = &self.kill_switch {
+            if check.engaged(now).await {
+                tracing::warn!("kill switch engaged: this pass does nothing");
+                report.kill_switch_engaged = true;
+                return report;
+            }
+        }
         self.check_tickers(&mut report).await;
 
         let active = self.scan_active(&shards, &mut report).await;

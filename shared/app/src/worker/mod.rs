@@ -29,6 +29,7 @@ use crate::backoff::Backoff;
 use crate::clock::Clock;
 use crate::faults::{CrashPoint, Faults};
 use crate::jobs::{JobFailure, JobTargets};
+use crate::kill_switch::KillSwitchCheck;
 use crate::metrics::{Metrics, Unit};
 use crate::runs::ScheduleCache;
 
@@ -45,6 +46,9 @@ pub struct WorkerConfig {
     /// How often a running job renews its lease and its message's visibility.
     pub heartbeat_every: Span,
     pub backoff: Backoff,
+    /// How long a message met by the kill switch stays hidden before it may come back (in
+    /// AWS the event source is disabled too, so it stays in its lane until the release).
+    pub kill_switch_hide: Span,
 }
 
 impl Default for WorkerConfig {
@@ -54,6 +58,7 @@ impl Default for WorkerConfig {
             lease: Span::seconds(60),
             heartbeat_every: Span::seconds(20),
             backoff: Backoff::default(),
+            kill_switch_hide: Span::seconds(60),
         }
     }
 }
@@ -76,6 +81,7 @@ pub struct Worker {
     config: WorkerConfig,
     schedules: ScheduleCache,
     faults: Option<Arc<dyn Faults>>,
+    kill_switch: Option<Arc<KillSwitchCheck>>,
     metrics: Metrics,
 }
 
@@ -95,13 +101,30 @@ impl Worker {
             config,
             schedules: ScheduleCache::default(),
             faults: None,
+            kill_switch: None,
             metrics: Metrics::new(),
         }
+    }
+
+    /// Checks the kill switch before every start: while it is on, no attempt starts and
+    /// every message goes back to its lane untouched.
+    pub fn with_kill_switch(mut self, check: Arc<KillSwitchCheck>) -> Worker {
+        self.kill_switch = Some(check);
+        self
     }
 
     pub fn with_faults(mut self, faults: Arc<dyn Faults>) -> Worker {
         self.faults = Some(faults);
         self
+    }
+
+    /// Whether the kill switch is on now (see [`Self::with_kill_switch`]): what an event
+    /// source asks before it takes messages for this worker.
+    pub async fn kill_switch_engaged(&self) -> bool {
+        match &self.kill_switch {
+            Some(check) => check.engaged(self.clock.now()).await,
+            None => false,
+        }
     }
 
     /// The metrics collected so far (the function flushes them after each batch).
@@ -127,6 +150,17 @@ impl Worker {
 
     async fn handle_delivery(&self, delivery: &Delivery<'_>) -> Result<(), HandlerFailure> {
         let key = &delivery.message.run;
+        if self.kill_switch_engaged().await {
+            // Nothing is written: the run waits as it is, and is judged as a late start
+            // (grace, misfire policy) when the switch is released.
+            self.hide(delivery, self.config.kill_switch_hide.as_std())
+                .await;
+            self.metrics
+                .count_for(&key.schedule_id, "DeliveriesHeldByKillSwitch", 1);
+            return Err(HandlerFailure::Retry(
+                "KILL_SWITCH_ENGAGED: no attempt starts; the message waits in its lane".into(),
+            ));
+        }
         let with_recent = self.overlap_likely(key, delivery.message.lane);
         let (mut seen, stored) = self.look_with_schedule(key, with_recent).await?;
         let schedule = self

@@ -17,7 +17,7 @@ use crate::error::StoreError;
 use crate::item::{key, n, s, Item, ItemReader, ItemWriter};
 use crate::keys::{self, EXPIRES_AT, GSI2PK, GSI2SK, PK, SK};
 use crate::meter::metered;
-use crate::ops::{Backfill, IdempotencyClaim, OpsStore, SystemAuditEntry};
+use crate::ops::{Backfill, IdempotencyClaim, KillSwitch, OpsStore, SystemAuditEntry};
 
 const TYPE: &str = "type";
 const IDEM_TYPE: &str = "IDEMPOTENCY";
@@ -32,6 +32,8 @@ const SCHEDULE_ID: &str = "schedule_id";
 /// The `active` index partition of open backfills.
 const OPEN_BACKFILLS_PK: &str = "BACKFILLS";
 const SYSTEM_PK: &str = "SYSTEM";
+const KILL_SWITCH_SK: &str = "KILL_SWITCH";
+const KILL_SWITCH_TYPE: &str = "KILL_SWITCH";
 
 fn claim_item(claim: &IdempotencyClaim) -> Result<Item, StoreError> {
     Ok(ItemWriter::new()
@@ -205,6 +207,31 @@ impl DynamoLedger {
     }
 }
 
+impl DynamoLedger {
+    async fn kill_switch_impl(&self) -> Result<Option<KillSwitch>, StoreError> {
+        let Some(item) = self
+            .get_item(key(SYSTEM_PK.to_string(), KILL_SWITCH_SK))
+            .await?
+        else {
+            return Ok(None);
+        };
+        let r = ItemReader::new(&item);
+        r.expect_type(TYPE, KILL_SWITCH_TYPE)?;
+        Ok(Some(r.json(DOC)?))
+    }
+
+    async fn put_kill_switch_impl(&self, state: &KillSwitch) -> Result<(), StoreError> {
+        let item = ItemWriter::new()
+            .s(PK, SYSTEM_PK)
+            .s(SK, KILL_SWITCH_SK)
+            .s(TYPE, KILL_SWITCH_TYPE)
+            .s(DOC, to_json(state)?)
+            .build();
+        self.put_conditional(item, None, None, None).await?;
+        Ok(())
+    }
+}
+
 /// Time first (newest-first listing), then the action and a random tag so two actions at
 /// one instant both stay.
 fn system_audit_sk(at: DateTime<Utc>, action: &str) -> String {
@@ -247,5 +274,13 @@ impl OpsStore for DynamoLedger {
 
     async fn system_audit(&self, limit: u32) -> Result<Vec<SystemAuditEntry>, StoreError> {
         metered("system_audit", self.system_audit_impl(limit)).await
+    }
+
+    async fn kill_switch(&self) -> Result<Option<KillSwitch>, StoreError> {
+        metered("kill_switch", self.kill_switch_impl()).await
+    }
+
+    async fn put_kill_switch(&self, state: &KillSwitch) -> Result<(), StoreError> {
+        metered("put_kill_switch", self.put_kill_switch_impl(state)).await
     }
 }
