@@ -561,6 +561,16 @@ impl LedgerStore for ObservedStore {
         self.inner.running_before(schedule_id, before).await
     }
 
+    async fn pending_live_runs(
+        &self,
+        shard: u32,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<Run>, StoreError> {
+        self.inner.pending_live_runs(shard, from, to, limit).await
+    }
+
     async fn run_history(
         &self,
         schedule_id: &str,

@@ -126,7 +126,7 @@ async fn race_for_the_hour(tick_at: chrono::DateTime<chrono::Utc>) {
 }
 
 #[tokio::test]
-async fn a_crash_between_the_run_write_and_the_send_leaves_a_pending_run_that_is_found_and_run() {
+async fn a_crash_between_the_run_write_and_the_send_is_recovered_by_the_next_tick_within_grace() {
     let t0 = t("2026-03-01T09:59:30Z");
     let minute = t("2026-03-01T10:00:00Z");
     let env = AppEnv::new(LaneSettings::default(), minute).await;
@@ -174,11 +174,31 @@ async fn a_crash_between_the_run_write_and_the_send_leaves_a_pending_run_that_is
         [&key]
     );
 
-    // Sending it (what the reconciler will do) is enough: a worker runs it once.
-    env.resend(&run).await;
+    // The next tick finds it PENDING past its send deadline and sends it (once, however
+    // many tickers look), so it starts within its 2-minute grace rather than at the
+    // reconciler's 5-minute stuck-run pass.
+    let next = minute + Delta::minutes(1);
+    let tick = env
+        .ticker()
+        .tick(&TickEvent {
+            time: next,
+            shards: None,
+        })
+        .await;
+    assert_eq!(tick.redispatched, 1, "{tick:?}");
+    let racing = env
+        .ticker()
+        .tick(&TickEvent {
+            time: next,
+            shards: None,
+        })
+        .await;
+    assert_eq!(racing.redispatched, 0, "claimed once: {racing:?}");
     let received = env
         .receive(Lane::Normal, false, 1, Duration::from_secs(5))
         .await;
+    assert_eq!(received.len(), 1);
+    env.clock.set(next + Delta::seconds(2));
     let worker = env.worker(worker_config("w"));
     let batch = env.deliver(&worker, Lane::Normal, &received).await;
     assert_eq!(batch.outcomes[0].1, MessageOutcome::Done);

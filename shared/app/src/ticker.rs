@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use cronledger_aws::ledger::{
     Fire, FireOutcome, RunChange, StoredSchedule, MAX_FIRES_PER_TRANSACTION,
 };
@@ -25,7 +25,26 @@ use crate::clock::{Clock, SystemClock};
 use crate::faults::{CrashPoint, Faults};
 use crate::kill_switch::KillSwitchCheck;
 use crate::metrics::Metrics;
-use crate::runs::{new_run, ScheduleCache};
+use crate::runs::{claim_and_send, new_run, ScheduleCache};
+
+/// A live run still PENDING this long after its window was not sent (see
+/// [`Ticker::redispatch_lost`]).
+const SEND_DEADLINE: TimeDelta = TimeDelta::seconds(30);
+/// How far back a tick looks for lost dispatches; older ones are the reconciler's.
+const REDISPATCH_HORIZON: TimeDelta = TimeDelta::hours(1);
+/// Writes of a sent run's QUEUED mark before the ticker leaves it to the next tick.
+const MARK_TRIES: u32 = 3;
+/// Runs read per shard per tick for that check.
+const REDISPATCH_LIMIT: u32 = 100;
+
+/// Why a lost dispatch could not be sent again this tick (the next tick tries again).
+#[derive(Debug, thiserror::Error)]
+enum TickerSendError {
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Lanes(#[from] cronledger_aws::LaneError),
+}
 
 /// The ticker's input: the time it fires for (EventBridge's scheduled time, never the wall
 /// clock) and optionally the shards it owns.
@@ -101,6 +120,9 @@ pub struct TickReport {
     /// Runs left PENDING because the send failed or the ticker "crashed"; the reconciler
     /// sends them.
     pub unsent: u32,
+    /// Live runs found still PENDING past their send deadline (the ticker that wrote them
+    /// died before sending, or could not send) and sent now, within their grace.
+    pub redispatched: u32,
     /// The kill switch was on: nothing was read or fired.
     pub kill_switch_engaged: bool,
     pub errors: Vec<String>,
@@ -116,6 +138,7 @@ impl TickReport {
         self.left_for_reconciler += other.left_for_reconciler;
         self.sent += other.sent;
         self.unsent += other.unsent;
+        self.redispatched += other.redispatched;
         self.kill_switch_engaged |= other.kill_switch_engaged;
         self.errors.extend(other.errors);
     }
@@ -141,6 +164,7 @@ pub struct DueSchedules {
     now: DateTime<Utc>,
     until: DateTime<Utc>,
     schedules: Vec<StoredSchedule>,
+    shards: Vec<u32>,
     kill_switch_engaged: bool,
     errors: Vec<String>,
 }
@@ -227,6 +251,7 @@ impl Ticker {
             now,
             until,
             schedules: Vec::new(),
+            shards: shards.clone(),
             kill_switch_engaged: false,
             errors: Vec::new(),
         };
@@ -237,7 +262,7 @@ impl Ticker {
                 return due;
             }
         }
-        for shard in shards {
+        for &shard in &shards {
             match self
                 .store
                 .due_schedules(shard, until, self.config.due_limit)
@@ -256,6 +281,7 @@ impl Ticker {
             now,
             until,
             schedules,
+            shards,
             kill_switch_engaged,
             errors,
         } = due;
@@ -298,7 +324,54 @@ impl Ticker {
             report.merge(r);
         }
         self.metrics.count("TickErrors", report.errors.len() as u64);
+        if !kill_switch_engaged {
+            for shard in shards {
+                self.redispatch_lost(shard, now, &mut report).await;
+            }
+        }
         report
+    }
+
+    /// Sends the shard's live runs that are still PENDING past their send deadline: the
+    /// ticker that wrote one died before sending it (or its send failed), and waiting for
+    /// the reconciler's stuck-run pass would start it past its grace. One small query per
+    /// shard and tick, over the last hour of windows (older ones are the reconciler's). The
+    /// send is claimed first (PENDING -> QUEUED), so racing tickers send it once; a message
+    /// that was sent after all and only its mark lost becomes a duplicate delivery, which
+    /// the worker acknowledges.
+    async fn redispatch_lost(&self, shard: u32, now: DateTime<Utc>, report: &mut TickReport) {
+        let from = now - REDISPATCH_HORIZON;
+        let to = now - SEND_DEADLINE;
+        let pending = match self
+            .store
+            .pending_live_runs(shard, from, to, REDISPATCH_LIMIT)
+            .await
+        {
+            Ok(runs) => runs,
+            Err(e) => {
+                report.error(&format!("shard {shard}"), e);
+                return;
+            }
+        };
+        for run in pending {
+            // Parked on purpose (QUEUE_NEW, a backlog's plan, a pause) or sent already.
+            if run.reason.is_some() || run.job_id.is_some() {
+                continue;
+            }
+            let Some(lane) = run.lane else { continue };
+            let sent: Result<bool, TickerSendError> =
+                claim_and_send(self.store.as_ref(), self.lanes.as_ref(), &run, lane, now).await;
+            match sent {
+                Ok(true) => {
+                    report.redispatched += 1;
+                    self.metrics
+                        .count_for(&run.key.schedule_id, "LostDispatchesResent", 1);
+                    tracing::warn!(run = %run.key, "lost dispatch sent again");
+                }
+                Ok(false) => {}
+                Err(e) => report.error(&run.key.schedule_id, e),
+            }
+        }
     }
 
     /// Fires the first window of each schedule (all inside the lookahead, distinct schedules)
@@ -575,9 +648,24 @@ impl Ticker {
         let mut change = RunChange::new(RunEvent::Enqueue, RunStatus::Pending, 0, now);
         change.job_id = Some(job_id);
         change.lane = Some(lane);
-        if let Err(e) = self.store.transition_run(&run.key, &change).await {
-            // A fast worker may already have started it; that is fine.
-            tracing::debug!(run = %run.key, error = %e, "not marked QUEUED");
+        // A mark lost to a passing store error would leave the run PENDING with its message
+        // on the way: try again. A conflict means a fast worker took the run first: fine.
+        for attempt in 1..=MARK_TRIES {
+            match self.store.transition_run(&run.key, &change).await {
+                Ok(_) => break,
+                Err(
+                    StoreError::StatusConflict { .. }
+                    | StoreError::LeaseLost { .. }
+                    | StoreError::InvalidTransition(_),
+                ) => break,
+                Err(e) if attempt < MARK_TRIES => {
+                    tracing::debug!(run = %run.key, error = %e, "QUEUED mark failed; again");
+                }
+                Err(e) => {
+                    // The next tick finds it PENDING past its send deadline and sends again.
+                    tracing::warn!(run = %run.key, error = %e, "not marked QUEUED");
+                }
+            }
         }
         true
     }
@@ -621,6 +709,7 @@ mod tests {
             now: t("2026-03-01T10:00:00Z"),
             until: t("2026-03-01T10:01:00Z"),
             schedules,
+            shards: vec![0],
             kill_switch_engaged: false,
             errors: Vec::new(),
         }

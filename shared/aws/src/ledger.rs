@@ -431,6 +431,17 @@ pub trait LedgerStore: Send + Sync {
         before: DateTime<Utc>,
     ) -> Result<Vec<Run>, StoreError>;
 
+    /// A shard's live runs (SCHEDULED or MANUAL) still PENDING with their window in
+    /// `[from, to]`, oldest first, at most `limit` read from the `active` index: where the
+    /// ticker looks for dispatches lost between a run's write and its send.
+    async fn pending_live_runs(
+        &self,
+        shard: u32,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<Run>, StoreError>;
+
     /// A schedule's runs, newest first.
     async fn run_history(
         &self,

@@ -203,6 +203,8 @@ pub fn transition(from: RunStatus, event: RunEvent) -> Result<RunStatus, Transit
         (S::Pending | S::Queued | S::ManualRequired, E::Coalesce) => S::Coalesced,
         (S::Pending | S::Queued | S::Stalled, E::HoldForApproval) => S::ManualRequired,
         (S::Pending | S::Queued, E::WaitBehind | E::AwaitPlan) => S::Pending,
+        // A retry under QUEUE_NEW waits behind a running window like any queued run.
+        (S::RetryPending, E::WaitBehind) => S::Pending,
         (S::Pending | S::Queued | S::RetryPending, E::WaitResume) => S::Pending,
         (S::Pending, E::PlanCatchUp) => S::Pending,
 

@@ -144,6 +144,7 @@ fn explicit_allowed_transitions() {
         (S::Queued, E::HoldForApproval, S::ManualRequired),
         (S::Pending, E::WaitBehind, S::Pending),
         (S::Queued, E::WaitBehind, S::Pending),
+        (S::RetryPending, E::WaitBehind, S::Pending),
         (S::Pending, E::AwaitPlan, S::Pending),
         (S::Queued, E::AwaitPlan, S::Pending),
         (S::Pending, E::PlanCatchUp, S::Pending),

@@ -35,6 +35,9 @@ pub(super) enum Admission {
     OutcomeUnknown(Reason),
     /// End the run without executing it.
     Skip(Reason),
+    /// End a run that already failed an attempt as FAILED with this reason, without
+    /// another attempt.
+    GiveUp(Reason),
     /// Hold the run for an operator's approval (MANUAL_REQUIRED) without executing it.
     Hold(Reason),
     /// Fold the run into a later window's (COALESCED), without executing it; and move that
@@ -121,6 +124,13 @@ impl Worker {
             .iter()
             .any(|r| r.key.scheduled_for < run.key.scheduled_for);
         Ok(match schedule.spec.overlap {
+            // A retry that meets a later window running under SKIP_NEW does not wait behind
+            // it (the policy says a window never runs beside another, and waiting would keep
+            // it bouncing in its lane): its window ends FAILED (OVERLAP), which an operator
+            // may retry.
+            OverlapPolicy::SkipNew if running_other && run.status == RunStatus::RetryPending => {
+                Admission::GiveUp(Reason::Overlap)
+            }
             OverlapPolicy::SkipNew if running_other => Admission::Skip(Reason::Overlap),
             OverlapPolicy::QueueNew if running_other || earlier_waiting => Admission::WaitBehind,
             _ => Admission::Start(event),

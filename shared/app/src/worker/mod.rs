@@ -188,6 +188,9 @@ impl Worker {
                 Ok(Admission::Skip(reason)) => {
                     return self.end_unrun(run, &stored, Unrun::Skip(reason), now).await
                 }
+                Ok(Admission::GiveUp(reason)) => {
+                    return self.end_unrun(run, &stored, Unrun::Fail(reason), now).await
+                }
                 Ok(Admission::Hold(reason)) => {
                     return self.end_unrun(run, &stored, Unrun::Hold(reason), now).await
                 }

@@ -20,6 +20,7 @@ use crate::runs::send_run;
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Unrun {
     Skip(Reason),
+    Fail(Reason),
     Hold(Reason),
     Coalesce(DateTime<Utc>),
 }
@@ -65,6 +66,7 @@ impl Worker {
     ) -> Result<(), HandlerFailure> {
         let (event, reason, metric) = match unrun {
             Unrun::Skip(reason) => (RunEvent::Skip, reason, "RunsSkipped"),
+            Unrun::Fail(reason) => (RunEvent::Fail, reason, "RunsFailed"),
             Unrun::Hold(reason) => (RunEvent::HoldForApproval, reason, "RunsHeldForApproval"),
             Unrun::Coalesce(_) => (RunEvent::Coalesce, Reason::Coalesced, "RunsCoalesced"),
         };

@@ -403,6 +403,20 @@ impl LedgerStore for DynamoLedger {
         .await
     }
 
+    async fn pending_live_runs(
+        &self,
+        shard: u32,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<Run>, StoreError> {
+        metered(
+            "pending_live_runs",
+            self.pending_live_runs_impl(shard, from, to, limit),
+        )
+        .await
+    }
+
     async fn run_history(
         &self,
         schedule_id: &str,

@@ -398,6 +398,34 @@ impl DynamoLedger {
         Ok((stored, recent_runs_of(&out, &items[1..])?))
     }
 
+    pub(super) async fn pending_live_runs_impl(
+        &self,
+        shard: u32,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<Run>, StoreError> {
+        // One page of the shard's PENDING entries with windows in range (text order is time
+        // order), live triggers only: catch-up runs wait there for their release.
+        let prefix = keys::active_status_prefix(RunStatus::Pending);
+        let low = format!("{prefix}{}", keys::index_time(from));
+        let high = format!("{prefix}{}$", keys::index_time(to));
+        let mut expr = Expr::new();
+        expr.eq(GSI2PK, s(keys::active_pk(shard)))
+            .between(GSI2SK, s(low), s(high))
+            .or_one_of(
+                codec::TRIGGER,
+                [Trigger::Scheduled, Trigger::Manual].map(|t| s(t.as_str())),
+            );
+        let (items, _) = self
+            .query_page(Some(keys::ACTIVE_INDEX), &expr, limit, None, true)
+            .await?;
+        Ok(decode_all(&items)?
+            .into_iter()
+            .filter(|r| from <= r.key.scheduled_for && r.key.scheduled_for <= to)
+            .collect())
+    }
+
     pub(super) async fn running_before_impl(
         &self,
         schedule_id: &str,
