@@ -11,6 +11,7 @@ pub mod jobs;
 pub mod local;
 pub mod metrics;
 pub mod overlap;
+pub mod pinned;
 pub mod reconciler;
 pub mod runs;
 pub mod simulate;
