@@ -39,8 +39,8 @@ pub enum Command {
     Runs(crate::remote::args::RunsArgs),
     /// (api) Operator runs: `run now SCHEDULE`.
     Run(crate::remote::args::RunArgs),
-    /// (api) Retry a failed run: a new attempt of the same run.
-    Retry(crate::remote::args::RunActionArgs),
+    /// (api) Retry a failed run: a new attempt of the same run, with its own version's job.
+    Retry(crate::remote::args::RetryArgs),
     /// (api) Approve a MANUAL_REQUIRED run.
     Approve(crate::remote::args::RunActionArgs),
     /// (api) Reject a MANUAL_REQUIRED run.

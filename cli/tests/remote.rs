@@ -589,6 +589,76 @@ async fn runs_run_now_retry_approve_and_reject_with_attempts_and_notes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_keeps_the_run_version_and_current_definition_re_pins_it() {
+    let s = serve().await;
+    let doc = |target: &str| {
+        let job = json!({"type": "noop", "fail_times": 5, "payload": {"target": target}});
+        noop("edited", "*/5 * * * *", job, json!({"max_attempts": 1}))
+    };
+    s.create(doc("old")).await;
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        let made = s
+            .cli(&["run", "now", "edited", "--mode", "new", "--format", "json"])
+            .await
+            .ok()
+            .json();
+        runs.push(made["run"]["run_id"].as_str().unwrap_or("").to_string());
+    }
+    for run in &runs {
+        s.work_until(Lane::Manual, "edited", run, &[RunStatus::Failed])
+            .await;
+    }
+    let edited = s
+        .api
+        .call_with(
+            Some(Caller::new(ADMIN)),
+            axum::http::Method::PUT,
+            "/v1/schedules/edited",
+            Some(doc("new")),
+            &[("If-Match", "\"1\"")],
+        )
+        .await;
+    assert_eq!(edited.body["version"], 2, "{:?}", edited.body);
+
+    let kept = s
+        .cli(&["retry", "edited", &runs[0], "--format", "json"])
+        .await
+        .ok()
+        .json();
+    assert_eq!(kept["schedule_version"], 1, "{kept}");
+    let repinned = s
+        .cli(&[
+            "retry",
+            "edited",
+            &runs[1],
+            "--current-definition",
+            "--format",
+            "json",
+        ])
+        .await
+        .ok()
+        .json();
+    assert_eq!(
+        (
+            repinned["status"].clone(),
+            repinned["schedule_version"].clone()
+        ),
+        (json!("QUEUED"), json!(2)),
+        "{repinned}"
+    );
+    let audit = s.audit("edited").await;
+    let chosen = |run: &str| {
+        audit
+            .iter()
+            .find(|e| e["action"] == "RUN_RETRY" && e["details"]["run"] == run)
+            .map(|e| e["details"]["definition"].clone())
+    };
+    assert_eq!(chosen(&runs[0]), Some(json!("original")));
+    assert_eq!(chosen(&runs[1]), Some(json!("current")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn backfill_create_status_pause_resume_watch_cancel_and_verify() {
     let s = serve().await;
     s.create(noop(

@@ -466,6 +466,10 @@ impl LedgerStore for ObservedStore {
         self.inner.audit_log(id).await
     }
 
+    async fn schedule_spec_at(&self, id: &str, version: u64) -> Result<ScheduleSpec, StoreError> {
+        self.inner.schedule_spec_at(id, version).await
+    }
+
     async fn record_operator_action(
         &self,
         action: &cronledger_aws::OperatorAction,

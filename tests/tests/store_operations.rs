@@ -1,5 +1,5 @@
-//! Every store operation against the emulator: the schedule lifecycle with its audit, the
-//! ticker's transaction, and the run listings.
+//! Every store operation against the emulator: the schedule lifecycle with its audit, each
+//! version's spec read back, the ticker's transaction, and the run listings.
 
 use chrono::{DateTime, Duration, Utc};
 use cronledger_aws::keys::shard_of;
@@ -7,7 +7,8 @@ use cronledger_aws::{
     AuditAction, ChangeMeta, Fire, FireOutcome, LedgerStore, RunChange, ScheduleState, StoreError,
 };
 use cronledger_core::{RunEvent, RunStatus};
-use cronledger_tests::{manual_run, scheduled_run, spec, t, TestLedger, SHARDS};
+use cronledger_tests::{manual_run, scheduled_run, spec, spec_with, t, TestLedger, SHARDS};
+use serde_json::json;
 
 fn meta(actor: &str, at: DateTime<Utc>) -> ChangeMeta {
     ChangeMeta {
@@ -145,6 +146,112 @@ async fn schedules_are_created_paused_resumed_and_archived_with_an_audit_trail()
         .await
         .unwrap_err();
     assert_eq!(missing.code(), "SCHEDULE_NOT_FOUND");
+}
+
+#[tokio::test]
+async fn each_version_spec_reads_back_from_its_audit_entry() {
+    let env = TestLedger::new().await;
+    let ledger = &env.ledger;
+    let id = "versions";
+    let t0 = t("2026-03-01T00:00:00Z");
+    let job = |tag: &str| json!({"job": {"type": "noop", "payload": {"target": tag}}});
+    let v1 = spec_with(id, "*/15 * * * *", job("one"));
+    let v2 = spec_with(id, "0 * * * *", job("two"));
+    let v3 = spec_with(id, "0 * * * *", job("three"));
+    ledger
+        .create_schedule(v1.clone(), meta("alice", t0))
+        .await
+        .expect("create");
+    ledger
+        .update_schedule(v2.clone(), 1, meta("bob", t0 + Duration::minutes(1)))
+        .await
+        .expect("update to 2");
+    ledger
+        .update_schedule(v3.clone(), 2, meta("bob", t0 + Duration::minutes(2)))
+        .await
+        .expect("update to 3");
+    // An operator's action under version 3 sorts beside its entry, never in its place.
+    ledger
+        .record_operator_action(&cronledger_aws::OperatorAction {
+            schedule_id: id.into(),
+            action: AuditAction::RunRetry,
+            actor: "ops".into(),
+            reason: "retried".into(),
+            at: t0 + Duration::minutes(3),
+            details: json!({"run": "x"}),
+        })
+        .await
+        .expect("operator action");
+
+    for (version, expected) in [(1, &v1), (2, &v2), (3, &v3)] {
+        let read = ledger.schedule_spec_at(id, version).await;
+        assert_eq!(read.as_ref().ok(), Some(expected), "version {version}");
+    }
+    let meter = env.clients.meter.snapshot();
+    assert_eq!(meter.scope("schedule_spec_at").calls, 3, "one read each");
+
+    for (schedule, version) in [(id, 4), (id, 0), ("never-created", 1)] {
+        let missing = ledger.schedule_spec_at(schedule, version).await;
+        assert_eq!(
+            missing.map_err(|e| e.code()).err(),
+            Some("SCHEDULE_VERSION_NOT_FOUND"),
+            "{schedule} v{version}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn only_a_retry_re_pins_a_run_to_another_schedule_version() {
+    let env = TestLedger::new().await;
+    let ledger = &env.ledger;
+    let t0 = t("2026-03-01T00:00:00Z");
+    let spec = spec("repin", "*/5 * * * *");
+    let run = scheduled_run(&spec, t0 + Duration::minutes(5), t0, "ticker");
+    ledger.create_run(&run).await.expect("run");
+    let at = t0 + Duration::minutes(5);
+    let step = |event, from, epoch| RunChange::new(event, from, epoch, at);
+
+    let mut enqueue = step(RunEvent::Enqueue, RunStatus::Pending, 0);
+    enqueue.schedule_version = Some(2);
+    let refused = ledger.transition_run(&run.key, &enqueue).await;
+    assert_eq!(
+        refused.map_err(|e| e.code()).err(),
+        Some("STORE_INVALID_REQUEST")
+    );
+    enqueue.schedule_version = None;
+    ledger
+        .transition_run(&run.key, &enqueue)
+        .await
+        .expect("enqueue");
+    let start =
+        step(RunEvent::Start, RunStatus::Queued, 0).with_lease("w", at + Duration::minutes(1));
+    ledger
+        .transition_run(&run.key, &start)
+        .await
+        .expect("start");
+    let fail = step(RunEvent::Fail, RunStatus::Running, 1);
+    let failed = ledger.transition_run(&run.key, &fail).await.expect("fail");
+    assert_eq!(
+        failed.schedule_version, 1,
+        "a plain change keeps the version"
+    );
+
+    let mut retry = step(RunEvent::Retry, RunStatus::Failed, 1);
+    retry.schedule_version = Some(3);
+    let reopened = ledger
+        .transition_run(&run.key, &retry)
+        .await
+        .expect("retry");
+    assert_eq!(
+        (reopened.status, reopened.schedule_version),
+        (RunStatus::Pending, 3)
+    );
+    // The window and business inputs stay as created.
+    assert_eq!(
+        (&reopened.window, reopened.business_date, &reopened.cron),
+        (&run.window, run.business_date, &run.cron)
+    );
+    assert_eq!(ledger.get_run(&run.key).await.expect("get"), reopened);
 }
 
 #[tokio::test]

@@ -131,6 +131,16 @@ pub struct RunActionArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct RetryArgs {
+    #[command(flatten)]
+    pub action: RunActionArgs,
+    /// Run the schedule's current job (the run is re-pinned to the current version), not
+    /// the job of the version the run was created under.
+    #[arg(long = "current-definition")]
+    pub current_definition: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct NoteArgs {
     pub id: String,
     #[arg(long)]

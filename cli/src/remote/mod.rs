@@ -13,8 +13,8 @@ use reqwest::Method;
 use serde_json::{json, Value};
 
 use self::args::{
-    ApplyArgs, BackfillArgs, BackfillCommand, GetArgs, NoteArgs, OutputFormat, RunActionArgs,
-    RunArgs, RunCommand, RunsArgs,
+    ApplyArgs, BackfillArgs, BackfillCommand, GetArgs, NoteArgs, OutputFormat, RetryArgs,
+    RunActionArgs, RunArgs, RunCommand, RunsArgs,
 };
 use self::client::{segment, Client};
 use crate::commands::{instant, load_manifest, read_file};
@@ -28,7 +28,7 @@ pub enum Remote {
     Get(GetArgs),
     Runs(RunsArgs),
     Run(RunArgs),
-    Retry(RunActionArgs),
+    Retry(RetryArgs),
     Approve(RunActionArgs),
     Reject(RunActionArgs),
     Pause(NoteArgs),
@@ -104,9 +104,23 @@ async fn dispatch(command: Remote) -> Result<ExitCode, CliError> {
             });
             Ok(ExitCode::SUCCESS)
         }
-        Remote::Retry(a) => run_action(a, "retry").await,
-        Remote::Approve(a) => run_action(a, "approve").await,
-        Remote::Reject(a) => run_action(a, "reject").await,
+        Remote::Retry(a) => {
+            let definition = if a.current_definition {
+                "current"
+            } else {
+                "original"
+            };
+            let body = json!({"note": a.action.note, "definition": definition});
+            run_action(a.action, "retry", body).await
+        }
+        Remote::Approve(a) => {
+            let body = note(&a.note);
+            run_action(a, "approve", body).await
+        }
+        Remote::Reject(a) => {
+            let body = note(&a.note);
+            run_action(a, "reject", body).await
+        }
         Remote::Pause(a) => schedule_action(a, "pause").await,
         Remote::Resume(a) => schedule_action(a, "resume").await,
         Remote::Backfill(a) => backfill(a).await,
@@ -283,16 +297,14 @@ fn one_run(r: &Value) -> String {
     out
 }
 
-async fn run_action(a: RunActionArgs, action: &str) -> Result<ExitCode, CliError> {
+async fn run_action(a: RunActionArgs, action: &str, body: Value) -> Result<ExitCode, CliError> {
     let client = Client::connect(&a.remote).await?;
     let path = format!(
         "/v1/schedules/{}/runs/{}/{action}",
         segment(&a.schedule),
         segment(&a.run)
     );
-    let body = client
-        .ok(Method::POST, &path, Some(&note(&a.note)), &[])
-        .await?;
+    let body = client.ok(Method::POST, &path, Some(&body), &[]).await?;
     print(a.remote.format, &body, |b| {
         let run = if b["run"].is_object() { &b["run"] } else { b };
         let mut line = format!(

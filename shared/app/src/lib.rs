@@ -12,6 +12,7 @@ pub mod kill_switch;
 pub mod local;
 pub mod metrics;
 pub mod overlap;
+pub mod pinned;
 pub mod reconciler;
 pub mod runs;
 pub mod simulate;

@@ -24,6 +24,10 @@ pub enum StoreError {
         actual: u64,
     },
 
+    /// The schedule never had this version (no audit entry records it).
+    #[error("SCHEDULE_VERSION_NOT_FOUND: schedule `{id}` has no version {version}")]
+    VersionNotFound { id: String, version: u64 },
+
     #[error("SCHEDULE_ARCHIVED: schedule `{0}` is archived and cannot change")]
     ScheduleArchived(String),
 
@@ -97,6 +101,7 @@ impl StoreError {
             StoreError::ScheduleNotFound(_) => "SCHEDULE_NOT_FOUND",
             StoreError::ScheduleAlreadyExists(_) => "SCHEDULE_ALREADY_EXISTS",
             StoreError::VersionConflict { .. } => "SCHEDULE_VERSION_CONFLICT",
+            StoreError::VersionNotFound { .. } => "SCHEDULE_VERSION_NOT_FOUND",
             StoreError::ScheduleArchived(_) => "SCHEDULE_ARCHIVED",
             StoreError::ScheduleInvalid(_) => "SCHEDULE_INVALID",
             StoreError::RunNotFound(_) => "RUN_NOT_FOUND",

@@ -213,6 +213,10 @@ pub struct RunChange {
     /// The lane the caller read: the write fails if the stored one differs (another writer
     /// moved the run to another lane first). `None`: not checked.
     pub lane_was: Option<Lane>,
+    /// RETRY only: re-pins the run to this schedule version, so its next attempts execute
+    /// that version's job (an operator's "retry with the current definition"). `None`
+    /// keeps the version the run was created under.
+    pub schedule_version: Option<u64>,
 }
 
 impl RunChange {
@@ -230,6 +234,7 @@ impl RunChange {
             lane: None,
             catch_up: None,
             lane_was: None,
+            schedule_version: None,
         }
     }
 
@@ -337,6 +342,11 @@ pub trait LedgerStore: Send + Sync {
 
     /// The audit log of a schedule, oldest first: its changes and operators' actions.
     async fn audit_log(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError>;
+
+    /// The spec in force at `version`, from that version's audit entry (one read): what a
+    /// run created under `version` executes. Versions never change once written.
+    /// `SCHEDULE_VERSION_NOT_FOUND` when the schedule never had that version.
+    async fn schedule_spec_at(&self, id: &str, version: u64) -> Result<ScheduleSpec, StoreError>;
 
     /// Records an operator's action in the schedule's audit log, right after the entry of
     /// the version current now (the schedule itself is not changed).

@@ -104,6 +104,7 @@ impl From<StoreError> for ApiError {
         let message = e.to_string();
         let status = match &e {
             StoreError::ScheduleNotFound(_)
+            | StoreError::VersionNotFound { .. }
             | StoreError::RunNotFound(_)
             | StoreError::BackfillNotFound(_) => StatusCode::NOT_FOUND,
             StoreError::VersionConflict { actual, .. } => {

@@ -291,8 +291,8 @@ pub fn routes() -> Vec<Route> {
         route(M::GET, "/v1/schedules/{id}/runs/{run}", v, "One run with its attempts", get(runs::get_one))
             .ok(200, "Run")
             .errors(&[404]),
-        route(M::POST, "/v1/schedules/{id}/runs/{run}/retry", o, "Retry a FAILED (or STALLED) run: a new attempt of the same run", post(runs::retry))
-            .body(NOTE)
+        route(M::POST, "/v1/schedules/{id}/runs/{run}/retry", o, "Retry a FAILED (or STALLED) run: a new attempt of the same run, with its own version's job (definition: current re-pins it to the current one)", post(runs::retry))
+            .body("RetryRequest")
             .ok(200, "Run")
             .errors(&[404, 409]),
         route(M::POST, "/v1/schedules/{id}/runs/{run}/approve", o, "Approve a MANUAL_REQUIRED run (manual lane); a range record becomes a backfill", post(runs::approve))

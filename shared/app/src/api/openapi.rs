@@ -24,6 +24,7 @@ pub fn schemas() -> Value {
     json!({
         "Error": obj(json!({"code": {"type": "string"}, "message": {"type": "string"}, "details": {}}), &["code", "message", "details"]),
         "Note": obj(json!({"note": note}), &[]),
+        "RetryRequest": obj(json!({"note": note, "definition": {"enum": ["original", "current"], "default": "original", "description": "original: the job of the version the run was created under; current: re-pin the run to the schedule's current version and run its job"}}), &[]),
         "ScheduleDocument": {"type": "object", "description": "A schedule as in a manifest (id, cron, timezone, misfire, overlap, grace, max_auto_catch_up, max_runtime, priority, side_effects, idempotent, max_attempts, owner, catch_up, enabled, name, job); validated with the core's codes, unknown fields refused (SCHEDULE_UNKNOWN_FIELD)."},
         "PreviewRequest": obj(json!({"schedule": {"$ref": "#/components/schemas/ScheduleDocument"}, "count": {"type": "integer", "minimum": 1}, "after": time}), &["schedule"]),
         "RunNowRequest": obj(json!({"mode": {"enum": ["reuse", "new"]}, "scheduled_for": time, "note": note}), &[]),
@@ -114,7 +115,7 @@ fn operation(doc: &RouteDoc) -> Value {
     if let (Some(body), Some(obj)) = (doc.body, op.as_object_mut()) {
         obj.insert(
             "requestBody".into(),
-            json!({"required": body != "Note", "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{body}")}}}}),
+            json!({"required": !matches!(body, "Note" | "RetryRequest"), "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{body}")}}}}),
         );
     }
     op

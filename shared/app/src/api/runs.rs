@@ -1,4 +1,5 @@
-//! Run routes: history, one run, run now (idempotent), retry, approve, reject, cancel.
+//! Run routes: history, one run, run now (idempotent), retry (with the run's own job or the
+//! current one), approve, reject, cancel.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -274,22 +275,59 @@ async fn send(api: &Api, run: &Run, lane: Lane) -> ApiResult<(Run, Vec<Attempt>)
     Ok(api.deps().store.get_run_with_attempts(&run.key).await?)
 }
 
+/// Which job a retried run executes from now on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Definition {
+    /// The job of the version the run was created under (or last re-pinned to).
+    #[default]
+    Original,
+    /// The schedule's current job: the run is re-pinned to the current version.
+    Current,
+}
+
+/// `{"note": "...", "definition": "original" | "current"}`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryRequest {
+    #[serde(default)]
+    pub note: Option<String>,
+    #[serde(default)]
+    pub definition: Definition,
+}
+
+/// Reopens a failed run as itself. With `definition: current` the same conditional write
+/// re-pins it to the schedule's current version (one more read: the schedule).
 pub async fn retry(
     State(api): State<Api>,
     actor: Actor,
-    ApiPath((id, run)): ApiPath<(String, String)>,
-    ApiJson(note): ApiJson<Note>,
+    ApiPath((id, run_id)): ApiPath<(String, String)>,
+    ApiJson(req): ApiJson<RetryRequest>,
 ) -> ApiResult<Json<Value>> {
-    let key = views::parse_run_id(&id, &run)?;
-    let reopened = operate(&api, &key, RunEvent::Retry, None).await?;
+    let key = views::parse_run_id(&id, &run_id)?;
+    let run = api.deps().store.get_run(&key).await?;
+    let mut change = RunChange::new(RunEvent::Retry, run.status, run.lease_epoch, api.now());
+    if req.definition == Definition::Current {
+        let current = api.deps().store.get_schedule(&id).await?.version;
+        change.schedule_version = (current != run.schedule_version).then_some(current);
+    }
+    let reopened = api.deps().store.transition_run(&key, &change).await?;
     let lane = lane_of(&reopened);
     let (sent, attempts) = send(&api, &reopened, lane).await?;
+    let note = Note {
+        note: req.note.clone(),
+    };
     api.record_on(
         &id,
         &actor,
         AuditAction::RunRetry,
         &note,
-        json!({"run": run}),
+        json!({
+            "run": run_id,
+            "definition": req.definition,
+            "schedule_version": reopened.schedule_version,
+            "previous_schedule_version": run.schedule_version,
+        }),
     )
     .await;
     Ok(Json(views::run_with_attempts(&sent, &attempts)))

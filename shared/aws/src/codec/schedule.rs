@@ -143,6 +143,24 @@ pub fn decode_audit(item: &Item) -> Result<AuditEntry, StoreError> {
     })
 }
 
+/// The spec a version's change entry records (`after.spec`): the rule in force from that
+/// version on. An operator's action records no spec and is refused here.
+pub fn decode_audit_spec(item: &Item) -> Result<cronledger_core::ScheduleSpec, StoreError> {
+    let r = ItemReader::new(item);
+    r.expect_type(TYPE, AUDIT_TYPE)?;
+    let mut after: serde_json::Value = r.json(AFTER)?;
+    let spec = after
+        .get_mut("spec")
+        .map(serde_json::Value::take)
+        .ok_or_else(|| r.malformed(AFTER, "records no spec"))?;
+    let spec: cronledger_core::ScheduleSpec = serde_json::from_value(spec)
+        .map_err(|e| r.malformed(AFTER, format!("holds a spec that does not read: {e}")))?;
+    if spec.id != r.s(ID)? {
+        return Err(r.malformed(AFTER, format!("names schedule `{}`", spec.id)));
+    }
+    Ok(spec)
+}
+
 fn to_json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
     // Serializing our own types cannot fail in practice; keep it typed anyway.
     serde_json::to_string(value).map_err(|e| StoreError::InvalidRequest(e.to_string()))

@@ -1,11 +1,15 @@
-//! Operators' actions in a schedule's audit log, beside its versioned changes.
+//! A schedule's audit log: operators' actions beside its versioned changes, and the spec
+//! of one version read back from its change entry.
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 
+use cronledger_core::ScheduleSpec;
+
 use super::{DynamoLedger, Expr};
 use crate::codec::schedule as codec;
 use crate::error::StoreError;
+use crate::item::key;
 use crate::keys::{self, PK};
 use crate::ledger::{AuditEntry, OperatorAction};
 
@@ -47,6 +51,28 @@ impl DynamoLedger {
             Err(StoreError::InvalidRequest(
                 "an operator action with the same instant and tag is already recorded".into(),
             ))
+        }
+    }
+}
+
+impl DynamoLedger {
+    /// One GetItem on `AUDIT#{version}`: every change writes that entry, with the spec it
+    /// produced, in the change's own transaction, so a version the schedule ever had is
+    /// readable there for as long as the schedule exists.
+    pub(super) async fn schedule_spec_at_impl(
+        &self,
+        id: &str,
+        version: u64,
+    ) -> Result<ScheduleSpec, StoreError> {
+        match self
+            .get_item(key(keys::schedule_pk(id), keys::audit_sk(version)))
+            .await?
+        {
+            Some(item) => codec::decode_audit_spec(&item),
+            None => Err(StoreError::VersionNotFound {
+                id: id.to_string(),
+                version,
+            }),
         }
     }
 }

@@ -277,6 +277,10 @@ impl LedgerStore for DynamoLedger {
         metered("audit_log", self.audit_log_impl(id)).await
     }
 
+    async fn schedule_spec_at(&self, id: &str, version: u64) -> Result<ScheduleSpec, StoreError> {
+        metered("schedule_spec_at", self.schedule_spec_at_impl(id, version)).await
+    }
+
     async fn record_operator_action(
         &self,
         action: &OperatorAction,

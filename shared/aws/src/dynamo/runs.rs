@@ -11,7 +11,7 @@ use aws_sdk_dynamodb::types::{
 use chrono::{DateTime, Utc};
 use cronledger_core::run::{is_initial, transition};
 use cronledger_core::{
-    Attempt, AttemptEnd, AttemptOutcome, AttemptStart, Run, RunKey, RunStatus, Trigger,
+    Attempt, AttemptEnd, AttemptOutcome, AttemptStart, Run, RunEvent, RunKey, RunStatus, Trigger,
 };
 
 use super::{DynamoLedger, Expr, TxError};
@@ -92,6 +92,12 @@ impl DynamoLedger {
         if change.opens_epoch() && change.lease.is_none() {
             return Err(StoreError::InvalidRequest(format!(
                 "{} needs a lease for the new epoch",
+                change.event
+            )));
+        }
+        if change.schedule_version.is_some() && change.event != RunEvent::Retry {
+            return Err(StoreError::InvalidRequest(format!(
+                "only RETRY re-pins a run's schedule version, not {}",
                 change.event
             )));
         }
@@ -203,10 +209,10 @@ impl DynamoLedger {
             }
         }
         match change.event {
-            cronledger_core::RunEvent::Heartbeat => {
+            RunEvent::Heartbeat => {
                 e.set(codec::LAST_HEARTBEAT_AT, at.clone());
             }
-            cronledger_core::RunEvent::Enqueue => {
+            RunEvent::Enqueue => {
                 e.set(codec::QUEUED_AT, at.clone());
             }
             _ => {}
@@ -215,6 +221,9 @@ impl DynamoLedger {
             e.set(codec::COMPLETED_AT, at);
         }
         e.set_opt(codec::COALESCED_INTO, change.coalesced_into.map(time));
+        // An operator's retry with the current definition: the next attempts execute that
+        // version's job. The window and business inputs stay as created (invariant 5).
+        e.set_opt(codec::SCHEDULE_VERSION, change.schedule_version.map(n));
         e.set_opt(codec::JOB_ID, change.job_id.as_deref().map(s))
             .set_opt(codec::LANE, change.lane.map(|l| s(l.as_str())));
         if let Some(result) = &change.result {

@@ -1,0 +1,250 @@
+//! A run executes the job of the schedule version it was created under (invariant 12): the
+//! job of an older version read from its audit entry (once, then cached), none read for the
+//! current one, and an operator's retry that keeps the run's version unless it asks for the
+//! current definition.
+
+use std::time::Duration;
+
+use axum::http::{Method, StatusCode};
+use cronledger_app::api::Caller;
+use cronledger_app::pinned::{job_of_run, PinnedJobs};
+use cronledger_aws::ledger::ChangeMeta;
+use cronledger_aws::LedgerStore;
+use cronledger_core::{JobSpec, Lane};
+use cronledger_tests::api::{ApiEnv, ADMIN, OPERATOR, VIEWER};
+use cronledger_tests::app::worker_config;
+use cronledger_tests::{scheduled_run, spec_with, t, TestLedger};
+use serde_json::{json, Value};
+
+const NOW: &str = "2026-03-10T12:00:30Z";
+
+fn noop_job(target: &str) -> Value {
+    json!({"type": "noop", "fail_times": 5, "payload": {"target": target}})
+}
+
+fn target_of(job: &JobSpec) -> &str {
+    job.payload()["target"].as_str().unwrap_or("")
+}
+
+fn meta(at: &str) -> ChangeMeta {
+    ChangeMeta {
+        actor: "tests".into(),
+        reason: "edit".into(),
+        at: t(at),
+    }
+}
+
+#[tokio::test]
+async fn an_older_version_job_is_read_once_and_the_current_one_never() {
+    let env = TestLedger::new().await;
+    let store: &dyn LedgerStore = &env.ledger;
+    let id = "pinned";
+    let v1 = spec_with(id, "0 * * * *", json!({"job": noop_job("one")}));
+    store
+        .create_schedule(v1.clone(), meta("2026-03-10T10:00:00Z"))
+        .await
+        .expect("create");
+    // A run created under version 1, then the job is edited twice.
+    let run = scheduled_run(
+        &v1,
+        t("2026-03-10T11:00:00Z"),
+        t("2026-03-10T10:59:00Z"),
+        "ticker",
+    );
+    for (version, target) in [(1, "two"), (2, "three")] {
+        let spec = spec_with(id, "0 * * * *", json!({"job": noop_job(target)}));
+        store
+            .update_schedule(spec, version, meta("2026-03-10T11:00:10Z"))
+            .await
+            .expect("edit");
+    }
+    let stored = store.get_schedule(id).await.expect("get");
+    assert_eq!(stored.version, 3);
+    let reads = || env.clients.meter.snapshot().scope("schedule_spec_at").calls;
+    let cache = PinnedJobs::default();
+
+    // The run's own version's job, not the stored one: one read, then the cache.
+    for _ in 0..2 {
+        let job = job_of_run(store, &stored, &run, &cache).await.expect("job");
+        assert_eq!(target_of(&job), "one");
+    }
+    assert_eq!(reads(), 1);
+    assert_eq!(cache.len(), 1);
+
+    // A run of the current version: the stored job, nothing read.
+    let mut current = run.clone();
+    current.schedule_version = 3;
+    let job = job_of_run(store, &stored, &current, &cache)
+        .await
+        .expect("job");
+    assert_eq!(job, stored.spec.job);
+    let mut middle = run.clone();
+    middle.schedule_version = 2;
+    let job = job_of_run(store, &stored, &middle, &cache)
+        .await
+        .expect("job");
+    assert_eq!(target_of(&job), "two");
+    assert_eq!(reads(), 2, "only version 2 was read besides version 1");
+
+    // A version the schedule never had, and a run of another schedule, are typed errors.
+    let mut unknown = run.clone();
+    unknown.schedule_version = 9;
+    let missing = job_of_run(store, &stored, &unknown, &cache).await;
+    assert_eq!(
+        missing.map_err(|e| e.code()).err(),
+        Some("SCHEDULE_VERSION_NOT_FOUND")
+    );
+    let mut foreign = run.clone();
+    foreign.key.schedule_id = "other".into();
+    let refused = job_of_run(store, &stored, &foreign, &cache).await;
+    assert_eq!(
+        refused.map_err(|e| e.code()).err(),
+        Some("STORE_INVALID_REQUEST")
+    );
+}
+
+/// Hands what the manual lane holds to a worker until nothing comes.
+async fn drain_manual(api: &ApiEnv) {
+    let worker = api.env.worker(worker_config("pinned-tests"));
+    loop {
+        let got = api
+            .env
+            .receive(Lane::Manual, false, 10, Duration::from_millis(600))
+            .await;
+        if got.is_empty() {
+            return;
+        }
+        api.env.deliver(&worker, Lane::Manual, &got).await;
+    }
+}
+
+fn schedule_doc(target: &str) -> Value {
+    json!({"id": "edited", "cron": "0 * * * *", "timezone": "UTC", "owner": "tests",
+           "overlap": "ALLOW", "max_attempts": 1, "job": noop_job(target)})
+}
+
+#[tokio::test]
+async fn a_retry_keeps_the_run_version_unless_asked_for_the_current_definition() {
+    let api = ApiEnv::new(t(NOW)).await;
+    let created = api
+        .post(ADMIN, "/v1/schedules", Some(schedule_doc("old")))
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{:?}", created.body);
+    // Two runs of version 1 that fail (one attempt allowed).
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        let made = api
+            .post(
+                OPERATOR,
+                "/v1/schedules/edited/runs",
+                Some(json!({"mode": "new"})),
+            )
+            .await;
+        assert_eq!(made.status, StatusCode::CREATED, "{:?}", made.body);
+        assert_eq!(made.body["run"]["schedule_version"], 1);
+        runs.push(
+            made.body["run"]["run_id"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
+        );
+    }
+    drain_manual(&api).await;
+    let path = |run: &str| format!("/v1/schedules/edited/runs/{run}");
+    let mut windows = Vec::new();
+    for run in &runs {
+        let failed = api.get(VIEWER, &path(run)).await;
+        assert_eq!(failed.body["status"], "FAILED", "{:?}", failed.body);
+        windows.push(failed.body["window_start"].clone());
+    }
+    // The job is edited: version 2.
+    let edited = api
+        .call_with(
+            Some(Caller::new(ADMIN)),
+            Method::PUT,
+            "/v1/schedules/edited",
+            Some(schedule_doc("new")),
+            &[("If-Match", "\"1\"")],
+        )
+        .await;
+    assert_eq!(edited.body["version"], 2, "{:?}", edited.body);
+
+    // A bad choice is refused before anything changes.
+    let retry = |run: &str| format!("{}/retry", path(run));
+    let bad = api
+        .post(
+            OPERATOR,
+            &retry(&runs[0]),
+            Some(json!({"definition": "newest"})),
+        )
+        .await;
+    assert_eq!(
+        (bad.status, bad.code()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "REQUEST_INVALID")
+    );
+
+    // A plain retry keeps the run's own version; the current definition re-pins it.
+    let kept = api
+        .post(OPERATOR, &retry(&runs[0]), Some(json!({"note": "plain"})))
+        .await;
+    assert_eq!(kept.status, StatusCode::OK, "{:?}", kept.body);
+    assert_eq!(kept.body["schedule_version"], 1);
+    let repinned = api
+        .post(
+            OPERATOR,
+            &retry(&runs[1]),
+            Some(json!({"note": "use the fix", "definition": "current"})),
+        )
+        .await;
+    assert_eq!(repinned.status, StatusCode::OK, "{:?}", repinned.body);
+    assert_eq!(repinned.body["schedule_version"], 2);
+    assert_eq!(repinned.body["status"], "QUEUED");
+    // Its window stays the one it was created for (invariant 5).
+    assert_eq!(repinned.body["window_start"], windows[1]);
+
+    // What each retried run executes from now on.
+    let store = api.env.store.as_ref();
+    let stored = store.get_schedule("edited").await.expect("schedule");
+    let cache = PinnedJobs::default();
+    let history = store.run_history("edited", 10, None).await.expect("runs");
+    let mut executes = Vec::new();
+    for run in &history.items {
+        let job = job_of_run(store, &stored, run, &cache).await.expect("job");
+        executes.push((run.schedule_version, target_of(&job).to_string()));
+    }
+    executes.sort();
+    assert_eq!(executes, [(1, "old".to_string()), (2, "new".to_string())]);
+
+    // The audit log says which definition each retry chose.
+    let audit = api.get(VIEWER, "/v1/schedules/edited/audit").await;
+    // (Both retries happened at the same virtual instant: their entries' order is not
+    // the point, so each is looked up by its run.)
+    let entries = audit.body["entries"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let retry_of = |run: &str| {
+        entries
+            .iter()
+            .find(|e| e["action"] == "RUN_RETRY" && e["details"]["run"] == run)
+            .map(|e| {
+                (
+                    e["details"]["definition"].clone(),
+                    e["details"]["schedule_version"].clone(),
+                )
+            })
+    };
+    assert_eq!(retry_of(&runs[0]), Some((json!("original"), json!(1))));
+    assert_eq!(retry_of(&runs[1]), Some((json!("current"), json!(2))));
+
+    // The document offers the choice.
+    let doc = api.call(None, Method::GET, "/openapi.json", None).await;
+    let body = &doc.body["paths"]["/v1/schedules/{id}/runs/{run}/retry"]["post"]["requestBody"];
+    assert_eq!(
+        body["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/RetryRequest"
+    );
+    assert_eq!(body["required"], false);
+    let definition = &doc.body["components"]["schemas"]["RetryRequest"]["properties"]["definition"];
+    assert_eq!(definition["enum"], json!(["original", "current"]));
+}
