@@ -248,3 +248,73 @@ async fn a_retry_keeps_the_run_version_unless_asked_for_the_current_definition()
     let definition = &doc.body["components"]["schemas"]["RetryRequest"]["properties"]["definition"];
     assert_eq!(definition["enum"], json!(["original", "current"]));
 }
+
+/// Through the worker: a run that failed, then waited while the schedule's job was edited,
+/// retries the job it was created under; a run fired after the edit does the new one.
+#[tokio::test]
+async fn a_retry_after_an_edit_executes_the_job_of_its_own_version() {
+    use chrono::Duration as Delta;
+    use cronledger_aws::lanes::{LaneSettings, MessageOutcome};
+    use cronledger_core::{RunKey, RunStatus};
+    use cronledger_tests::app::AppEnv;
+    use cronledger_tests::webhook::{Answer, Webhook};
+
+    let hour = t("2026-03-01T10:00:00Z");
+    let env = AppEnv::new(LaneSettings::default(), hour).await;
+    let old = Webhook::start(Answer::Succeed).await;
+    let new = Webhook::start(Answer::Succeed).await;
+    old.script(&[Answer::Fail(500)]);
+    let with_url = |url: &str| {
+        spec_with(
+            "edited",
+            "0 * * * *",
+            json!({"max_attempts": 3, "job": {"type": "http", "url": url, "timeout": "20s"}}),
+        )
+    };
+    env.create(with_url(&old.url), hour - Delta::seconds(30))
+        .await;
+    assert_eq!(env.tick(hour).await.sent, 1);
+    let worker = env.worker(worker_config("w"));
+    let got = env
+        .receive(Lane::Normal, false, 1, Duration::from_secs(5))
+        .await;
+    let report = env.deliver(&worker, Lane::Normal, &got).await;
+    assert!(matches!(report.outcomes[0].1, MessageOutcome::Retry(_)));
+    let key = RunKey::expected("edited", hour);
+    assert_eq!(env.run(&key).await.status, RunStatus::RetryPending);
+
+    // The job's target changes while the run waits for its retry.
+    let current = env.store.get_schedule("edited").await.expect("schedule");
+    env.store
+        .update_schedule(with_url(&new.url), current.version, meta(NOW))
+        .await
+        .expect("edit");
+    let got = env
+        .receive(Lane::Normal, false, 1, Duration::from_secs(5))
+        .await;
+    let report = env.deliver(&worker, Lane::Normal, &got).await;
+    assert_eq!(report.outcomes[0].1, MessageOutcome::Done);
+    let done = env.run(&key).await;
+    assert_eq!(
+        (done.status, done.schedule_version),
+        (RunStatus::Success, 1)
+    );
+    assert_eq!(
+        (old.arrived(), new.arrived()),
+        (2, 0),
+        "the retry kept its job"
+    );
+
+    // The next window is created under version 2: the new target.
+    let next = hour + Delta::hours(1);
+    assert_eq!(env.tick(next).await.sent, 1);
+    let got = env
+        .receive(Lane::Normal, false, 1, Duration::from_secs(5))
+        .await;
+    env.deliver(&worker, Lane::Normal, &got).await;
+    assert_eq!(
+        env.run(&RunKey::expected("edited", next)).await.status,
+        RunStatus::Success
+    );
+    assert_eq!((old.arrived(), new.arrived()), (2, 1));
+}

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use cronledger_aws::ledger::RunChange;
 use cronledger_aws::StoreError;
-use cronledger_core::{Run, RunEvent, RunStatus, Schedule};
+use cronledger_core::{JobSpec, Run, RunEvent, RunStatus, Schedule};
 
 use super::{Delivery, Worker};
 use crate::jobs::{JobContext, JobOutcome};
@@ -21,11 +21,12 @@ pub(super) enum AttemptEnd {
 }
 
 impl Worker {
-    /// Runs the job with heartbeats and the runtime limit.
+    /// Runs `job` (the run's own version's) with heartbeats and the schedule's runtime limit.
     pub(super) async fn execute(
         &self,
         delivery: &Delivery<'_>,
         schedule: &Schedule,
+        job: &JobSpec,
         run: &Run,
     ) -> AttemptEnd {
         let now = self.clock.now();
@@ -35,10 +36,10 @@ impl Worker {
             business_date: run.business_date,
             idempotency_key: run.idempotency_key.clone(),
             attempt: run.attempts,
-            payload: schedule.spec.job.payload().clone(),
+            payload: job.payload().clone(),
             deadline: now + schedule.spec.max_runtime.as_delta(),
         };
-        let job = self.jobs.run(&schedule.spec.job, &ctx);
+        let job = self.jobs.run(job, &ctx);
         let limit = tokio::time::sleep(schedule.spec.max_runtime.as_std());
         let heartbeat = self.heartbeat(delivery, run);
         tokio::select! {

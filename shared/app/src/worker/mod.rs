@@ -31,6 +31,7 @@ use crate::faults::{CrashPoint, Faults};
 use crate::jobs::{JobFailure, JobTargets};
 use crate::kill_switch::KillSwitchCheck;
 use crate::metrics::{Metrics, Unit};
+use crate::pinned::{job_of_run, PinnedJobs};
 use crate::runs::ScheduleCache;
 
 use admission::{already_done, Admission};
@@ -82,6 +83,8 @@ pub struct Worker {
     schedules: ScheduleCache,
     faults: Option<Arc<dyn Faults>>,
     kill_switch: Option<Arc<KillSwitchCheck>>,
+    /// Jobs of past schedule versions, for runs created under them.
+    pinned: PinnedJobs,
     metrics: Metrics,
 }
 
@@ -102,6 +105,7 @@ impl Worker {
             schedules: ScheduleCache::default(),
             faults: None,
             kill_switch: None,
+            pinned: PinnedJobs::default(),
             metrics: Metrics::new(),
         }
     }
@@ -170,6 +174,18 @@ impl Worker {
                 code: e.code.to_string(),
                 detail: e.message,
             })?;
+        // The job of the run's own version (a retry after an edit does what the first attempt
+        // did); read only when the run's version is not the stored one.
+        let job = match job_of_run(self.store.as_ref(), &stored, &seen.run, &self.pinned).await {
+            Ok(job) => job,
+            Err(e @ StoreError::VersionNotFound { .. }) => {
+                return Err(HandlerFailure::Permanent {
+                    code: e.code().into(),
+                    detail: e.to_string(),
+                })
+            }
+            Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
+        };
         // The start is conditioned on the status read; when the run moved in between (the
         // ticker marked it QUEUED just after sending, or another worker started it), look
         // again rather than give up: acknowledging would drop the only message of the run.
@@ -249,7 +265,7 @@ impl Worker {
             // The process "dies": no outcome, the lease runs out, the message comes back.
             return Err(HandlerFailure::Retry("injected crash mid-job".into()));
         }
-        let ended = self.execute(delivery, &schedule, &started).await;
+        let ended = self.execute(delivery, &schedule, &job, &started).await;
         if self.crashes(CrashPoint::BeforeCompletionWrite, &started) {
             return Err(HandlerFailure::Retry(
                 "injected crash before the completion write".into(),
