@@ -32,14 +32,14 @@ pub struct ScheduleSummary {
     pub unfinished: u32,
     /// Windows with no ledger entry at all.
     pub unaccounted: u32,
-    /// Windows with more than one ledger entry, or whose job succeeded more than once
-    /// (must be 0).
+    /// Windows with more than one ledger entry, or whose job was run again after a call of
+    /// it had succeeded, whatever the cause (a redelivery, a crash, a lost completion write).
+    /// A retry after a call that failed is not a second execution. Must be 0.
     pub duplicates: u32,
     /// Job attempts that ran (failed attempts and re-executions included).
     pub executions: u32,
-    /// Windows executed again because an injected crash lost the completion write of an
-    /// attempt that had succeeded: the one re-execution only the idempotency key the job
-    /// receives can absorb. Not counted as duplicates.
+    /// Of `duplicates`, windows executed again because an injected crash lost the completion
+    /// write of an attempt that had succeeded.
     pub reexecuted_after_lost_completion: u32,
 }
 
@@ -144,15 +144,13 @@ pub fn summarize(
             continue;
         }
         s.executions += attempts.len() as u32;
-        let (lost, kept): (Vec<&Execution>, Vec<&Execution>) = attempts
-            .iter()
-            .filter(|e| e.succeeded)
-            .partition(|e| lost_completions.contains(&(e.run.clone(), e.attempt)));
-        if !lost.is_empty() && !kept.is_empty() {
-            s.reexecuted_after_lost_completion += 1;
-        }
-        if kept.len() > 1 {
+        let succeeded: Vec<&Execution> = attempts.iter().filter(|e| e.succeeded).collect();
+        if succeeded.len() > 1 {
             duplicated.insert(w);
+            let lost = |e: &Execution| lost_completions.contains(&(e.run.clone(), e.attempt));
+            if succeeded.iter().any(|e| lost(e)) {
+                s.reexecuted_after_lost_completion += 1;
+            }
         }
     }
     s.duplicates = duplicated.len() as u32;
