@@ -249,3 +249,127 @@ impl SimulationConfig {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cronledger_core::spec::validate_schedule;
+    use cronledger_core::ValidationRules;
+
+    fn t(text: &str) -> DateTime<Utc> {
+        text.parse().unwrap()
+    }
+
+    fn specs() -> Vec<ScheduleSpec> {
+        let doc = serde_json::json!({
+            "id": "nightly", "cron": "0 2 * * *", "timezone": "UTC", "job": {"type": "noop"}
+        });
+        let rules = ValidationRules::default();
+        vec![validate_schedule(&doc, "", &rules, t("2026-03-01T00:00:00Z")).unwrap()]
+    }
+
+    fn config() -> SimulationConfig {
+        SimulationConfig::new(t("2026-03-01T00:00:00Z"), t("2026-03-02T00:00:00Z"))
+    }
+
+    fn at(text: &str) -> ScheduleAt {
+        let (id, at) = text.split_once('@').unwrap();
+        ScheduleAt {
+            schedule: id.into(),
+            at: t(at),
+        }
+    }
+
+    fn refusal(config: &SimulationConfig) -> String {
+        match config.check(&specs()) {
+            Err(SimulateError::Invalid(m)) => m,
+            other => panic!("not refused: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_lever_is_id_at_an_instant() {
+        assert_eq!(
+            ScheduleAt::parse("pause", "nightly@2026-03-01T02:00:00Z").unwrap(),
+            at("nightly@2026-03-01T02:00:00Z")
+        );
+        for (text, says) in [
+            ("nightly", "has no `@`"),
+            ("@2026-03-01T02:00:00Z", "names no schedule"),
+            ("nightly@2am", "has a bad instant `2am`"),
+        ] {
+            let e = ScheduleAt::parse("pause", text).unwrap_err();
+            assert_eq!(e.code(), "SIMULATE_INVALID");
+            assert!(e.to_string().contains(says), "{e}");
+            assert!(e.to_string().contains(&format!("--pause `{text}`")), "{e}");
+        }
+        let e = parse_instant("approve-all-at", "noon").unwrap_err();
+        assert!(e.to_string().contains("--approve-all-at `noon`"), "{e}");
+    }
+
+    #[test]
+    fn pauses_and_resumes_alternate_per_schedule() {
+        let mut ok = config();
+        ok.pauses = vec![
+            at("nightly@2026-03-01T01:00:00Z"),
+            at("nightly@2026-03-01T05:00:00Z"),
+        ];
+        ok.resumes = vec![at("nightly@2026-03-01T03:00:00Z")];
+        assert!(ok.check(&specs()).is_ok());
+
+        let mut unknown = config();
+        unknown.pauses = vec![at("daily@2026-03-01T01:00:00Z")];
+        assert!(refusal(&unknown).contains("no schedule `daily`"));
+
+        let mut early = config();
+        early.pauses = vec![at("nightly@2026-03-01T03:00:00Z")];
+        early.resumes = vec![at("nightly@2026-03-01T01:00:00Z")];
+        assert!(refusal(&early).contains("not paused then (no --pause of it before)"));
+
+        let mut twice = config();
+        twice.pauses = vec![
+            at("nightly@2026-03-01T01:00:00Z"),
+            at("nightly@2026-03-01T02:00:00Z"),
+        ];
+        assert!(refusal(&twice).contains("already paused"));
+
+        let mut same = config();
+        same.pauses = vec![at("nightly@2026-03-01T01:00:00Z")];
+        same.resumes = vec![at("nightly@2026-03-01T01:00:00Z")];
+        assert!(refusal(&same).contains("twice at"));
+
+        let mut outside = config();
+        outside.pauses = vec![at("nightly@2026-03-03T01:00:00Z")];
+        assert!(refusal(&outside).contains("not inside the range"));
+    }
+
+    #[test]
+    fn kill_switches_and_approvals_stay_inside_the_range() {
+        let mut ok = config();
+        ok.kill_switches =
+            vec![
+                Outage::parse_as("kill switch", "2026-03-01T00:00:00Z..2026-03-02T00:00:00Z")
+                    .unwrap(),
+            ];
+        ok.approve_all_at = vec![t("2026-03-02T00:00:00Z")];
+        assert!(ok.check(&specs()).is_ok());
+
+        let mut late = config();
+        late.kill_switches =
+            vec![
+                Outage::parse_as("kill switch", "2026-03-01T20:00:00Z..2026-03-02T01:00:00Z")
+                    .unwrap(),
+            ];
+        assert!(refusal(&late).starts_with("--kill-switch"));
+
+        let mut early = config();
+        early.approve_all_at = vec![t("2026-02-28T00:00:00Z")];
+        assert!(refusal(&early).starts_with("--approve-all-at"));
+
+        let e = Outage::parse_as("kill switch", "2026-03-01T02:00:00Z").unwrap_err();
+        assert!(
+            e.to_string().starts_with("SIMULATE_INVALID: kill switch `"),
+            "{e}"
+        );
+    }
+}
