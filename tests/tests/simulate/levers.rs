@@ -70,6 +70,31 @@ async fn a_pause_holds_the_schedule_until_its_resume() {
     );
 }
 
+/// The only schedule paused: every tick finds nothing due, and the simulation skips idle
+/// ticks; after the resume it ticks again and the schedule runs on time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_paused_schedule_runs_on_time_after_its_resume() {
+    let mut config = SimulationConfig::new(t("2026-03-01T00:00:00Z"), t("2026-03-01T00:20:00Z"));
+    config.pauses = vec![ScheduleAt::parse("pause", "minutely@2026-03-01T00:05:00Z").unwrap()];
+    config.resumes = vec![ScheduleAt::parse("resume", "minutely@2026-03-01T00:10:00Z").unwrap()];
+    let specs = vec![spec_with(
+        "minutely",
+        "* * * * *",
+        json!({"misfire": "SKIP"}),
+    )];
+    let report = run(specs, config).await;
+    assert_all_accounted(&report);
+    let after: Vec<&SimulatedEntry> = entries_of(&report, "minutely")
+        .into_iter()
+        .filter(|e| window(e) > t("2026-03-01T00:10:00Z"))
+        .collect();
+    assert_eq!(after.len(), 10);
+    for e in after {
+        assert_eq!(e.status, RunStatus::Success, "{e:?}");
+        assert_eq!(first_start(e), Some(window(e)), "{e:?}");
+    }
+}
+
 /// The kill switch on 00:10..00:25: nothing starts inside it, the messages wait in their
 /// lanes, and afterwards every window of the range is accounted for by the misfire policies
 /// (late starts judged by the worker, missed windows by the reconciler), nothing in flight.

@@ -90,6 +90,11 @@ impl Agenda {
                 due.push(lever);
             }
         }
+        // A paused schedule leaves the `due` index, so idle ticks may have been skipped past
+        // its resume: a resumed schedule is due again from the next minute.
+        if due.iter().any(|l| matches!(l, Lever::Resume(_))) {
+            self.next_tick = self.next_tick.min(ceil_to(t, MINUTE));
+        }
         due
     }
 
