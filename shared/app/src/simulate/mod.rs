@@ -9,7 +9,9 @@
 //! messages coming due. Everything the handlers read as "now" is the virtual clock; what SQS
 //! times by the wall clock is moved onto it (see [`lanes`]). Inside an outage no ticker,
 //! reconciler or worker runs; SQS keeps its messages. Inside a worker outage the tickers and
-//! the reconciler run and no worker takes a message, so the lanes fill up.
+//! the reconciler run and no worker takes a message, so the lanes fill up. While the kill
+//! switch is on, the same stops as in an outage. An operator's levers (pause, resume, the kill
+//! switch, approving what awaits approval) are pulled at their instants (see [`levers`]).
 //!
 //! After `to` the system keeps running (no more outages) until every window of the range is
 //! settled (a terminal or held entry, nothing in flight) or `settle_limit` passes; the report
