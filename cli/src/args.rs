@@ -84,6 +84,21 @@ pub struct SimulateArgs {
     /// message, so the lanes fill up. Repeatable.
     #[arg(long)]
     pub worker_outage: Vec<String>,
+    /// The global kill switch on in FROM..TO (RFC3339): no tick, reconciler pass or delivery;
+    /// messages stay in their lanes and the windows due meanwhile are judged after it.
+    /// Repeatable.
+    #[arg(long, value_name = "FROM..TO")]
+    pub kill_switch: Vec<String>,
+    /// Pause schedule ID at instant T (RFC3339), as `cronledger pause` does. Repeatable.
+    #[arg(long, value_name = "ID@T")]
+    pub pause: Vec<String>,
+    /// Resume schedule ID at instant T (RFC3339), after a --pause of it. Repeatable.
+    #[arg(long, value_name = "ID@T")]
+    pub resume: Vec<String>,
+    /// At instant T (RFC3339), approve every MANUAL_REQUIRED run and resume every paused
+    /// backfill, as an operator would through the api. Repeatable.
+    #[arg(long, value_name = "T")]
+    pub approve_all_at: Vec<String>,
     /// Tickers invoked at once on every tick.
     #[arg(long, default_value_t = 1)]
     pub tickers: u32,

@@ -237,3 +237,106 @@ fn diff_flags_a_tenfold_frequency_increase_as_high_risk() {
     assert_eq!(doc[0]["risk"]["refires_past_window"], false);
     assert_eq!(doc[0]["risk"]["next_after"].as_array().unwrap().len(), 5);
 }
+
+/// `simulate` with FROM/TO around the examples' windows and extra arguments.
+fn simulate(extra: &[&str]) -> Output {
+    let example = example();
+    let mut args = vec![
+        "simulate",
+        "-f",
+        &example,
+        "--from",
+        "2026-11-29T00:00:00Z",
+        "--to",
+        "2026-11-29T06:00:00Z",
+    ];
+    args.extend_from_slice(extra);
+    cronledger(&args)
+}
+
+#[test]
+fn simulate_lists_the_operator_levers() {
+    let out = cronledger(&["simulate", "--help"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let help = stdout(&out);
+    for flag in [
+        "--pause <ID@T>",
+        "--resume <ID@T>",
+        "--kill-switch <FROM..TO>",
+        "--approve-all-at <T>",
+    ] {
+        assert!(help.contains(flag), "no {flag} in:\n{help}");
+    }
+}
+
+/// A lever that cannot be pulled is bad usage: exit 2 with the reason, before any emulator
+/// is started.
+#[test]
+fn simulate_refuses_bad_levers_with_exit_2() {
+    for (args, says) in [
+        (
+            vec!["--pause", "no-such-schedule@2026-11-29T01:00:00Z"],
+            "the file has no schedule `no-such-schedule`",
+        ),
+        (
+            vec!["--pause", "daily-settlement@yesterday"],
+            "has a bad instant `yesterday`",
+        ),
+        (vec!["--pause", "daily-settlement"], "has no `@`"),
+        (
+            vec!["--pause", "daily-settlement@2026-11-30T01:00:00Z"],
+            "is not inside the range",
+        ),
+        (
+            vec!["--resume", "daily-settlement@2026-11-29T01:00:00Z"],
+            "is not paused then (no --pause of it before)",
+        ),
+        (
+            vec![
+                "--pause",
+                "daily-settlement@2026-11-29T02:00:00Z",
+                "--resume",
+                "daily-settlement@2026-11-29T01:00:00Z",
+            ],
+            "is not paused then",
+        ),
+        (
+            vec![
+                "--pause",
+                "daily-settlement@2026-11-29T01:00:00Z",
+                "--pause",
+                "daily-settlement@2026-11-29T02:00:00Z",
+            ],
+            "is already paused then",
+        ),
+        (
+            vec!["--kill-switch", "2026-11-29T02:00:00Z"],
+            "kill switch `2026-11-29T02:00:00Z` has no `..`",
+        ),
+        (
+            vec![
+                "--kill-switch",
+                "2026-11-29T03:00:00Z..2026-11-29T02:00:00Z",
+            ],
+            "ends before it starts",
+        ),
+        (
+            vec![
+                "--kill-switch",
+                "2026-11-29T05:00:00Z..2026-11-29T07:00:00Z",
+            ],
+            "is not inside the range",
+        ),
+        (
+            vec!["--approve-all-at", "noon"],
+            "--approve-all-at `noon` is not an RFC3339 instant",
+        ),
+    ] {
+        let out = simulate(&args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.starts_with("SIMULATE_INVALID: "), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(stdout(&out).is_empty(), "{args:?}");
+    }
+}

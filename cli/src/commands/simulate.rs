@@ -7,7 +7,8 @@ use std::sync::Arc;
 use chrono::Utc;
 use cronledger_app::faults::CrashPoint;
 use cronledger_app::simulate::{
-    lane_settings, simulate, Outage, SimQueues, SimulationConfig, SimulationEnv, SimulationReport,
+    lane_settings, parse_instant, simulate, Outage, ScheduleAt, SimQueues, SimulateError,
+    SimulationConfig, SimulationEnv, SimulationReport,
 };
 use cronledger_aws::{LedgerStore, ReleaseStateStore};
 
@@ -15,8 +16,14 @@ use super::{instant, load_manifest, stack, CliError};
 use crate::args::{Format, SimQueuesArg, SimulateArgs};
 
 pub fn run(args: SimulateArgs) -> Result<ExitCode, CliError> {
-    let config = config(&args)?;
+    let mut config = config(&args)?;
     let specs = load_manifest(&args.file, config.from)?;
+    // Bad usage (a lever that cannot be pulled, a range or knob out of bounds) is refused
+    // before any emulator starts, with exit 2.
+    if let Err(e) = levers(&args, &mut config).and_then(|()| config.check(&specs)) {
+        eprintln!("{e}");
+        return Ok(ExitCode::from(2));
+    }
     let _emulators = stack::emulators("SIMULATE")?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -98,6 +105,32 @@ fn config(args: &SimulateArgs) -> Result<SimulationConfig, CliError> {
     Ok(config)
 }
 
+/// The operator's levers: `--kill-switch FROM..TO`, `--pause ID@T`, `--resume ID@T`,
+/// `--approve-all-at T`.
+fn levers(args: &SimulateArgs, config: &mut SimulationConfig) -> Result<(), SimulateError> {
+    config.kill_switches = args
+        .kill_switch
+        .iter()
+        .map(|k| Outage::parse_as("kill switch", k))
+        .collect::<Result<_, _>>()?;
+    config.pauses = args
+        .pause
+        .iter()
+        .map(|p| ScheduleAt::parse("pause", p))
+        .collect::<Result<_, _>>()?;
+    config.resumes = args
+        .resume
+        .iter()
+        .map(|r| ScheduleAt::parse("resume", r))
+        .collect::<Result<_, _>>()?;
+    config.approve_all_at = args
+        .approve_all_at
+        .iter()
+        .map(|t| parse_instant("approve-all-at", t))
+        .collect::<Result<_, _>>()?;
+    Ok(())
+}
+
 fn print_table(report: &SimulationReport) {
     println!(
         "{:<28} {:>8} {:>6} {:>6} {:>7} {:>9} {:>6} {:>6} {:>10} {:>11} {:>10}",
@@ -142,6 +175,9 @@ fn print_table(report: &SimulationReport) {
         );
     }
     let st = &report.stats;
+    for lever in &st.levers {
+        println!("lever {lever}");
+    }
     println!(
         "\n{} ticks, {} reconciler passes, {} deliveries ({} redelivered), {} crashes injected; settled {}; {:.1}s wall",
         st.ticks,

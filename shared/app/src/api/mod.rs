@@ -14,7 +14,7 @@ pub mod openapi;
 pub mod runs;
 pub mod schedules;
 pub mod system;
-mod views;
+pub(crate) mod views;
 
 use std::sync::Arc;
 

@@ -3,28 +3,99 @@
 //! could find nothing due are skipped: after an empty tick the next one is the minute the
 //! earliest `next_run_at` comes into the ticker's lookahead (nothing moves a `next_run_at`
 //! earlier during a simulation: only tickers and the reconciler's fence move it, forward).
+//!
+//! An operator's levers are events of their own, at the instants the configuration names:
+//! they happen before the tick and the pass of the same instant, as an operator's call
+//! lands before the next invocation.
+
+use std::collections::VecDeque;
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use cronledger_aws::{LedgerStore, StoreError};
 
+use super::config::SimulationConfig;
+
 pub(super) const MINUTE: TimeDelta = TimeDelta::minutes(1);
 pub(super) const PASS_EVERY: TimeDelta = TimeDelta::minutes(5);
+
+/// An operator's lever, pulled at an instant.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Lever {
+    /// The global kill switch goes on (`true`) or off. First at its instant, so a tick at the
+    /// end of a kill-switch window runs.
+    KillSwitch(bool),
+    Resume(String),
+    Pause(String),
+    ApproveAll,
+}
 
 pub(super) struct Agenda {
     pub next_tick: DateTime<Utc>,
     pub next_pass: DateTime<Utc>,
+    /// The levers still to pull, in time order.
+    levers: VecDeque<(DateTime<Utc>, Lever)>,
 }
 
 impl Agenda {
-    pub fn new(from: DateTime<Utc>) -> Agenda {
+    pub fn new(config: &SimulationConfig) -> Agenda {
+        let mut levers: Vec<(DateTime<Utc>, Lever)> = config
+            .kill_switches
+            .iter()
+            .flat_map(|k| {
+                [
+                    (k.from, Lever::KillSwitch(true)),
+                    (k.to, Lever::KillSwitch(false)),
+                ]
+            })
+            .chain(
+                config
+                    .pauses
+                    .iter()
+                    .map(|p| (p.at, Lever::Pause(p.schedule.clone()))),
+            )
+            .chain(
+                config
+                    .resumes
+                    .iter()
+                    .map(|r| (r.at, Lever::Resume(r.schedule.clone()))),
+            )
+            .chain(
+                config
+                    .approve_all_at
+                    .iter()
+                    .map(|at| (*at, Lever::ApproveAll)),
+            )
+            .collect();
+        levers.sort();
         Agenda {
-            next_tick: ceil_to(from, MINUTE),
-            next_pass: ceil_to(from, PASS_EVERY),
+            next_tick: ceil_to(config.from, MINUTE),
+            next_pass: ceil_to(config.from, PASS_EVERY),
+            levers: levers.into(),
         }
     }
 
     pub fn next(&self) -> DateTime<Utc> {
-        self.next_tick.min(self.next_pass)
+        let next = self.next_tick.min(self.next_pass);
+        self.levers.front().map_or(next, |(at, _)| next.min(*at))
+    }
+
+    /// The levers due at or before `t`, in time order, taken off the agenda.
+    pub fn levers_due(&mut self, t: DateTime<Utc>) -> Vec<Lever> {
+        let mut due = Vec::new();
+        while let Some((at, _)) = self.levers.front() {
+            if *at > t {
+                break;
+            }
+            if let Some((_, lever)) = self.levers.pop_front() {
+                due.push(lever);
+            }
+        }
+        // A paused schedule leaves the `due` index, so idle ticks may have been skipped past
+        // its resume: a resumed schedule is due again from the next minute.
+        if due.iter().any(|l| matches!(l, Lever::Resume(_))) {
+            self.next_tick = self.next_tick.min(ceil_to(t, MINUTE));
+        }
+        due
     }
 
     /// After a tick at `t` that found nothing due: the next tick is when the earliest

@@ -9,16 +9,21 @@
 //! messages coming due. Everything the handlers read as "now" is the virtual clock; what SQS
 //! times by the wall clock is moved onto it (see [`lanes`]). Inside an outage no ticker,
 //! reconciler or worker runs; SQS keeps its messages. Inside a worker outage the tickers and
-//! the reconciler run and no worker takes a message, so the lanes fill up.
+//! the reconciler run and no worker takes a message, so the lanes fill up. While the kill
+//! switch is on, the same stops as in an outage. An operator's levers (pause, resume, the kill
+//! switch, approving what awaits approval) are pulled at their instants (see [`levers`]).
 //!
 //! After `to` the system keeps running (no more outages) until every window of the range is
 //! settled (a terminal or held entry, nothing in flight) or `settle_limit` passes; the report
 //! covers the windows in `(from, to]` only.
 
 mod agenda;
+mod config;
 mod crash;
+mod entries;
 mod job;
 mod lanes;
+mod levers;
 mod queues;
 mod summary;
 mod time;
@@ -36,7 +41,7 @@ use cronledger_aws::MeterSnapshot;
 use cronledger_aws::{
     Backfill, LaneError, LedgerStore, OpsStore, ReleaseStateStore, RequestMeter, StoreError,
 };
-use cronledger_core::run::{LedgerEntry, Origin};
+use cronledger_core::run::Origin;
 use cronledger_core::{JobSpec, Lane, Run, Schedule, ScheduleSpec, Span};
 use futures_util::future::join_all;
 use serde::Serialize;
@@ -50,9 +55,12 @@ use crate::ticker::{DueSchedules, TickEvent, Ticker, TickerConfig};
 use crate::worker::{Worker, WorkerConfig};
 
 use agenda::{Agenda, MINUTE, PASS_EVERY};
+pub use config::{parse_instant, Outage, ScheduleAt, SimulationConfig};
 pub use crash::{Crash, SimFaults};
+pub use entries::SimulatedEntry;
 pub use job::{Execution, ExecutionLog, VirtualNoop};
 pub use lanes::{SimLanes, QUEUE_VISIBILITY};
+pub use levers::SIMULATOR_ACTOR;
 pub use queues::{MemoryQueues, SimQueues};
 pub use summary::ScheduleSummary;
 pub use time::VirtualTime;
@@ -75,102 +83,6 @@ impl SimulateError {
             SimulateError::Store(_) => "SIMULATE_STORE",
             SimulateError::Lanes(_) => "SIMULATE_LANES",
         }
-    }
-}
-
-/// A scheduler outage: nothing of the scheduler runs in `[from, to)`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Outage {
-    pub from: DateTime<Utc>,
-    pub to: DateTime<Utc>,
-}
-
-impl Outage {
-    /// `FROM..TO`, both RFC3339.
-    pub fn parse(text: &str) -> Result<Outage, SimulateError> {
-        let invalid = |why: String| {
-            SimulateError::Invalid(format!(
-                "outage `{text}` {why}; write FROM..TO, e.g. 2026-03-01T02:00:00Z..2026-03-01T08:00:00Z"
-            ))
-        };
-        let (a, b) = text
-            .split_once("..")
-            .ok_or_else(|| invalid("has no `..`".into()))?;
-        let instant = |s: &str| {
-            DateTime::parse_from_rfc3339(s.trim())
-                .map(|t| t.with_timezone(&Utc))
-                .map_err(|e| invalid(format!("has a bad instant `{s}` ({e})")))
-        };
-        let outage = Outage {
-            from: instant(a)?,
-            to: instant(b)?,
-        };
-        if outage.to <= outage.from {
-            return Err(invalid("ends before it starts".into()));
-        }
-        Ok(outage)
-    }
-
-    fn covers(&self, t: DateTime<Utc>) -> bool {
-        self.from <= t && t < self.to
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct SimulationConfig {
-    pub from: DateTime<Utc>,
-    pub to: DateTime<Utc>,
-    pub outages: Vec<Outage>,
-    /// Worker outages: the ticker and the reconciler run, no worker takes a message (a
-    /// broken deploy, a downstream the jobs cannot reach), so the lanes fill up.
-    pub worker_outages: Vec<Outage>,
-    /// Tickers invoked at once on every tick (racing for the same windows).
-    pub tickers: u32,
-    pub crashes: Vec<CrashPoint>,
-    /// Each crash point hits the 1st run reaching it, then every `crash_every`-th.
-    pub crash_every: u32,
-    /// Every message is sent twice.
-    pub duplicate_deliveries: bool,
-    /// How long past `to` the system may run to settle the range's windows.
-    pub settle_limit: Span,
-}
-
-impl SimulationConfig {
-    pub fn new(from: DateTime<Utc>, to: DateTime<Utc>) -> SimulationConfig {
-        SimulationConfig {
-            from,
-            to,
-            outages: Vec::new(),
-            worker_outages: Vec::new(),
-            tickers: 1,
-            crashes: Vec::new(),
-            crash_every: 10,
-            duplicate_deliveries: false,
-            settle_limit: Span::hours(24),
-        }
-    }
-
-    /// The longest range one simulation covers.
-    pub const MAX_RANGE: Span = Span::days(31);
-
-    fn check(&self) -> Result<(), SimulateError> {
-        let invalid = |m: &str| Err(SimulateError::Invalid(m.to_string()));
-        if self.to <= self.from {
-            return invalid("--to must be after --from");
-        }
-        if self.to - self.from > SimulationConfig::MAX_RANGE.as_delta() {
-            return invalid("the range is longer than 31 days");
-        }
-        if !(1..=32).contains(&self.tickers) {
-            return invalid("--tickers must be between 1 and 32");
-        }
-        if self.crash_every == 0 {
-            return invalid("--crash-every must be at least 1");
-        }
-        if self.settle_limit > Span::days(7) {
-            return invalid("the settle limit is longer than 7 days");
-        }
-        Ok(())
     }
 }
 
@@ -204,8 +116,8 @@ pub fn lane_settings() -> LaneSettings {
 #[derive(Debug, Clone, Serialize)]
 pub struct SimulationReport {
     /// Every ledger entry of the range's windows (range records included), by schedule and
-    /// window.
-    pub ledger: Vec<LedgerEntry>,
+    /// window, with how often its job ran and when it first started.
+    pub ledger: Vec<SimulatedEntry>,
     pub summary: Vec<ScheduleSummary>,
     /// The backfills the reconciler proposed for long gaps, as they ended.
     pub backfills: Vec<Backfill>,
@@ -225,6 +137,10 @@ pub struct SimulationStats {
     pub to: DateTime<Utc>,
     pub outages: Vec<Outage>,
     pub worker_outages: Vec<Outage>,
+    /// The windows the kill switch was on.
+    pub kill_switches: Vec<Outage>,
+    /// The operator's levers as they were pulled: instant and what each did.
+    pub levers: Vec<String>,
     pub tickers: u32,
     /// When every window of the range was settled (`None`: not within the settle limit).
     pub settled_at: Option<DateTime<Utc>>,
@@ -271,7 +187,7 @@ pub async fn simulate(
     specs: Vec<ScheduleSpec>,
     config: &SimulationConfig,
 ) -> Result<SimulationReport, SimulateError> {
-    config.check()?;
+    config.check(&specs)?;
     if specs.is_empty() {
         return Err(SimulateError::Invalid("the file has no schedules".into()));
     }
@@ -378,11 +294,20 @@ pub async fn simulate(
         store: env.store.clone(),
         ops: env.ops.clone(),
         lanes: lanes.clone(),
-        signals: Some(signals),
+        signals: Some(signals.clone()),
     };
     let mut proposed: Vec<String> = Vec::new();
+    let mut levers = levers::Levers::new(
+        env.store.clone(),
+        env.ops.clone(),
+        lanes.clone(),
+        Arc::new(time.clock()),
+        signals.clone(),
+        specs.iter().map(|s| s.id.clone()).collect(),
+        config.from,
+    );
 
-    let mut agenda = Agenda::new(config.from);
+    let mut agenda = Agenda::new(config);
     let lookahead = TickerConfig::default().lookahead.as_delta();
     let hard_end = config.to + config.settle_limit.as_delta();
     let within = |outages: &[Outage], t: DateTime<Utc>| {
@@ -395,6 +320,8 @@ pub async fn simulate(
         to: config.to,
         outages: config.outages.clone(),
         worker_outages: config.worker_outages.clone(),
+        kill_switches: config.kill_switches.clone(),
+        levers: Vec::new(),
         tickers: config.tickers,
         settled_at: None,
         ticks: 0,
@@ -426,7 +353,11 @@ pub async fn simulate(
         time.wake_due();
         time.idle().await;
         lanes.release_due().await?;
-        let up = !down(t);
+        for lever in agenda.levers_due(t) {
+            levers.pull(lever, t, &mut errors).await?;
+        }
+        // The kill switch stops what an outage stops; it differs in why (and in the report).
+        let up = !down(t) && !levers.kill_switch_on();
         let working = up && !workers_down(t);
         let is_tick = t == agenda.next_tick;
         let is_pass = t == agenda.next_pass;
@@ -509,8 +440,6 @@ pub async fn simulate(
         .zip(&entries)
         .map(|(s, runs)| summary::summarize(s, runs, &executions, &lost, config.from, config.to))
         .collect();
-    let mut ledger: Vec<LedgerEntry> = entries.iter().flatten().map(Run::ledger_entry).collect();
-    ledger.sort_by(|a, b| (&a.schedule, &a.scheduled_for).cmp(&(&b.schedule, &b.scheduled_for)));
     stats.messages_sent = lanes.counters.sent.load(Ordering::Relaxed);
     stats.duplicate_messages_sent = lanes.counters.duplicates_sent.load(Ordering::Relaxed);
     stats.deliveries = lanes.counters.deliveries.load(Ordering::Relaxed);
@@ -524,6 +453,9 @@ pub async fn simulate(
     if let (Some(meter), Some(before)) = (&env.meter, calls_before) {
         stats.calls = calls_since(&before, &meter.snapshot());
     }
+    stats.levers = levers.pulled;
+    // After the call count: the report's own reads are not the simulation's.
+    let ledger = entries::simulated_entries(env.store.as_ref(), &entries, &executions).await?;
     stats.wall_ms = started.elapsed().as_millis() as u64;
     let mut backfills = Vec::with_capacity(proposed.len());
     for id in &proposed {

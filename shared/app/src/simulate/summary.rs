@@ -32,14 +32,16 @@ pub struct ScheduleSummary {
     pub unfinished: u32,
     /// Windows with no ledger entry at all.
     pub unaccounted: u32,
-    /// Windows with more than one ledger entry, or whose job succeeded more than once
-    /// (must be 0).
+    /// Windows with more than one ledger entry, or whose job was run again after a call of
+    /// it had succeeded, whatever the cause (a redelivery, a crash, a lost completion write).
+    /// A retry after a call that failed is not a second execution. 0 unless a completion
+    /// write was lost (see `reexecuted_after_lost_completion`): an idempotent job then runs
+    /// again, which only its idempotency key absorbs.
     pub duplicates: u32,
     /// Job attempts that ran (failed attempts and re-executions included).
     pub executions: u32,
-    /// Windows executed again because an injected crash lost the completion write of an
-    /// attempt that had succeeded: the one re-execution only the idempotency key the job
-    /// receives can absorb. Not counted as duplicates.
+    /// Of `duplicates`, windows executed again because an injected crash lost the completion
+    /// write of an attempt that had succeeded.
     pub reexecuted_after_lost_completion: u32,
 }
 
@@ -144,17 +146,80 @@ pub fn summarize(
             continue;
         }
         s.executions += attempts.len() as u32;
-        let (lost, kept): (Vec<&Execution>, Vec<&Execution>) = attempts
-            .iter()
-            .filter(|e| e.succeeded)
-            .partition(|e| lost_completions.contains(&(e.run.clone(), e.attempt)));
-        if !lost.is_empty() && !kept.is_empty() {
-            s.reexecuted_after_lost_completion += 1;
-        }
-        if kept.len() > 1 {
+        let succeeded: Vec<&Execution> = attempts.iter().filter(|e| e.succeeded).collect();
+        if succeeded.len() > 1 {
             duplicated.insert(w);
+            let lost = |e: &Execution| lost_completions.contains(&(e.run.clone(), e.attempt));
+            if succeeded.iter().any(|e| lost(e)) {
+                s.reexecuted_after_lost_completion += 1;
+            }
         }
     }
     s.duplicates = duplicated.len() as u32;
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cronledger_core::spec::validate_schedule;
+    use cronledger_core::ValidationRules;
+
+    fn t(text: &str) -> DateTime<Utc> {
+        text.parse().unwrap()
+    }
+
+    /// Every five minutes; one SUCCESS entry at 00:05 whose job was called as `calls` say
+    /// (attempt, succeeded), with the attempts in `lost` having lost their completion write.
+    fn summary_of(calls: &[(u32, bool)], lost: &[u32]) -> ScheduleSummary {
+        let doc = serde_json::json!({
+            "id": "five", "cron": "*/5 * * * *", "timezone": "UTC", "job": {"type": "noop"}
+        });
+        let from = t("2026-03-01T00:00:00Z");
+        let spec = validate_schedule(&doc, "", &ValidationRules::default(), from).unwrap();
+        let schedule = Schedule::new(spec).unwrap();
+        let mut run = crate::runs::new_run(
+            &schedule,
+            1,
+            t("2026-03-01T00:05:00Z"),
+            Trigger::Scheduled,
+            from,
+        );
+        run.status = RunStatus::Success;
+        let executions = calls
+            .iter()
+            .map(|&(attempt, succeeded)| Execution {
+                run: run.key.clone(),
+                attempt,
+                succeeded,
+            })
+            .collect();
+        let executions = BTreeMap::from([(run.idempotency_key.to_string(), executions)]);
+        let lost = lost.iter().map(|a| (run.key.clone(), *a)).collect();
+        summarize(
+            &schedule,
+            &[run],
+            &executions,
+            &lost,
+            from,
+            t("2026-03-01T00:05:00Z"),
+        )
+    }
+
+    #[test]
+    fn a_window_run_again_after_a_success_is_a_duplicate_whatever_the_cause() {
+        let once = summary_of(&[(1, true)], &[]);
+        assert_eq!((once.executions, once.duplicates), (1, 0));
+        // A retry after a failed call is the retry the job asked for.
+        let retried = summary_of(&[(1, false), (2, true)], &[]);
+        assert_eq!((retried.executions, retried.duplicates), (2, 0));
+        // A redelivery that ran the job again.
+        let redelivered = summary_of(&[(1, true), (2, true)], &[]);
+        assert_eq!(redelivered.duplicates, 1);
+        assert_eq!(redelivered.reexecuted_after_lost_completion, 0);
+        // The completion write of attempt 1 was lost: counted, and said why.
+        let lost = summary_of(&[(1, true), (2, true)], &[1]);
+        assert_eq!(lost.duplicates, 1);
+        assert_eq!(lost.reexecuted_after_lost_completion, 1);
+    }
 }

@@ -1,0 +1,199 @@
+//! The operator's levers in a simulation, pulled at virtual instants: pause and resume a
+//! schedule (through the store, as the api does), the global kill switch, and approving
+//! everything that awaits an operator (through the api's own handlers, so a simulated
+//! approval is the api's approval).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use axum::extract::State;
+use chrono::{DateTime, Utc};
+use cronledger_aws::ledger::ChangeMeta;
+use cronledger_aws::{BackfillState, LaneQueue, LedgerStore, OpsStore};
+use cronledger_core::window::utc_text;
+use cronledger_core::{RunStatus, Trigger};
+
+use super::agenda::Lever;
+use super::SimulateError;
+use crate::api::extract::{ApiJson, ApiPath};
+use crate::api::schedules::Note;
+use crate::api::{backfills, runs, views, Actor, Api, ApiConfig, ApiDeps, ApiError, Caller, Role};
+use crate::clock::Clock;
+use crate::reconciler::Signals;
+
+/// Who the simulator's operator actions are recorded as (audit log, change metadata).
+pub const SIMULATOR_ACTOR: &str = "simulate";
+
+pub(super) struct Levers {
+    store: Arc<dyn LedgerStore>,
+    ops: Arc<dyn OpsStore>,
+    api: Api,
+    actor: Actor,
+    schedules: Vec<String>,
+    /// The simulation's start: no run is older.
+    since: DateTime<Utc>,
+    /// Windows of the kill switch that are on now (they may overlap).
+    kill_switch_windows: u32,
+    /// Every lever pulled, when, and what it did (the report's `stats.levers`).
+    pub pulled: Vec<String>,
+}
+
+impl Levers {
+    pub fn new(
+        store: Arc<dyn LedgerStore>,
+        ops: Arc<dyn OpsStore>,
+        lanes: Arc<dyn LaneQueue>,
+        clock: Arc<dyn Clock>,
+        signals: Arc<dyn Signals>,
+        schedules: Vec<String>,
+        since: DateTime<Utc>,
+    ) -> Levers {
+        let api = Api::new(ApiDeps {
+            store: store.clone(),
+            ops: ops.clone(),
+            lanes,
+            clock,
+            system: None,
+            signals: Some(signals),
+            auth: Default::default(),
+            config: ApiConfig::default(),
+        });
+        Levers {
+            store,
+            ops,
+            api,
+            actor: Actor {
+                caller: Caller::new(SIMULATOR_ACTOR),
+                role: Role::Operator,
+            },
+            schedules,
+            since,
+            kill_switch_windows: 0,
+            pulled: Vec::new(),
+        }
+    }
+
+    /// Whether the kill switch is on: no tick, no reconciler pass, no delivery.
+    pub fn kill_switch_on(&self) -> bool {
+        self.kill_switch_windows > 0
+    }
+
+    /// The kill switch goes on or off at `at`. The AWS-native half (the ticker's and the
+    /// reconciler's schedules and the workers' event sources disabled) is the simulation
+    /// loop not invoking them while [`Levers::kill_switch_on`]; this is where the stored
+    /// flag the worker checks for batches already in hand is to be written once the store
+    /// has it. For now it only records the flip.
+    pub fn set_kill_switch(&mut self, on: bool, at: DateTime<Utc>) {
+        if on {
+            self.kill_switch_windows += 1;
+        } else {
+            self.kill_switch_windows = self.kill_switch_windows.saturating_sub(1);
+        }
+        let state = if on { "on" } else { "off" };
+        self.pulled
+            .push(format!("{} kill switch {state}", utc_text(at)));
+    }
+
+    /// Pulls `lever` at `at`. An api refusal (a run approved meanwhile) is an error of the
+    /// simulation's report, not the end of it.
+    pub async fn pull(
+        &mut self,
+        lever: Lever,
+        at: DateTime<Utc>,
+        errors: &mut Vec<String>,
+    ) -> Result<(), SimulateError> {
+        match lever {
+            Lever::KillSwitch(on) => self.set_kill_switch(on, at),
+            Lever::Pause(id) => {
+                let meta = self.meta(at, "paused by the simulator (--pause)");
+                self.store.pause_schedule(&id, None, meta).await?;
+                self.pulled.push(format!("{} paused {id}", utc_text(at)));
+            }
+            Lever::Resume(id) => {
+                let meta = self.meta(at, "resumed by the simulator (--resume)");
+                self.store.resume_schedule(&id, None, meta).await?;
+                self.pulled.push(format!("{} resumed {id}", utc_text(at)));
+            }
+            Lever::ApproveAll => self.approve_all(at, errors).await?,
+        }
+        Ok(())
+    }
+
+    fn meta(&self, at: DateTime<Utc>, reason: &str) -> ChangeMeta {
+        ChangeMeta {
+            actor: SIMULATOR_ACTOR.into(),
+            reason: reason.into(),
+            at,
+        }
+    }
+
+    /// Resumes every paused backfill (the reconciler's proposals for long gaps: running one
+    /// is the approval of the windows it holds), then approves every other MANUAL_REQUIRED
+    /// run, each through the api's handler.
+    async fn approve_all(
+        &mut self,
+        at: DateTime<Utc>,
+        errors: &mut Vec<String>,
+    ) -> Result<(), SimulateError> {
+        let note = || Note {
+            note: Some("approved by the simulator (--approve-all-at)".into()),
+        };
+        let refused = |what: String, e: ApiError| format!("{what}: {}: {}", e.code, e.message);
+        let mut resumed_groups: BTreeSet<String> = BTreeSet::new();
+        let mut resumed = 0;
+        for b in self.ops.open_backfills().await? {
+            if b.state != BackfillState::Paused {
+                continue;
+            }
+            let answer = backfills::pause_resume::<{ backfills::RESUME }>(
+                State(self.api.clone()),
+                self.actor.clone(),
+                ApiPath(b.id.clone()),
+                ApiJson(note()),
+            )
+            .await;
+            match answer {
+                Ok(_) => {
+                    resumed += 1;
+                    resumed_groups.extend(b.replay_group.clone());
+                }
+                Err(e) => errors.push(refused(format!("resume backfill {}", b.id), e)),
+            }
+        }
+        let mut approved = 0;
+        for id in &self.schedules {
+            let waiting = self
+                .store
+                .runs_between(id, self.since, at)
+                .await?
+                .into_iter()
+                .filter(|r| r.status == RunStatus::ManualRequired)
+                // A held window of a resumed proposal is the backfill's to run.
+                .filter(|r| {
+                    !(r.trigger == Trigger::CatchUp
+                        && r.replay_group_id
+                            .as_ref()
+                            .is_some_and(|g| resumed_groups.contains(g)))
+                });
+            for run in waiting {
+                let run_id = views::run_id(&run.key);
+                let answer = runs::approve(
+                    State(self.api.clone()),
+                    self.actor.clone(),
+                    ApiPath((id.clone(), run_id.clone())),
+                    ApiJson(note()),
+                )
+                .await;
+                match answer {
+                    Ok(_) => approved += 1,
+                    Err(e) => errors.push(refused(format!("approve {id} {run_id}"), e)),
+                }
+            }
+        }
+        self.pulled.push(format!(
+            "{} approved {approved} runs, resumed {resumed} backfills",
+            utc_text(at)
+        ));
+        Ok(())
+    }
+}
