@@ -218,6 +218,12 @@ impl Ticker {
         self
     }
 
+    /// [`Self::with_kill_switch`] when there is a check.
+    pub fn with_kill_switch_opt(mut self, check: Option<Arc<KillSwitchCheck>>) -> Ticker {
+        self.kill_switch = check;
+        self
+    }
+
     /// The metrics collected so far (the function flushes them after each tick).
     pub fn metrics(&self) -> &Metrics {
         &self.metrics

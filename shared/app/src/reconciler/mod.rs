@@ -226,6 +226,12 @@ impl Reconciler {
         self
     }
 
+    /// [`Self::with_kill_switch`] when there is a check.
+    pub fn with_kill_switch_opt(mut self, check: Option<Arc<KillSwitchCheck>>) -> Reconciler {
+        self.kill_switch = check;
+        self
+    }
+
     /// Checks these ticker schedules (`config.ticker_schedules`) on every pass.
     pub fn with_ticker_check(mut self, tickers: Arc<dyn TickerSchedules>) -> Reconciler {
         self.tickers = Some(tickers);

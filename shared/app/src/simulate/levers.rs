@@ -17,6 +17,7 @@ use super::agenda::Lever;
 use super::SimulateError;
 use crate::api::extract::{ApiJson, ApiPath};
 use crate::api::schedules::Note;
+use crate::api::system::{self, KillSwitchRequest};
 use crate::api::{backfills, runs, views, Actor, Api, ApiConfig, ApiDeps, ApiError, Caller, Role};
 use crate::clock::Clock;
 use crate::reconciler::Signals;
@@ -78,20 +79,39 @@ impl Levers {
         self.kill_switch_windows > 0
     }
 
-    /// The kill switch goes on or off at `at`. The AWS-native half (the ticker's and the
-    /// reconciler's schedules and the workers' event sources disabled) is the simulation
-    /// loop not invoking them while [`Levers::kill_switch_on`]; this is where the stored
-    /// flag the worker checks for batches already in hand is to be written once the store
-    /// has it. For now it only records the flip.
-    pub fn set_kill_switch(&mut self, on: bool, at: DateTime<Utc>) {
+    /// The kill switch goes on or off at `at`. The stored flag, which the ticker, the
+    /// reconciler and the workers check, is set through the api's own handler (audited) when
+    /// the first overlapping window opens and cleared when the last closes. The AWS-native
+    /// half (the ticker's and the reconciler's schedules and the workers' event sources
+    /// disabled) is the simulation loop not invoking them while [`Levers::kill_switch_on`].
+    pub async fn set_kill_switch(
+        &mut self,
+        on: bool,
+        at: DateTime<Utc>,
+    ) -> Result<(), SimulateError> {
+        let was_on = self.kill_switch_on();
         if on {
             self.kill_switch_windows += 1;
         } else {
             self.kill_switch_windows = self.kill_switch_windows.saturating_sub(1);
         }
+        if was_on != self.kill_switch_on() {
+            let request = KillSwitchRequest {
+                engaged: on,
+                note: format!("--kill-switch at {}", utc_text(at)),
+            };
+            let _status = system::kill_switch(
+                State(self.api.clone()),
+                self.actor.clone(),
+                ApiJson(request),
+            )
+            .await
+            .map_err(|e| SimulateError::Invalid(format!("kill switch at {at}: {e:?}")))?;
+        }
         let state = if on { "on" } else { "off" };
         self.pulled
             .push(format!("{} kill switch {state}", utc_text(at)));
+        Ok(())
     }
 
     /// Pulls `lever` at `at`. An api refusal (a run approved meanwhile) is an error of the
@@ -103,7 +123,7 @@ impl Levers {
         errors: &mut Vec<String>,
     ) -> Result<(), SimulateError> {
         match lever {
-            Lever::KillSwitch(on) => self.set_kill_switch(on, at),
+            Lever::KillSwitch(on) => self.set_kill_switch(on, at).await?,
             Lever::Pause(id) => {
                 let meta = self.meta(at, "paused by the simulator (--pause)");
                 self.store.pause_schedule(&id, None, meta).await?;

@@ -50,6 +50,7 @@ use tokio::task::JoinSet;
 use crate::backfill::BackfillReleaser;
 use crate::faults::CrashPoint;
 use crate::jobs::{HttpJob, JobTargets};
+use crate::kill_switch::KillSwitchCheck;
 use crate::reconciler::{ReconcileError, ReconcileEvent, Reconciler, ReconcilerConfig, Signals};
 use crate::ticker::{DueSchedules, TickEvent, Ticker, TickerConfig};
 use crate::worker::{Worker, WorkerConfig};
@@ -243,6 +244,11 @@ pub async fn simulate(
         time: time.clone(),
         log: log.clone(),
     }));
+    // With kill-switch windows, every function checks the stored flag as deployed (the loop
+    // also stops invoking them, as disabled schedules and event sources do); without, no
+    // check is made and nothing is read for it.
+    let kill_switch =
+        (!config.kill_switches.is_empty()).then(|| Arc::new(KillSwitchCheck::new(env.ops.clone())));
     let workers: Vec<Arc<Worker>> = ["sim-worker-a", "sim-worker-b"]
         .into_iter()
         .map(|owner| {
@@ -259,7 +265,8 @@ pub async fn simulate(
                         ..WorkerConfig::default()
                     },
                 )
-                .with_faults(faults.clone()),
+                .with_faults(faults.clone())
+                .with_kill_switch_opt(kill_switch.clone()),
             )
         })
         .collect();
@@ -275,6 +282,7 @@ pub async fn simulate(
             )
             .with_send_clock(Arc::new(time.clock()))
             .with_faults(faults.clone())
+            .with_kill_switch_opt(kill_switch.clone())
         })
         .collect();
     let signals: Arc<dyn Signals> = Arc::new(QueueSignals(env.queues.clone()));
@@ -288,7 +296,8 @@ pub async fn simulate(
             ..ReconcilerConfig::default()
         },
     )
-    .with_backfills(env.ops.clone());
+    .with_backfills(env.ops.clone())
+    .with_kill_switch_opt(kill_switch.clone());
     // The reconciler function's second step, as deployed.
     let releaser = BackfillReleaser {
         store: env.store.clone(),

@@ -122,6 +122,14 @@ impl Worker {
         self
     }
 
+    /// [`Self::with_kill_switch`] when there is a check.
+    pub fn with_kill_switch_opt(self, check: Option<Arc<KillSwitchCheck>>) -> Worker {
+        match check {
+            Some(check) => self.with_kill_switch(check),
+            None => self,
+        }
+    }
+
     /// Whether the kill switch is on now (see [`Self::with_kill_switch`]): what an event
     /// source asks before it takes messages for this worker.
     pub async fn kill_switch_engaged(&self) -> bool {
