@@ -4,6 +4,8 @@
 
 #[path = "simulate/levers.rs"]
 mod levers;
+#[path = "simulate/safety.rs"]
+mod safety;
 
 use std::sync::Arc;
 
