@@ -29,6 +29,7 @@ impl JobHandler for HttpJob {
             url,
             timeout,
             payload,
+            ..
         } = job
         else {
             return Err(JobFailure::permanent(

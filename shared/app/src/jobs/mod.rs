@@ -141,7 +141,9 @@ impl JobTargets {
         match job {
             JobSpec::Http { .. } => self.http.run(job, ctx).await,
             JobSpec::Noop { .. } => self.noop.run(job, ctx).await,
-            JobSpec::Lambda { function, payload } => {
+            JobSpec::Lambda {
+                function, payload, ..
+            } => {
                 let Some(invoker) = &self.lambda else {
                     return Err(JobFailure::permanent(
                         "JOB_TARGET_UNAVAILABLE",

@@ -53,19 +53,15 @@ impl JobHandler for VirtualNoop {
     async fn run(&self, job: &JobSpec, ctx: &JobContext) -> JobOutcome {
         // The built-in noop decides the outcome; only its wait moves to the virtual clock.
         let instant = match job {
-            JobSpec::Noop {
-                duration,
-                fail_times,
-                payload,
-            } => {
+            JobSpec::Noop { duration, .. } => {
                 if !duration.as_std().is_zero() {
                     self.time.sleep(duration.as_delta()).await;
                 }
-                JobSpec::Noop {
-                    duration: Span::ZERO,
-                    fail_times: *fail_times,
-                    payload: payload.clone(),
+                let mut instant = job.clone();
+                if let JobSpec::Noop { duration, .. } = &mut instant {
+                    *duration = Span::ZERO;
                 }
+                instant
             }
             other => other.clone(),
         };

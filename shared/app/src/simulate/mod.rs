@@ -546,10 +546,13 @@ fn simulated_jobs(specs: Vec<ScheduleSpec>) -> (Vec<ScheduleSpec>, Vec<String>) 
         .map(|mut spec| {
             if !matches!(spec.job, JobSpec::Noop { .. }) {
                 replaced.push(spec.id.clone());
+                // A guard stays: without an `affected` answer, its dry run is refused.
                 spec.job = JobSpec::Noop {
                     duration: Span::ZERO,
                     fail_times: 0,
                     payload: spec.job.payload().clone(),
+                    affected: None,
+                    guard: spec.job.guard().copied(),
                 };
             }
             spec
