@@ -8,7 +8,7 @@ use cronledger_aws::StoreError;
 use cronledger_core::{Run, RunEvent, RunStatus, Schedule};
 
 use super::{Delivery, Worker};
-use crate::jobs::{JobContext, JobFailure, JobOutcome};
+use crate::jobs::{JobContext, JobFailure, JobMode, JobOutcome};
 
 impl Worker {
     /// Runs the job with heartbeats and the runtime limit. `None` if the lease was lost.
@@ -28,6 +28,8 @@ impl Worker {
             attempt: run.attempts,
             payload: schedule.spec.job.payload().clone(),
             deadline: now + schedule.spec.max_runtime.as_delta(),
+            mode: JobMode::Execute,
+            approved_affected: None,
         };
         let job = self.jobs.run(&schedule.spec.job, &ctx);
         let limit = tokio::time::sleep(schedule.spec.max_runtime.as_std());
