@@ -291,6 +291,7 @@ pub async fn simulate(
             actor: "simulate".into(),
             reason: "loaded by the simulator".into(),
             at: config.from,
+            details: None,
         };
         env.store.create_schedule(spec, meta).await?;
     }
