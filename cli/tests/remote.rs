@@ -82,6 +82,7 @@ async fn serve() -> Served {
                     actor: "another-admin".into(),
                     reason: "edited meanwhile".into(),
                     at: cronledger_app::clock::Clock::now(&clock),
+                    details: None,
                 };
                 store
                     .update_schedule(spec, current.version, meta)

@@ -117,6 +117,7 @@ async fn create_schedules_with(
                 actor: "bench".into(),
                 reason: "bench".into(),
                 at: created,
+                details: None,
             };
             if let Err(e) = ledger.create_schedule(spec, meta).await {
                 eprintln!("create schedule {i}: {e}");

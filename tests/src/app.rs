@@ -54,6 +54,7 @@ impl AppEnv {
             actor: "tests".into(),
             reason: "test schedule".into(),
             at,
+            details: None,
         };
         self.store
             .create_schedule(spec, meta)

@@ -3,7 +3,9 @@
 //! It records every request (idempotency key, attempt, what it answered) and behaves like a
 //! well-made target: a key it already executed is answered 200 without executing it again.
 //! Tests tell it how to answer the next requests: succeed, fail with a status, or hang until
-//! released.
+//! released. Dry runs (body `"mode": "dry_run"`) are answered `{"affected": N}` once told N
+//! ([`Webhook::answer_dry_runs`]); until then it ignores the mode, as a target that does not
+//! know the protocol would (the request executes).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -38,6 +40,12 @@ pub struct Call {
     /// were executed before).
     pub executed: bool,
     pub received_at: Instant,
+    /// The body's `mode` (`execute`, `dry_run`; empty when absent).
+    pub mode: String,
+    /// The `X-Cronledger-Mode` header, if sent.
+    pub mode_header: Option<String>,
+    /// The body's `approved_affected`, if sent.
+    pub approved_affected: Option<u64>,
 }
 
 #[derive(Default)]
@@ -45,6 +53,8 @@ struct State {
     calls: Mutex<Vec<Call>>,
     script: Mutex<VecDeque<Answer>>,
     default: Mutex<Option<Answer>>,
+    /// What a dry run answers as `affected`; `None`: dry runs are taken as executions.
+    dry_run_affected: Mutex<Option<u64>>,
     /// Keys whose side effect ran; a key seen again is answered 200 without running it.
     executed: Mutex<BTreeSet<String>>,
     in_flight: AtomicUsize,
@@ -84,6 +94,17 @@ impl Webhook {
     /// Queues answers for the next requests, in order.
     pub fn script(&self, answers: &[Answer]) {
         lock(&self.state.script).extend(answers.iter().copied());
+    }
+
+    /// Answers dry runs `{"affected": affected}` from now on (they execute nothing and take
+    /// no scripted answer); `None` makes it ignore the mode again.
+    pub fn answer_dry_runs(&self, affected: Option<u64>) {
+        *lock(&self.state.dry_run_affected) = affected;
+    }
+
+    /// Requests that executed the side effect, dry runs left out.
+    pub fn executions(&self) -> Vec<Call> {
+        self.calls().into_iter().filter(|c| c.executed).collect()
     }
 
     pub fn set_default(&self, answer: Answer) {
@@ -146,12 +167,34 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 async fn serve(mut stream: TcpStream, state: Arc<State>, releases: Arc<Semaphore>) {
-    let Some((key, body)) = read_request(&mut stream).await else {
+    let Some((key, mode_header, body)) = read_request(&mut stream).await else {
         return;
     };
     state.arrived.fetch_add(1, Ordering::SeqCst);
     let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     state.max_in_flight.fetch_max(now, Ordering::SeqCst);
+    let mode = body["mode"].as_str().unwrap_or_default().to_string();
+    let call = |status, executed| Call {
+        idempotency_key: key.clone(),
+        attempt: body["attempt"].as_u64().unwrap_or(0),
+        scheduled_for: body["run"]["scheduled_for"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        status,
+        executed,
+        received_at: Instant::now(),
+        mode: mode.clone(),
+        mode_header: mode_header.clone(),
+        approved_affected: body["approved_affected"].as_u64(),
+    };
+    let dry_run_affected = *lock(&state.dry_run_affected);
+    if let (Some(affected), "dry_run") = (dry_run_affected, mode.as_str()) {
+        lock(&state.calls).push(call(200, false));
+        state.in_flight.fetch_sub(1, Ordering::SeqCst);
+        respond(&mut stream, 200, &format!(r#"{{"affected": {affected}}}"#)).await;
+        return;
+    }
     let answer = lock(&state.script)
         .pop_front()
         .or(*lock(&state.default))
@@ -173,18 +216,12 @@ async fn serve(mut stream: TcpStream, state: Arc<State>, releases: Arc<Semaphore
     } else {
         r#"{"duplicate": true}"#
     };
-    lock(&state.calls).push(Call {
-        idempotency_key: key,
-        attempt: body["attempt"].as_u64().unwrap_or(0),
-        scheduled_for: body["run"]["scheduled_for"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string(),
-        status,
-        executed,
-        received_at: Instant::now(),
-    });
+    lock(&state.calls).push(call(status, executed));
     state.in_flight.fetch_sub(1, Ordering::SeqCst);
+    respond(&mut stream, status, payload).await;
+}
+
+async fn respond(stream: &mut TcpStream, status: u16, payload: &str) {
     let response = format!(
         "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{payload}",
         payload.len()
@@ -193,8 +230,10 @@ async fn serve(mut stream: TcpStream, state: Arc<State>, releases: Arc<Semaphore
     let _ = stream.shutdown().await;
 }
 
-/// Reads one request: its `Idempotency-Key` header and its JSON body.
-async fn read_request(stream: &mut TcpStream) -> Option<(String, serde_json::Value)> {
+/// Reads one request: its `Idempotency-Key` and `X-Cronledger-Mode` headers and its JSON body.
+async fn read_request(
+    stream: &mut TcpStream,
+) -> Option<(String, Option<String>, serde_json::Value)> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     let head_end = loop {
@@ -225,5 +264,79 @@ async fn read_request(stream: &mut TcpStream) -> Option<(String, serde_json::Val
         buf.extend_from_slice(&chunk[..n]);
     }
     let body = serde_json::from_slice(&buf[head_end..head_end + length]).ok()?;
-    Some((header("idempotency-key").unwrap_or_default(), body))
+    Some((
+        header("idempotency-key").unwrap_or_default(),
+        header("x-cronledger-mode"),
+        body,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use cronledger_app::jobs::{HttpJob, JobContext, JobMode, JobTargets, GUARD_UNSUPPORTED};
+    use cronledger_core::spec::JobGuard;
+    use cronledger_core::{IdempotencyKey, JobSpec, RunKey, Span, Window};
+
+    use super::*;
+
+    fn ctx() -> JobContext {
+        let start = "2026-03-01T00:00:00Z".parse().expect("an instant");
+        let end = "2026-03-02T00:00:00Z".parse().expect("an instant");
+        let window = Window::new(start, end);
+        JobContext {
+            run: RunKey::expected("purge", end),
+            window,
+            business_date: start.date_naive(),
+            idempotency_key: IdempotencyKey::for_window("purge", &window, None),
+            attempt: 1,
+            payload: serde_json::Value::Null,
+            deadline: end,
+            mode: JobMode::Execute,
+            approved_affected: Some(3),
+        }
+    }
+
+    #[tokio::test]
+    async fn answers_dry_runs_once_told_and_until_then_executes_them() {
+        let hook = Webhook::start(Answer::Succeed).await;
+        let job = JobSpec::Http {
+            url: hook.url.clone(),
+            timeout: Span::seconds(5),
+            payload: serde_json::Value::Null,
+            guard: Some(JobGuard { max_affected: 5 }),
+        };
+        let targets = JobTargets::new(HttpJob::new().expect("a client"));
+        // Unaware of the protocol: the dry run executes, and its answer is refused.
+        let unaware = targets.dry_run(&job, &ctx()).await;
+        assert!(matches!(unaware, Err(f) if f.code() == GUARD_UNSUPPORTED));
+        assert_eq!(hook.executions().len(), 1);
+
+        let hook = Webhook::start(Answer::Succeed).await;
+        let job = JobSpec::Http {
+            url: hook.url.clone(),
+            timeout: Span::seconds(5),
+            payload: serde_json::Value::Null,
+            guard: Some(JobGuard { max_affected: 5 }),
+        };
+        hook.answer_dry_runs(Some(3));
+        let report = targets.dry_run(&job, &ctx()).await.expect("a report");
+        assert_eq!(report.affected, 3);
+        assert!(hook.executions().is_empty());
+        targets.run(&job, &ctx()).await.expect("executed");
+        let calls = hook.calls();
+        let seen: Vec<(&str, Option<&str>, bool, Option<u64>)> = calls
+            .iter()
+            .map(|c| {
+                let header = c.mode_header.as_deref();
+                (c.mode.as_str(), header, c.executed, c.approved_affected)
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            vec![
+                ("dry_run", Some("dry-run"), false, None),
+                ("execute", Some("execute"), true, Some(3)),
+            ]
+        );
+    }
 }

@@ -215,6 +215,111 @@ async fn schedules_crud_with_if_match_preview_diff_and_audit() {
 }
 
 #[tokio::test]
+async fn a_high_risk_update_needs_a_confirmation_and_is_audited_with_its_risk() {
+    let api = ApiEnv::new(t(NOW)).await;
+    create(&api, schedule_doc("hourly", "0 * * * *")).await;
+    let put = |path: &'static str, cron: &'static str, headers: Vec<(&'static str, String)>| {
+        let api = &api;
+        async move {
+            let headers: Vec<(&str, &str)> =
+                headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+            api.call_with(
+                Some(Caller::new(ADMIN)),
+                Method::PUT,
+                path,
+                Some(schedule_doc("hourly", cron)),
+                &headers,
+            )
+            .await
+        }
+    };
+    let version = |v: u64| ("If-Match", format!("\"{v}\""));
+
+    // Every five minutes instead of hourly: twelve times as often, HIGH, refused unconfirmed.
+    let refused = put("/v1/schedules/hourly", "*/5 * * * *", vec![version(1)]).await;
+    assert_eq!(
+        (refused.status, refused.code()),
+        (
+            StatusCode::PRECONDITION_REQUIRED,
+            "SCHEDULE_CHANGE_NEEDS_CONFIRMATION"
+        ),
+        "{:?}",
+        refused.body
+    );
+    assert_eq!(refused.body["details"]["risk"], "HIGH");
+    assert!(refused.body["details"]["findings"][0]
+        .as_str()
+        .is_some_and(|f| f.contains("as often")));
+    let wrong = put(
+        "/v1/schedules/hourly",
+        "*/5 * * * *",
+        vec![version(1), ("X-Cronledger-Confirm", "yes".into())],
+    )
+    .await;
+    assert_eq!(
+        (wrong.status, wrong.code()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "REQUEST_INVALID")
+    );
+    let still = api.get(VIEWER, "/v1/schedules/hourly").await;
+    assert_eq!(
+        (
+            still.body["version"].clone(),
+            still.body["spec"]["cron"].clone()
+        ),
+        (json!(1), json!("0 * * * *"))
+    );
+
+    // Confirmed by header, then back by query parameter (LOW needs nothing, but may carry it).
+    let applied = put(
+        "/v1/schedules/hourly",
+        "*/5 * * * *",
+        vec![version(1), ("X-Cronledger-Confirm", "high-risk".into())],
+    )
+    .await;
+    assert_eq!(applied.status, StatusCode::OK, "{:?}", applied.body);
+    let back = put("/v1/schedules/hourly", "0 * * * *", vec![version(2)]).await;
+    assert_eq!(back.status, StatusCode::OK, "{:?}", back.body);
+    let again = put("/v1/schedules/hourly", "* * * * *", vec![version(3)]).await;
+    assert_eq!(again.status, StatusCode::PRECONDITION_REQUIRED);
+    let by_query = put(
+        "/v1/schedules/hourly?confirm=high-risk",
+        "* * * * *",
+        vec![version(3)],
+    )
+    .await;
+    assert_eq!(by_query.status, StatusCode::OK, "{:?}", by_query.body);
+
+    // Each update's audit entry records its assessed risk and whether it was confirmed.
+    let audit = api.get(VIEWER, "/v1/schedules/hourly/audit").await;
+    let details: Vec<(Value, Value)> = audit.body["entries"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .filter(|e| e["action"] == "UPDATE")
+        .map(|e| {
+            (
+                e["details"]["risk"].clone(),
+                e["details"]["confirmed"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        details,
+        vec![
+            (json!("HIGH"), json!(true)),
+            (json!("MEDIUM"), json!(false)),
+            (json!("HIGH"), json!(true)),
+        ]
+    );
+    let first = &audit.body["entries"][1]["details"]["findings"][0];
+    assert!(
+        first.as_str().is_some_and(|f| f.contains("as often")),
+        "{first}"
+    );
+}
+
+#[tokio::test]
 async fn bad_input_gets_the_right_codes_and_never_a_panic() {
     let api = ApiEnv::with_config(
         t(NOW),

@@ -106,6 +106,7 @@ async fn eight_concurrent_edits_at_one_version_have_one_winner_and_one_audit_ent
                 actor: "creator".into(),
                 reason: "new".into(),
                 at: now,
+                details: None,
             },
         )
         .await
@@ -122,6 +123,7 @@ async fn eight_concurrent_edits_at_one_version_have_one_winner_and_one_audit_ent
                 actor: format!("editor-{editor}"),
                 reason: format!("edit {editor}"),
                 at: now + Duration::seconds(1),
+                details: None,
             };
             (editor, ledger.update_schedule(edited, 1, meta).await)
         }));

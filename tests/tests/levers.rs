@@ -29,6 +29,7 @@ fn meta(at: DateTime<Utc>) -> ChangeMeta {
         actor: "operator".into(),
         reason: "incident".into(),
         at,
+        details: None,
     }
 }
 

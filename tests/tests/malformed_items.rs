@@ -102,6 +102,7 @@ async fn malformed_schedules_give_typed_errors_naming_the_item_and_attribute() {
         actor: "t".into(),
         reason: "t".into(),
         at: t("2026-03-01T00:00:00Z"),
+        details: None,
     };
     env.ledger
         .create_schedule(spec("sched", "0 * * * *"), meta)

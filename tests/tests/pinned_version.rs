@@ -31,6 +31,7 @@ fn meta(at: &str) -> ChangeMeta {
         actor: "tests".into(),
         reason: "edit".into(),
         at: t(at),
+        details: None,
     }
 }
 

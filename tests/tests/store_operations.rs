@@ -15,6 +15,7 @@ fn meta(actor: &str, at: DateTime<Utc>) -> ChangeMeta {
         actor: actor.into(),
         reason: format!("{actor} did it"),
         at,
+        details: None,
     }
 }
 

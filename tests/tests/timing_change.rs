@@ -33,6 +33,7 @@ async fn edit_cron(env: &AppEnv, id: &str, cron: &str, at: DateTime<Utc>) {
         actor: "test".into(),
         reason: "new timing".into(),
         at,
+        details: None,
     };
     env.store
         .update_schedule(spec(id, cron), stored.version, meta)

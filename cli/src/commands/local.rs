@@ -54,6 +54,7 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
             actor: "local".into(),
             reason: format!("loaded from {}", args.file.display()),
             at: now,
+            details: None,
         };
         let stored = ledger
             .create_schedule(spec, meta)

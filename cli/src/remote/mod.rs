@@ -478,17 +478,26 @@ async fn apply(a: ApplyArgs) -> Result<ExitCode, CliError> {
                     .await?
             }
             Step::Update {
-                id, version, doc, ..
+                id,
+                version,
+                doc,
+                risk,
             } => {
+                let mut headers = vec![
+                    ("If-Match", format!("\"{version}\"")),
+                    ("Cronledger-Note", reason.clone()),
+                ];
+                // The plan showed this risk and the user (or --yes) accepted it: say so, as
+                // the api refuses an unconfirmed HIGH-risk change.
+                if risk["level"] == "HIGH" {
+                    headers.push(("X-Cronledger-Confirm", "high-risk".to_string()));
+                }
                 client
                     .ok(
                         Method::PUT,
                         &format!("/v1/schedules/{}", segment(&id)),
                         Some(&doc),
-                        &[
-                            ("If-Match", format!("\"{version}\"")),
-                            ("Cronledger-Note", reason.clone()),
-                        ],
+                        &headers,
                     )
                     .await?
             }

@@ -132,6 +132,8 @@ mod tests {
         JobSpec::Noop {
             duration: Default::default(),
             fail_times: 0,
+            affected: None,
+            guard: None,
             payload: json!({ "tag": tag }),
         }
     }

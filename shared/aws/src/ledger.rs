@@ -109,6 +109,8 @@ pub struct ChangeMeta {
     pub actor: String,
     pub reason: String,
     pub at: DateTime<Utc>,
+    /// What else the change's audit entry records (an update's assessed risk).
+    pub details: Option<serde_json::Value>,
 }
 
 named_enum!(

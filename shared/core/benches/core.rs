@@ -56,10 +56,14 @@ fn spec(id: String, cron: &str, misfire: MisfirePolicy) -> ScheduleSpec {
         max_attempts: 3,
         owner: None,
         catch_up: Default::default(),
+        approval: Default::default(),
+        approval_timeout: cronledger_core::spec::defaults::approval_timeout(),
         job: JobSpec::Noop {
             duration: Span::ZERO,
             fail_times: 0,
             payload: serde_json::Value::Null,
+            affected: None,
+            guard: None,
         },
     }
 }

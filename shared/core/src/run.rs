@@ -80,6 +80,12 @@ named_enum!(
         PermanentError => "PERMANENT_ERROR",
         Rejected => "REJECTED",
         CancelledByOperator => "CANCELLED_BY_OPERATOR",
+        /// The schedule's `approval: every_run`: each window waits for an operator.
+        ApprovalRequired => "APPROVAL_REQUIRED",
+        /// Nobody approved the window within the schedule's `approval_timeout`.
+        ApprovalTimeout => "APPROVAL_TIMEOUT",
+        /// The guarded job's dry run reported more items than `guard.max_affected`.
+        AffectedOverLimit => "AFFECTED_OVER_LIMIT",
     }
 );
 

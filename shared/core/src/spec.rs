@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::{Code, Invalid, Issue};
+use crate::named_enum;
 use crate::policy::{MisfirePolicy, OverlapPolicy, Priority};
 use crate::span::Span;
 use crate::timing::Timing;
@@ -48,18 +49,24 @@ pub enum JobSpec {
         timeout: Span,
         #[serde(default, skip_serializing_if = "Value::is_null")]
         payload: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        guard: Option<JobGuard>,
     },
     /// Invoke a Lambda function synchronously.
     Lambda {
         function: String,
         #[serde(default, skip_serializing_if = "Value::is_null")]
         payload: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        guard: Option<JobGuard>,
     },
     /// A handler compiled into the worker, looked up by `name`.
     Handler {
         name: String,
         #[serde(default, skip_serializing_if = "Value::is_null")]
         payload: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        guard: Option<JobGuard>,
     },
     /// Succeeds after `duration`, failing the first `fail_times` attempts (demos, simulation).
     Noop {
@@ -69,7 +76,39 @@ pub enum JobSpec {
         fail_times: u32,
         #[serde(default, skip_serializing_if = "Value::is_null")]
         payload: Value,
+        /// What its dry run answers (`None`: it cannot dry-run), so a guard can be simulated.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        affected: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        guard: Option<JobGuard>,
     },
+}
+
+/// A destructive job's limit: before each execution the job is dry-run, and a run whose
+/// dry run reports more than `max_affected` items waits for an operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobGuard {
+    pub max_affected: u64,
+}
+
+named_enum!(
+    /// Whether each window of a schedule waits for an operator before it runs.
+    #[derive(Default)]
+    Approval {
+        /// Windows run when due.
+        #[default]
+        None => "none",
+        /// Every window is recorded MANUAL_REQUIRED (APPROVAL_REQUIRED) when due and runs only
+        /// once approved; unapproved past `approval_timeout`, it ends SKIPPED (APPROVAL_TIMEOUT).
+        EveryRun => "every_run",
+    }
+);
+
+impl Approval {
+    pub fn is_none(&self) -> bool {
+        *self == Approval::None
+    }
 }
 
 fn default_http_timeout() -> Span {
@@ -92,6 +131,16 @@ impl JobSpec {
             | JobSpec::Lambda { payload, .. }
             | JobSpec::Handler { payload, .. }
             | JobSpec::Noop { payload, .. } => payload,
+        }
+    }
+
+    /// The destructive-job guard, when the job declares one.
+    pub fn guard(&self) -> Option<&JobGuard> {
+        match self {
+            JobSpec::Http { guard, .. }
+            | JobSpec::Lambda { guard, .. }
+            | JobSpec::Handler { guard, .. }
+            | JobSpec::Noop { guard, .. } => guard.as_ref(),
         }
     }
 
@@ -137,6 +186,15 @@ pub struct ScheduleSpec {
     pub owner: Option<String>,
     #[serde(default)]
     pub catch_up: CatchUpTiers,
+    /// `every_run`: each window waits for an operator's approval.
+    #[serde(default, skip_serializing_if = "Approval::is_none")]
+    pub approval: Approval,
+    /// How long a window waits for approval before it ends SKIPPED (APPROVAL_TIMEOUT).
+    #[serde(
+        default = "defaults::approval_timeout",
+        skip_serializing_if = "defaults::is_approval_timeout"
+    )]
+    pub approval_timeout: Span,
     pub job: JobSpec,
 }
 
@@ -169,6 +227,13 @@ pub mod defaults {
     }
     pub fn max_attempts() -> u32 {
         3
+    }
+    pub fn approval_timeout() -> Span {
+        Span::hours(24)
+    }
+    /// Left out of serialized specs when default, so specs stored before it stay the same.
+    pub fn is_approval_timeout(span: &Span) -> bool {
+        *span == approval_timeout()
     }
 }
 
@@ -240,6 +305,8 @@ const KNOWN_FIELDS: &[&str] = &[
     "max_attempts",
     "owner",
     "catch_up",
+    "approval",
+    "approval_timeout",
     "job",
 ];
 
@@ -381,6 +448,15 @@ pub fn validate_schedule(
     let max_runtime = reader.span_or("max_runtime", defaults::max_runtime());
     let max_auto_catch_up = reader.u32_or("max_auto_catch_up", defaults::max_auto_catch_up());
     let max_attempts = reader.u32_or("max_attempts", defaults::max_attempts());
+    let approval = reader.named("approval", Approval::None);
+    let approval_timeout = reader.span_or("approval_timeout", defaults::approval_timeout());
+    if approval_timeout == Span::ZERO {
+        reader.issues.push(Issue::new(
+            Code::ScheduleInvalidField,
+            field("approval_timeout"),
+            "approval_timeout must be longer than 0s",
+        ));
+    }
     if max_attempts == 0 {
         reader.issues.push(Issue::new(
             Code::ScheduleInvalidField,
@@ -453,6 +529,8 @@ pub fn validate_schedule(
                 max_attempts,
                 owner,
                 catch_up,
+                approval,
+                approval_timeout,
                 job,
             })
         }
@@ -563,7 +641,28 @@ fn validate_job(
         }
     }
     find_secret_keys(value, path, &rules.secret_key_markers, issues);
-    let job = match serde_json::from_value::<JobSpec>(value.clone()) {
+    // The guard's fields are checked as plain data for their own paths and codes; a bad one
+    // is left out of the typed parse so it is reported once.
+    let mut typed = value.clone();
+    if let Some(obj) = typed.as_object_mut() {
+        if obj.contains_key("guard") && !valid_guard(obj.get("guard"), path, issues) {
+            obj.remove("guard");
+        }
+        if let Some(affected) = obj.get("affected").filter(|v| !v.is_null()) {
+            if affected.as_u64().is_none() {
+                issues.push(Issue::new(
+                    Code::ScheduleInvalidField,
+                    format!("{path}.affected"),
+                    format!(
+                        "`affected` must be a whole number from 0, found {}",
+                        type_name(affected)
+                    ),
+                ));
+                obj.remove("affected");
+            }
+        }
+    }
+    let job = match serde_json::from_value::<JobSpec>(typed) {
         Ok(job) => job,
         Err(e) => {
             issues.push(Issue::new(
@@ -608,6 +707,45 @@ fn validate_job(
         _ => {}
     }
     (issues.len() == before).then_some(job)
+}
+
+/// Checks `job.guard` (`{ max_affected: N }`, N a whole number from 0); false when it is
+/// not usable (the problem is recorded).
+fn valid_guard(guard: Option<&Value>, path: &str, issues: &mut Vec<Issue>) -> bool {
+    let guard_path = format!("{path}.guard");
+    let Some(obj) = guard.and_then(Value::as_object) else {
+        issues.push(Issue::new(
+            Code::ScheduleInvalidField,
+            guard_path,
+            format!(
+                "`guard` must be a mapping like {{ max_affected: 1000 }}, found {}",
+                guard.map(type_name).unwrap_or("nothing")
+            ),
+        ));
+        return false;
+    };
+    let before = issues.len();
+    for key in obj.keys().filter(|k| *k != "max_affected") {
+        issues.push(Issue::new(
+            Code::ScheduleUnknownField,
+            format!("{guard_path}.{key}"),
+            format!("unknown field `{key}`; a guard has only `max_affected`"),
+        ));
+    }
+    match obj.get("max_affected") {
+        Some(v) if v.as_u64().is_some() => {}
+        Some(v) => issues.push(Issue::new(
+            Code::ScheduleInvalidField,
+            format!("{guard_path}.max_affected"),
+            format!("`max_affected` must be a whole number from 0, found {v}"),
+        )),
+        None => issues.push(Issue::new(
+            Code::ScheduleMissingField,
+            format!("{guard_path}.max_affected"),
+            "a guard needs `max_affected`: the most items one run may touch unapproved",
+        )),
+    }
+    issues.len() == before
 }
 
 /// Reports every key, at any depth, that looks like it holds a secret.
@@ -759,6 +897,25 @@ impl FieldReader<'_> {
             }),
             Some(_) => {
                 self.wrong_type(name, "a duration string like 30m");
+                default
+            }
+        }
+    }
+
+    /// A name out of a fixed set that is not a policy (`approval`).
+    fn named<P: std::str::FromStr<Err = String>>(&mut self, name: &str, default: P) -> P {
+        match self.obj.get(name) {
+            None | Some(Value::Null) => default,
+            Some(Value::String(s)) => s.parse().unwrap_or_else(|e| {
+                self.issues.push(Issue::new(
+                    Code::ScheduleInvalidField,
+                    (self.field)(name),
+                    e,
+                ));
+                default
+            }),
+            Some(_) => {
+                self.wrong_type(name, "a name");
                 default
             }
         }

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{manifest, schedule_value, valid_spec, validation_now};
-use cronledger_core::spec::{parse_manifest, validate_schedule, validate_timing};
+use cronledger_core::spec::{parse_manifest, validate_schedule, validate_timing, Approval};
 use cronledger_core::{
     Code, Invalid, Issue, JobSpec, MisfirePolicy, OverlapPolicy, Priority, ScheduleSpec, Span,
     ValidationRules,
@@ -548,5 +548,152 @@ fn handler_jobs_name_a_compiled_in_handler() {
     assert_eq!(
         codes(&schedule_issues(blank, &rules)),
         vec![(Code::ScheduleInvalidJob, "s.job.name")]
+    );
+}
+
+#[test]
+fn approval_and_guard_fields_parse_with_their_defaults() {
+    let plain = valid_spec(schedule_value("plain", "0 9 * * *", "UTC"));
+    assert_eq!(plain.approval, Approval::None);
+    assert_eq!(plain.approval_timeout, Span::hours(24));
+    assert_eq!(plain.job.guard(), None);
+    // Defaults stay out of the serialized spec, so stored specs do not change.
+    let text = serde_json::to_value(&plain).unwrap();
+    assert!(text.get("approval").is_none() && text.get("approval_timeout").is_none());
+
+    let yaml = r#"
+schedules:
+  - id: purge
+    cron: "0 3 * * *"
+    timezone: UTC
+    approval: every_run
+    approval_timeout: 6h
+    job: { type: noop, affected: 120, guard: { max_affected: 100 } }
+  - id: export
+    cron: "0 4 * * *"
+    timezone: UTC
+    job: { type: http, url: "https://x.test/purge", guard: { max_affected: 0 } }
+  - id: prune
+    cron: "0 5 * * *"
+    timezone: UTC
+    approval: none
+    job: { type: lambda, function: prune, guard: { max_affected: 5000 } }
+  - id: local
+    cron: "0 6 * * *"
+    timezone: UTC
+    job: { type: handler, name: sweep, guard: { max_affected: 7 } }
+"#;
+    let specs = manifest(yaml).unwrap();
+    assert_eq!(specs[0].approval, Approval::EveryRun);
+    assert_eq!(specs[0].approval_timeout, Span::hours(6));
+    assert!(matches!(
+        specs[0].job,
+        JobSpec::Noop {
+            affected: Some(120),
+            ..
+        }
+    ));
+    let limits: Vec<Option<u64>> = specs
+        .iter()
+        .map(|s| s.job.guard().map(|g| g.max_affected))
+        .collect();
+    assert_eq!(limits, vec![Some(100), Some(0), Some(5000), Some(7)]);
+    assert_eq!(specs[2].approval, Approval::None);
+    for spec in specs {
+        let value = serde_json::to_value(&spec).unwrap();
+        let again = validate_schedule(&value, "", &ValidationRules::default(), validation_now());
+        assert_eq!(again.unwrap(), spec);
+    }
+    // A noop with a guard and no `affected` is valid: its dry run is what refuses.
+    let blind = with(
+        schedule_value("blind", "0 9 * * *", "UTC"),
+        "job",
+        json!({ "type": "noop", "guard": { "max_affected": 1 } }),
+    );
+    assert!(matches!(
+        valid_spec(blind).job,
+        JobSpec::Noop { affected: None, .. }
+    ));
+}
+
+#[test]
+fn bad_approval_and_guard_values_get_their_codes() {
+    let rules = ValidationRules::default();
+    let base = || schedule_value("x", "0 9 * * *", "UTC");
+    let job = |job: Value| with(base(), "job", job);
+    let table = [
+        (
+            with(base(), "approval", json!("always")),
+            Code::ScheduleInvalidField,
+            "s.approval",
+        ),
+        (
+            with(base(), "approval", json!(true)),
+            Code::ScheduleInvalidField,
+            "s.approval",
+        ),
+        (
+            with(base(), "approval_timeout", json!("soon")),
+            Code::ScheduleInvalidDuration,
+            "s.approval_timeout",
+        ),
+        (
+            with(base(), "approval_timeout", json!("0s")),
+            Code::ScheduleInvalidField,
+            "s.approval_timeout",
+        ),
+        (
+            job(json!({"type": "noop", "guard": {"max_affected": -1}})),
+            Code::ScheduleInvalidField,
+            "s.job.guard.max_affected",
+        ),
+        (
+            job(json!({"type": "noop", "guard": {"max_affected": "100"}})),
+            Code::ScheduleInvalidField,
+            "s.job.guard.max_affected",
+        ),
+        (
+            job(json!({"type": "noop", "guard": {"max_affected": 1.5}})),
+            Code::ScheduleInvalidField,
+            "s.job.guard.max_affected",
+        ),
+        (
+            job(json!({"type": "noop", "guard": {}})),
+            Code::ScheduleMissingField,
+            "s.job.guard.max_affected",
+        ),
+        (
+            job(json!({"type": "noop", "guard": 100})),
+            Code::ScheduleInvalidField,
+            "s.job.guard",
+        ),
+        (
+            job(json!({"type": "noop", "guard": {"max_affected": 1, "min": 0}})),
+            Code::ScheduleUnknownField,
+            "s.job.guard.min",
+        ),
+        (
+            job(json!({"type": "noop", "affected": -3})),
+            Code::ScheduleInvalidField,
+            "s.job.affected",
+        ),
+        (
+            job(json!({"type": "http", "url": "https://x.test", "affected": 3})),
+            Code::ScheduleInvalidJob,
+            "s.job",
+        ),
+    ];
+    for (value, code, field) in table {
+        let issues = schedule_issues(value.clone(), &rules);
+        assert_eq!(codes(&issues), vec![(code, field)], "{value}");
+    }
+    // Every problem at once: a bad guard does not hide a bad url.
+    let both = job(json!({"type": "http", "url": "ftp://x", "guard": {"max_affected": -1}}));
+    assert_eq!(
+        codes(&schedule_issues(both, &rules)),
+        vec![
+            (Code::ScheduleInvalidField, "s.job.guard.max_affected"),
+            (Code::ScheduleInvalidJob, "s.job.url"),
+        ]
     );
 }

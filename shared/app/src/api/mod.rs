@@ -243,11 +243,12 @@ pub fn routes() -> Vec<Route> {
         route(M::GET, "/v1/schedules/{id}", v, "One schedule (ETag = version)", get(schedules::get))
             .ok(200, "Schedule")
             .errors(&[404]),
-        route(M::PUT, "/v1/schedules/{id}", a, "Replace a schedule's spec; If-Match: its version (stale: 412 with the current one)", put(schedules::update))
+        route(M::PUT, "/v1/schedules/{id}", a, "Replace a schedule's spec; If-Match: its version (stale: 412 with the current one); a HIGH-risk change (see diff) needs confirm=high-risk or X-Cronledger-Confirm: high-risk (else 428 SCHEDULE_CHANGE_NEEDS_CONFIRMATION); the audit entry records the risk", put(schedules::update))
             .body("ScheduleDocument")
-            .headers(&[("If-Match", "required: the version the change is based on"), ("Cronledger-Note", "why")])
+            .query(&[(schedules::CONFIRM_QUERY, "high-risk: confirms a HIGH-risk change")])
+            .headers(&[("If-Match", "required: the version the change is based on"), ("Cronledger-Note", "why"), (schedules::CONFIRM_HEADER, "high-risk: confirms a HIGH-risk change")])
             .ok(200, "Schedule")
-            .errors(&[404, 409, 412]),
+            .errors(&[404, 409, 412, 428]),
         route(M::POST, "/v1/schedules/{id}/pause", a, "Pause a schedule with a note", post(schedules::lifecycle::<{ schedules::PAUSE }>))
             .body(NOTE)
             .headers(&[("If-Match", "optional version")])

@@ -25,7 +25,7 @@ pub fn schemas() -> Value {
         "Error": obj(json!({"code": {"type": "string"}, "message": {"type": "string"}, "details": {}}), &["code", "message", "details"]),
         "Note": obj(json!({"note": note}), &[]),
         "RetryRequest": obj(json!({"note": note, "definition": {"enum": ["original", "current"], "default": "original", "description": "original: the job of the version the run was created under; current: re-pin the run to the schedule's current version and run its job"}}), &[]),
-        "ScheduleDocument": {"type": "object", "description": "A schedule as in a manifest (id, cron, timezone, misfire, overlap, grace, max_auto_catch_up, max_runtime, priority, side_effects, idempotent, max_attempts, owner, catch_up, enabled, name, job); validated with the core's codes, unknown fields refused (SCHEDULE_UNKNOWN_FIELD)."},
+        "ScheduleDocument": {"type": "object", "description": "A schedule as in a manifest (id, cron, timezone, misfire, overlap, grace, max_auto_catch_up, max_runtime, priority, side_effects, idempotent, max_attempts, owner, catch_up, approval (none, every_run), approval_timeout, enabled, name, job (with guard {max_affected}; noop: affected)); validated with the core's codes, unknown fields refused (SCHEDULE_UNKNOWN_FIELD)."},
         "PreviewRequest": obj(json!({"schedule": {"$ref": "#/components/schemas/ScheduleDocument"}, "count": {"type": "integer", "minimum": 1}, "after": time}), &["schedule"]),
         "RunNowRequest": obj(json!({"mode": {"enum": ["reuse", "new"]}, "scheduled_for": time, "note": note}), &[]),
         "RunAtRequest": obj(json!({"at": time, "mode": {"enum": ["reuse", "new"]}, "scheduled_for": time, "note": note}), &["at"]),
@@ -65,6 +65,7 @@ fn status_text(code: u16) -> &'static str {
         412 => "Stale If-Match: details.current_version is the current version",
         413 => "Body too large",
         422 => "Invalid field (core validation codes in details.issues)",
+        428 => "A HIGH-risk change not confirmed (SCHEDULE_CHANGE_NEEDS_CONFIRMATION: details.risk, details.findings; send confirm=high-risk or X-Cronledger-Confirm: high-risk)",
         _ => "Error",
     }
 }
@@ -168,5 +169,22 @@ mod tests {
             }
         }
         assert!(count > 25);
+    }
+
+    #[test]
+    fn a_schedule_update_documents_its_high_risk_confirmation() {
+        let put = &document()["paths"]["/v1/schedules/{id}"]["put"];
+        let params = put["parameters"].as_array().cloned().unwrap_or_default();
+        let has =
+            |place: &str, name: &str| params.iter().any(|p| p["in"] == place && p["name"] == name);
+        assert!(has("query", "confirm"), "{params:?}");
+        assert!(has("header", "X-Cronledger-Confirm"), "{params:?}");
+        let refused = put["responses"]["428"]["description"]
+            .as_str()
+            .unwrap_or("");
+        assert!(
+            refused.contains("SCHEDULE_CHANGE_NEEDS_CONFIRMATION"),
+            "{put}"
+        );
     }
 }

@@ -1,5 +1,6 @@
-//! Schedule routes: create, read, list, update under `If-Match`, pause/resume/archive with a
-//! note, preview and risk diff without saving, the audit log.
+//! Schedule routes: create, read, list, update under `If-Match` (a HIGH-risk one only when
+//! confirmed), pause/resume/archive with a note, preview and risk diff without saving, the
+//! audit log.
 
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -7,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, Utc};
 use cronledger_aws::ledger::{AuditAction, ChangeMeta, OperatorAction, StoredSchedule};
-use cronledger_core::risk::assess_change;
+use cronledger_core::risk::{assess_change, RiskLevel, RiskReport};
 use cronledger_core::spec::validate_schedule;
 use cronledger_core::window::utc_text;
 use cronledger_core::{ScheduleSpec, Timing};
@@ -62,6 +63,7 @@ impl Api {
             actor: actor.name().to_string(),
             reason,
             at: self.now(),
+            details: None,
         }
     }
 
@@ -154,11 +156,69 @@ pub async fn get(State(api): State<Api>, ApiPath(id): ApiPath<String>) -> ApiRes
     Ok(with_etag(StatusCode::OK, &stored))
 }
 
+/// The query parameter and the header that confirm a HIGH-risk update, and their value.
+pub const CONFIRM_QUERY: &str = "confirm";
+pub const CONFIRM_HEADER: &str = "X-Cronledger-Confirm";
+pub const CONFIRM_VALUE: &str = "high-risk";
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfirmQuery {
+    pub confirm: Option<String>,
+}
+
+/// A HIGH-risk update (`runs per day x10` or more, or a window that would fire again) is
+/// applied only when the request says it knows.
+fn needs_confirmation(report: &RiskReport) -> bool {
+    report.level == RiskLevel::High || report.refires_past_window
+}
+
+fn level_text(level: RiskLevel) -> &'static str {
+    match level {
+        RiskLevel::Low => "LOW",
+        RiskLevel::Medium => "MEDIUM",
+        RiskLevel::High => "HIGH",
+    }
+}
+
+/// Whether the request confirms a HIGH-risk change; any other confirmation value is refused
+/// rather than ignored.
+fn confirmed(query: &ConfirmQuery, headers: &HeaderMap) -> ApiResult<bool> {
+    let header =
+        match headers.get(CONFIRM_HEADER) {
+            None => None,
+            Some(v) => Some(v.to_str().map_err(|_| {
+                ApiError::malformed(format!("{CONFIRM_HEADER} is not readable text"))
+            })?),
+        };
+    let mut confirmed = false;
+    for (given, place) in [
+        (query.confirm.as_deref(), CONFIRM_QUERY),
+        (header, CONFIRM_HEADER),
+    ] {
+        match given.map(str::trim) {
+            None => {}
+            Some(CONFIRM_VALUE) => confirmed = true,
+            Some(other) => {
+                return Err(ApiError::invalid(
+                    "REQUEST_INVALID",
+                    format!(
+                        "{place} `{other}` is not a confirmation; the value is `{CONFIRM_VALUE}`"
+                    ),
+                )
+                .with_details(json!({"field": place})))
+            }
+        }
+    }
+    Ok(confirmed)
+}
+
 pub async fn update(
     State(api): State<Api>,
     actor: Actor,
     ApiPath(id): ApiPath<String>,
     IfMatch(version): IfMatch,
+    ApiQuery(confirm): ApiQuery<ConfirmQuery>,
     headers: HeaderMap,
     ApiJson(mut doc): ApiJson<Value>,
 ) -> ApiResult<Response> {
@@ -186,7 +246,30 @@ pub async fn update(
     api.check_job_type(&actor, &spec)?;
     let current = api.deps().store.get_schedule(&id).await?;
     api.check_job_type(&actor, &current.spec)?;
-    let meta = api.meta(&actor, header_note(&headers, "updated through the api"));
+    let report = assess_change(&current.spec, &spec, api.now(), None, 0)
+        .map_err(|i| ApiError::issues(&[i]))?;
+    let confirmed = confirmed(&confirm, &headers)?;
+    if needs_confirmation(&report) && !confirmed {
+        return Err(ApiError::new(
+            StatusCode::PRECONDITION_REQUIRED,
+            "SCHEDULE_CHANGE_NEEDS_CONFIRMATION",
+            format!(
+                "this change is {} risk; confirm it with ?{CONFIRM_QUERY}={CONFIRM_VALUE} or {CONFIRM_HEADER}: {CONFIRM_VALUE}",
+                level_text(report.level)
+            ),
+        )
+        .with_details(json!({
+            "risk": level_text(report.level),
+            "findings": report.findings,
+            "confirm": {"query": CONFIRM_QUERY, "header": CONFIRM_HEADER, "value": CONFIRM_VALUE},
+        })));
+    }
+    let mut meta = api.meta(&actor, header_note(&headers, "updated through the api"));
+    meta.details = Some(json!({
+        "risk": level_text(report.level),
+        "findings": report.findings,
+        "confirmed": confirmed,
+    }));
     let stored = api
         .deps()
         .store

@@ -11,9 +11,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
 use cronledger_core::run::RunResult;
 use cronledger_core::{IdempotencyKey, JobSpec, RunKey, Window};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-pub use http::HttpJob;
+pub use http::{HttpJob, MODE_HEADER};
 pub use lambda::SdkLambdaInvoker;
 pub use noop::NoopJob;
 
@@ -30,6 +30,94 @@ pub struct JobContext {
     pub payload: serde_json::Value,
     /// The attempt must end by then (`max_runtime`).
     pub deadline: DateTime<Utc>,
+    /// Whether the target is to do the work or only count what it would touch.
+    pub mode: JobMode,
+    /// For an execution of a guarded job: the dry run's count that the limit or an operator
+    /// let through, so the target can refuse when it finds more.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approved_affected: Option<u64>,
+}
+
+/// Whether a call executes the job or asks it what it would touch (the destructive-job guard).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobMode {
+    #[default]
+    Execute,
+    DryRun,
+}
+
+impl JobMode {
+    /// The `X-Cronledger-Mode` header's value.
+    pub fn header_value(self) -> &'static str {
+        match self {
+            JobMode::Execute => "execute",
+            JobMode::DryRun => "dry-run",
+        }
+    }
+}
+
+/// What a dry run says the job would touch: `{"affected": N, "oldest": ..., "newest": ...}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DryRunReport {
+    pub affected: u64,
+    /// Whatever the target says about the oldest and newest items (capped in size).
+    pub oldest: Option<serde_json::Value>,
+    pub newest: Option<serde_json::Value>,
+}
+
+/// The code of a dry run the target cannot answer: a guarded job never runs unguarded.
+pub const GUARD_UNSUPPORTED: &str = "GUARD_UNSUPPORTED";
+
+/// Largest `oldest`/`newest`, serialized, kept in a report (they are stored with the run).
+pub const DRY_RUN_SAMPLE_MAX_BYTES: usize = 256;
+
+impl DryRunReport {
+    /// Reads a target's answer. Anything without a whole-number `affected` is a target that
+    /// does not know the dry-run protocol: GUARD_UNSUPPORTED (permanent).
+    pub fn from_answer(answer: &serde_json::Value) -> Result<DryRunReport, JobFailure> {
+        let Some(affected) = answer.get("affected").and_then(serde_json::Value::as_u64) else {
+            let shown: String = answer.to_string().chars().take(200).collect();
+            return Err(JobFailure::permanent(
+                GUARD_UNSUPPORTED,
+                format!("the dry run's answer has no whole-number `affected`: {shown}"),
+            ));
+        };
+        Ok(DryRunReport {
+            affected,
+            oldest: answer.get("oldest").and_then(capped_sample),
+            newest: answer.get("newest").and_then(capped_sample),
+        })
+    }
+}
+
+/// A sample as the target gave it, or the start of its text (as a string) when it is too
+/// large: at most [`DRY_RUN_SAMPLE_MAX_BYTES`] serialized either way.
+fn capped_sample(value: &serde_json::Value) -> Option<serde_json::Value> {
+    if value.is_null() {
+        return None;
+    }
+    if value.to_string().len() <= DRY_RUN_SAMPLE_MAX_BYTES {
+        return Some(value.clone());
+    }
+    let text = match value {
+        serde_json::Value::String(text) => text.clone(),
+        other => other.to_string(),
+    };
+    // Room for the quotes and the ellipsis; each character counted as it serializes.
+    let budget = DRY_RUN_SAMPLE_MAX_BYTES - 5;
+    let mut cut = String::with_capacity(DRY_RUN_SAMPLE_MAX_BYTES);
+    let mut used = 0;
+    for ch in text.chars() {
+        let size = serde_json::Value::String(ch.to_string()).to_string().len() - 2;
+        if used + size > budget {
+            break;
+        }
+        used += size;
+        cut.push(ch);
+    }
+    cut.push_str("...");
+    Some(serde_json::Value::String(cut))
 }
 
 /// How a job ended well.
@@ -88,6 +176,15 @@ pub type JobOutcome = Result<JobSuccess, JobFailure>;
 #[async_trait]
 pub trait JobHandler: Send + Sync {
     async fn run(&self, job: &JobSpec, ctx: &JobContext) -> JobOutcome;
+
+    /// Asks what `run` would touch, touching nothing (`ctx.mode` is `DryRun`). A handler
+    /// that cannot answer refuses with GUARD_UNSUPPORTED.
+    async fn dry_run(&self, job: &JobSpec, _ctx: &JobContext) -> Result<DryRunReport, JobFailure> {
+        Err(JobFailure::permanent(
+            GUARD_UNSUPPORTED,
+            format!("this {} target cannot dry-run", job.type_name()),
+        ))
+    }
 }
 
 /// Invokes a Lambda function by name or ARN with a JSON payload and returns its JSON answer.
@@ -141,25 +238,66 @@ impl JobTargets {
         match job {
             JobSpec::Http { .. } => self.http.run(job, ctx).await,
             JobSpec::Noop { .. } => self.noop.run(job, ctx).await,
-            JobSpec::Lambda { function, payload } => {
-                let Some(invoker) = &self.lambda else {
-                    return Err(JobFailure::permanent(
-                        "JOB_TARGET_UNAVAILABLE",
-                        "this worker has no Lambda client configured",
-                    ));
-                };
-                let request = serde_json::json!({ "context": ctx, "payload": payload });
-                let answer = invoker.invoke(function, &request).await?;
+            JobSpec::Lambda {
+                function, payload, ..
+            } => {
+                let answer = self.invoke_lambda(function, payload, ctx).await?;
                 Ok(success_from_answer(&answer))
             }
-            JobSpec::Handler { name, .. } => match self.handlers.get(name) {
-                Some(handler) => handler.run(job, ctx).await,
-                None => Err(JobFailure::permanent(
-                    "JOB_HANDLER_UNKNOWN",
-                    format!("no handler named `{name}` is compiled into this worker"),
-                )),
-            },
+            JobSpec::Handler { name, .. } => self.handler(name)?.run(job, ctx).await,
         }
+    }
+
+    /// Asks the job's target what an execution would touch: the same call as [`Self::run`]
+    /// with `mode: dry_run` (whatever `ctx.mode` says). Transport failures classify as for
+    /// `run`; a target that does not answer the protocol fails with GUARD_UNSUPPORTED.
+    pub async fn dry_run(
+        &self,
+        job: &JobSpec,
+        ctx: &JobContext,
+    ) -> Result<DryRunReport, JobFailure> {
+        let ctx = JobContext {
+            mode: JobMode::DryRun,
+            approved_affected: None,
+            ..ctx.clone()
+        };
+        match job {
+            JobSpec::Http { .. } => self.http.dry_run(job, &ctx).await,
+            JobSpec::Noop { .. } => self.noop.dry_run(job, &ctx).await,
+            JobSpec::Lambda {
+                function, payload, ..
+            } => {
+                let answer = self.invoke_lambda(function, payload, &ctx).await?;
+                DryRunReport::from_answer(&answer)
+            }
+            JobSpec::Handler { name, .. } => self.handler(name)?.dry_run(job, &ctx).await,
+        }
+    }
+
+    /// `{"context": ctx, "payload": payload}` to the function; its JSON answer.
+    async fn invoke_lambda(
+        &self,
+        function: &str,
+        payload: &serde_json::Value,
+        ctx: &JobContext,
+    ) -> Result<serde_json::Value, JobFailure> {
+        let Some(invoker) = &self.lambda else {
+            return Err(JobFailure::permanent(
+                "JOB_TARGET_UNAVAILABLE",
+                "this worker has no Lambda client configured",
+            ));
+        };
+        let request = serde_json::json!({ "context": ctx, "payload": payload });
+        invoker.invoke(function, &request).await
+    }
+
+    fn handler(&self, name: &str) -> Result<&Arc<dyn JobHandler>, JobFailure> {
+        self.handlers.get(name).ok_or_else(|| {
+            JobFailure::permanent(
+                "JOB_HANDLER_UNKNOWN",
+                format!("no handler named `{name}` is compiled into this worker"),
+            )
+        })
     }
 }
 
@@ -181,3 +319,6 @@ pub fn success_from_answer(answer: &serde_json::Value) -> JobSuccess {
         },
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,9 +1,12 @@
 use async_trait::async_trait;
 use cronledger_core::JobSpec;
 
-use super::{JobContext, JobFailure, JobHandler, JobOutcome, JobSuccess};
+use super::{
+    DryRunReport, JobContext, JobFailure, JobHandler, JobOutcome, JobSuccess, GUARD_UNSUPPORTED,
+};
 
-/// `type: noop`: waits `duration`, failing (retryably) its first `fail_times` attempts.
+/// `type: noop`: waits `duration`, failing (retryably) its first `fail_times` attempts. Its
+/// dry run answers `affected` at once (none: it cannot dry-run).
 pub struct NoopJob;
 
 #[async_trait]
@@ -33,5 +36,26 @@ impl JobHandler for NoopJob {
             ));
         }
         Ok(JobSuccess::default())
+    }
+
+    async fn dry_run(&self, job: &JobSpec, _ctx: &JobContext) -> Result<DryRunReport, JobFailure> {
+        match job {
+            JobSpec::Noop {
+                affected: Some(affected),
+                ..
+            } => Ok(DryRunReport {
+                affected: *affected,
+                oldest: None,
+                newest: None,
+            }),
+            JobSpec::Noop { affected: None, .. } => Err(JobFailure::permanent(
+                GUARD_UNSUPPORTED,
+                "this noop job has no `affected` to answer a dry run with",
+            )),
+            _ => Err(JobFailure::permanent(
+                "JOB_TARGET_MISMATCH",
+                "not a noop job",
+            )),
+        }
     }
 }

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use cronledger_core::{JobSpec, RunKey, Span};
 
 use super::time::VirtualTime;
-use crate::jobs::{JobContext, JobHandler, JobOutcome, NoopJob};
+use crate::jobs::{DryRunReport, JobContext, JobFailure, JobHandler, JobOutcome, NoopJob};
 
 /// One attempt's execution of a window's job.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,7 +42,7 @@ impl ExecutionLog {
 
 /// `type: noop` as the simulator runs it: `duration` passes on the virtual clock (other work
 /// goes on meanwhile), the first `fail_times` attempts fail retryably, and every attempt is
-/// recorded under the run's idempotency key.
+/// recorded under the run's idempotency key. Dry runs answer `affected` and are not recorded.
 pub struct VirtualNoop {
     pub time: VirtualTime,
     pub log: ExecutionLog,
@@ -53,19 +53,15 @@ impl JobHandler for VirtualNoop {
     async fn run(&self, job: &JobSpec, ctx: &JobContext) -> JobOutcome {
         // The built-in noop decides the outcome; only its wait moves to the virtual clock.
         let instant = match job {
-            JobSpec::Noop {
-                duration,
-                fail_times,
-                payload,
-            } => {
+            JobSpec::Noop { duration, .. } => {
                 if !duration.as_std().is_zero() {
                     self.time.sleep(duration.as_delta()).await;
                 }
-                JobSpec::Noop {
-                    duration: Span::ZERO,
-                    fail_times: *fail_times,
-                    payload: payload.clone(),
+                let mut instant = job.clone();
+                if let JobSpec::Noop { duration, .. } = &mut instant {
+                    *duration = Span::ZERO;
                 }
+                instant
             }
             other => other.clone(),
         };
@@ -79,5 +75,11 @@ impl JobHandler for VirtualNoop {
             },
         );
         outcome
+    }
+
+    /// Answers at once from `affected`, and is not an execution: the log counts only calls
+    /// that could have done the work.
+    async fn dry_run(&self, job: &JobSpec, ctx: &JobContext) -> Result<DryRunReport, JobFailure> {
+        NoopJob.dry_run(job, ctx).await
     }
 }

@@ -144,6 +144,7 @@ impl Levers {
             actor: SIMULATOR_ACTOR.into(),
             reason: reason.into(),
             at,
+            details: None,
         }
     }
 

@@ -208,6 +208,7 @@ pub async fn simulate(
             actor: "simulate".into(),
             reason: "loaded by the simulator".into(),
             at: config.from,
+            details: None,
         };
         env.store.create_schedule(spec, meta).await?;
     }
@@ -487,10 +488,13 @@ fn simulated_jobs(specs: Vec<ScheduleSpec>) -> (Vec<ScheduleSpec>, Vec<String>) 
         .map(|mut spec| {
             if !matches!(spec.job, JobSpec::Noop { .. }) {
                 replaced.push(spec.id.clone());
+                // A guard stays: without an `affected` answer, its dry run is refused.
                 spec.job = JobSpec::Noop {
                     duration: Span::ZERO,
                     fail_times: 0,
                     payload: spec.job.payload().clone(),
+                    affected: None,
+                    guard: spec.job.guard().copied(),
                 };
             }
             spec

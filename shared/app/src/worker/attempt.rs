@@ -8,7 +8,7 @@ use cronledger_aws::StoreError;
 use cronledger_core::{JobSpec, Run, RunEvent, RunStatus, Schedule};
 
 use super::{Delivery, Worker};
-use crate::jobs::{JobContext, JobOutcome};
+use crate::jobs::{JobContext, JobMode, JobOutcome};
 
 /// How an attempt's job ended, as far as this worker knows.
 pub(super) enum AttemptEnd {
@@ -38,6 +38,8 @@ impl Worker {
             attempt: run.attempts,
             payload: job.payload().clone(),
             deadline: now + schedule.spec.max_runtime.as_delta(),
+            mode: JobMode::Execute,
+            approved_affected: None,
         };
         let job = self.jobs.run(job, &ctx);
         let limit = tokio::time::sleep(schedule.spec.max_runtime.as_std());

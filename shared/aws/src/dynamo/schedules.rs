@@ -266,7 +266,7 @@ impl DynamoLedger {
             at: meta.at,
             before: before.map(codec::audit_view),
             after: codec::audit_view(after),
-            details: None,
+            details: meta.details.clone(),
         };
         // One entry per version, ever: a second writer at the same version fails here too.
         let mut absent = Expr::new();
