@@ -16,6 +16,7 @@ use cronledger_aws::ledger::{
 };
 use cronledger_aws::{LaneMessage, LaneQueue, LedgerStore, StoreError};
 use cronledger_core::overlap::{decide_overlap, ActiveRun, OverlapDecision};
+use cronledger_core::spec::Approval;
 use cronledger_core::{OverlapPolicy, Reason, Run, RunEvent, RunStatus, Span, Trigger};
 use futures_util::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
@@ -544,6 +545,12 @@ impl Ticker {
         if stored.paused_at(scheduled_for) {
             run.status = RunStatus::Skipped;
             run.reason = Some(Reason::Paused);
+            send = false;
+        } else if schedule.spec.approval == Approval::EveryRun {
+            // A destructive job's window runs only once an operator approves it (onto the
+            // manual lane); unapproved past `approval_timeout` the reconciler skips it.
+            run.status = RunStatus::ManualRequired;
+            run.reason = Some(Reason::ApprovalRequired);
             send = false;
         } else if schedule.spec.overlap != OverlapPolicy::Allow && scheduled_for <= now {
             // Only a window already due can overlap anything now; a window inside the

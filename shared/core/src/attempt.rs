@@ -24,6 +24,8 @@ named_enum!(
         Stalled => "STALLED",
         /// Its lease expired and another worker took the run over.
         LeaseTakenOver => "LEASE_TAKEN_OVER",
+        /// A guarded job's dry run found more than `max_affected`: held for an operator.
+        Held => "HELD",
     }
 );
 
@@ -41,6 +43,7 @@ impl AttemptOutcome {
             RunEvent::Fail => Some(AttemptOutcome::Failed),
             RunEvent::Stall => Some(AttemptOutcome::Stalled),
             RunEvent::Reclaim => Some(AttemptOutcome::LeaseTakenOver),
+            RunEvent::HoldForApproval => Some(AttemptOutcome::Held),
             _ => None,
         }
     }

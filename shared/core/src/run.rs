@@ -207,7 +207,10 @@ pub fn transition(from: RunStatus, event: RunEvent) -> Result<RunStatus, Transit
         // A retry that must not run (its schedule paused, or its window overtaken) ends too.
         (S::Pending | S::Queued | S::RetryPending, E::Skip) => S::Skipped,
         (S::Pending | S::Queued | S::ManualRequired, E::Coalesce) => S::Coalesced,
-        (S::Pending | S::Queued | S::Stalled, E::HoldForApproval) => S::ManualRequired,
+        // From RUNNING: a guarded job's dry run found more than `max_affected`.
+        (S::Pending | S::Queued | S::Stalled | S::Running, E::HoldForApproval) => S::ManualRequired,
+        // A window that waited for approval (`approval: every_run`) past its timeout.
+        (S::ManualRequired, E::Skip) => S::Skipped,
         (S::Pending | S::Queued, E::WaitBehind | E::AwaitPlan) => S::Pending,
         // A retry under QUEUE_NEW waits behind a running window like any queued run.
         (S::RetryPending, E::WaitBehind) => S::Pending,

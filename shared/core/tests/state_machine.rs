@@ -142,6 +142,8 @@ fn explicit_allowed_transitions() {
         (S::Stalled, E::HoldForApproval, S::ManualRequired),
         (S::Pending, E::HoldForApproval, S::ManualRequired),
         (S::Queued, E::HoldForApproval, S::ManualRequired),
+        (S::Running, E::HoldForApproval, S::ManualRequired),
+        (S::ManualRequired, E::Skip, S::Skipped),
         (S::Pending, E::WaitBehind, S::Pending),
         (S::Queued, E::WaitBehind, S::Pending),
         (S::RetryPending, E::WaitBehind, S::Pending),

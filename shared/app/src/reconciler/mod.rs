@@ -31,10 +31,12 @@ mod stuck;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use cronledger_aws::keys::shard_of;
-use cronledger_aws::{LaneQueue, LedgerStore, OpsStore, ReleaseStateStore};
-use cronledger_core::{Lane, Run, RunStatus, Trigger};
+use cronledger_aws::ledger::{RunChange, StoredSchedule};
+use cronledger_aws::{LaneQueue, LedgerStore, OpsStore, ReleaseStateStore, StoreError};
+use cronledger_core::spec::Approval;
+use cronledger_core::{Lane, Reason, Run, RunEvent, RunStatus, Trigger};
 use futures_util::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
 
@@ -145,6 +147,8 @@ pub struct ReconcileReport {
     /// The ticker's EventBridge schedules that are missing, disabled or unreadable.
     pub ticker_problems: Vec<String>,
     pub alerts: Vec<String>,
+    /// Windows that waited for approval past `approval_timeout`, now SKIPPED.
+    pub approvals_expired: u32,
     /// The kill switch was on: the pass planned, released and resolved nothing (and the
     /// backfill release after it must not run either).
     pub kill_switch_engaged: bool,
@@ -173,6 +177,7 @@ impl ReconcileReport {
         self.ticker_problems.extend(o.ticker_problems);
         self.alerts.extend(o.alerts);
         self.kill_switch_engaged |= o.kill_switch_engaged;
+        self.approvals_expired += o.approvals_expired;
         self.errors.extend(o.errors);
     }
 
@@ -278,6 +283,8 @@ impl Reconciler {
         let mut created: Vec<Run> = Vec::new();
         // Paused, archived or disabled: their catch-up runs wait, unreleased.
         let mut stopped: BTreeSet<String> = BTreeSet::new();
+        // `approval: every_run`: their unapproved windows expire after `approval_timeout`.
+        let mut approvals: Vec<StoredSchedule> = Vec::new();
         loop {
             let page = match self
                 .store
@@ -300,6 +307,11 @@ impl Reconciler {
                     .filter(|s| s.stopped().is_some())
                     .map(|s| s.id().to_string()),
             );
+            approvals.extend(
+                mine.iter()
+                    .filter(|s| s.spec.approval == Approval::EveryRun)
+                    .cloned(),
+            );
             let outcomes: Vec<(ReconcileReport, Vec<Run>)> = stream::iter(mine)
                 .map(|s| self.reconcile_schedule(s, now, correction_open))
                 .buffer_unordered(self.config.concurrency.max(1))
@@ -315,6 +327,9 @@ impl Reconciler {
             }
         }
 
+        for stored in &approvals {
+            self.expire_approvals(stored, now, &mut report).await;
+        }
         let late = self.plan_backlogs(now, &active, &mut report).await;
         created.extend(late);
         self.resolve_stuck(now, &active, &mut report).await;
@@ -327,6 +342,42 @@ impl Reconciler {
         self.metrics
             .count("ReconcileErrors", report.errors.len() as u64);
         report
+    }
+
+    /// Ends the windows of an `approval: every_run` schedule still awaiting approval past
+    /// `approval_timeout` (from their window): SKIPPED (APPROVAL_TIMEOUT). One query per such
+    /// schedule and pass, over the day before the timeout (older ones were expired by
+    /// earlier passes).
+    async fn expire_approvals(
+        &self,
+        stored: &StoredSchedule,
+        now: DateTime<Utc>,
+        report: &mut ReconcileReport,
+    ) {
+        let due = now - stored.spec.approval_timeout.as_delta();
+        let runs = match self
+            .store
+            .runs_between(stored.id(), due - TimeDelta::days(1), due)
+            .await
+        {
+            Ok(runs) => runs,
+            Err(e) => return report.error(&format!("approvals of {}", stored.id()), &e.into()),
+        };
+        for run in runs.iter().filter(|r| {
+            r.status == RunStatus::ManualRequired && r.reason == Some(Reason::ApprovalRequired)
+        }) {
+            let mut change = RunChange::new(RunEvent::Skip, run.status, run.lease_epoch, now);
+            change.reason = Some(Reason::ApprovalTimeout);
+            match self.store.transition_run(&run.key, &change).await {
+                Ok(_) => {
+                    report.approvals_expired += 1;
+                    tracing::warn!(run = %run.key, "approval timed out: skipped");
+                }
+                // Approved, rejected or expired by a racing pass meanwhile.
+                Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => {}
+                Err(e) => report.error(&format!("expire {}", run.key), &e.into()),
+            }
+        }
     }
 
     /// Every active run of the shards, oldest window first per shard.

@@ -5,10 +5,33 @@ use std::time::Duration;
 
 use cronledger_aws::ledger::RunChange;
 use cronledger_aws::StoreError;
-use cronledger_core::{JobSpec, Run, RunEvent, RunStatus, Schedule};
+use cronledger_core::{JobSpec, Lane, Run, RunEvent, RunStatus, Schedule};
 
 use super::{Delivery, Worker};
-use crate::jobs::{JobContext, JobMode, JobOutcome};
+use crate::jobs::{DryRunReport, JobContext, JobFailure, JobMode, JobOutcome};
+
+/// The code a guard's hold leaves on the run's result, with the dry run's count: what an
+/// approved run comes back with.
+pub(super) const AFFECTED_OVER_LIMIT: &str = "AFFECTED_OVER_LIMIT";
+
+/// What a guarded job's dry run decided.
+pub(super) enum Guarded {
+    /// Execute, telling the target the count let through.
+    Proceed(u64),
+    /// Over the limit: hold the run with the dry run's numbers.
+    Hold(DryRunReport),
+    /// The target could not dry-run (or the call failed): settle as that failure.
+    Fail(JobFailure),
+}
+
+/// The count an operator approved: the run was held over the limit (its result says so)
+/// and its approval sent it to the manual lane, which this delivery came from.
+fn approved_hold(run: &Run, lane: Lane) -> Option<u64> {
+    let result = run.result.as_ref()?;
+    (lane == Lane::Manual && result.error_code.as_deref() == Some(AFFECTED_OVER_LIMIT))
+        .then_some(result.count)
+        .flatten()
+}
 
 /// How an attempt's job ended, as far as this worker knows.
 pub(super) enum AttemptEnd {
@@ -21,6 +44,53 @@ pub(super) enum AttemptEnd {
 }
 
 impl Worker {
+    /// What the job is told: the run's fixed inputs, the mode, and for a guarded job the
+    /// dry run's count that was let through.
+    fn job_context(
+        &self,
+        schedule: &Schedule,
+        job: &JobSpec,
+        run: &Run,
+        mode: JobMode,
+        approved_affected: Option<u64>,
+    ) -> JobContext {
+        JobContext {
+            run: run.key.clone(),
+            window: run.window,
+            business_date: run.business_date,
+            idempotency_key: run.idempotency_key.clone(),
+            attempt: run.attempts,
+            payload: job.payload().clone(),
+            deadline: self.clock.now() + schedule.spec.max_runtime.as_delta(),
+            mode,
+            approved_affected,
+        }
+    }
+
+    /// A guarded job (`guard.max_affected`) asks its target first: a dry run says how much
+    /// the execution would touch. Under the limit it proceeds with that count; over it the
+    /// run is held for an operator with the dry run's numbers; once an operator approved
+    /// such a hold (the run comes back on the manual lane with them) it proceeds with the
+    /// approved count. A target that cannot dry-run fails the run (GUARD_UNSUPPORTED).
+    pub(super) async fn guard(
+        &self,
+        schedule: &Schedule,
+        job: &JobSpec,
+        run: &Run,
+        lane: Lane,
+        max_affected: u64,
+    ) -> Guarded {
+        if let Some(approved) = approved_hold(run, lane) {
+            return Guarded::Proceed(approved);
+        }
+        let ctx = self.job_context(schedule, job, run, JobMode::DryRun, None);
+        match self.jobs.dry_run(job, &ctx).await {
+            Ok(report) if report.affected <= max_affected => Guarded::Proceed(report.affected),
+            Ok(report) => Guarded::Hold(report),
+            Err(failure) => Guarded::Fail(failure),
+        }
+    }
+
     /// Runs `job` (the run's own version's) with heartbeats and the schedule's runtime limit.
     pub(super) async fn execute(
         &self,
@@ -28,19 +98,9 @@ impl Worker {
         schedule: &Schedule,
         job: &JobSpec,
         run: &Run,
+        approved_affected: Option<u64>,
     ) -> AttemptEnd {
-        let now = self.clock.now();
-        let ctx = JobContext {
-            run: run.key.clone(),
-            window: run.window,
-            business_date: run.business_date,
-            idempotency_key: run.idempotency_key.clone(),
-            attempt: run.attempts,
-            payload: job.payload().clone(),
-            deadline: now + schedule.spec.max_runtime.as_delta(),
-            mode: JobMode::Execute,
-            approved_affected: None,
-        };
+        let ctx = self.job_context(schedule, job, run, JobMode::Execute, approved_affected);
         let job = self.jobs.run(job, &ctx);
         let limit = tokio::time::sleep(schedule.spec.max_runtime.as_std());
         let heartbeat = self.heartbeat(delivery, run);

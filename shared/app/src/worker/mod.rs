@@ -35,7 +35,7 @@ use crate::pinned::{job_of_run, PinnedJobs};
 use crate::runs::ScheduleCache;
 
 use admission::{already_done, Admission};
-use attempt::AttemptEnd;
+use attempt::{AttemptEnd, Guarded};
 use settle::Unrun;
 
 #[derive(Debug, Clone)]
@@ -273,7 +273,32 @@ impl Worker {
             // The process "dies": no outcome, the lease runs out, the message comes back.
             return Err(HandlerFailure::Retry("injected crash mid-job".into()));
         }
-        let ended = self.execute(delivery, &schedule, &job, &started).await;
+        let approved_affected = match job.guard() {
+            None => None,
+            Some(guard) => match self
+                .guard(
+                    &schedule,
+                    &job,
+                    &started,
+                    delivery.message.lane,
+                    guard.max_affected,
+                )
+                .await
+            {
+                Guarded::Proceed(affected) => Some(affected),
+                Guarded::Hold(report) => {
+                    return self
+                        .hold_over_limit(&started, &stored, &report, guard.max_affected)
+                        .await
+                }
+                Guarded::Fail(failure) => {
+                    return self.record(delivery, &stored, &started, Err(failure)).await
+                }
+            },
+        };
+        let ended = self
+            .execute(delivery, &schedule, &job, &started, approved_affected)
+            .await;
         if self.crashes(CrashPoint::BeforeCompletionWrite, &started) {
             return Err(HandlerFailure::Retry(
                 "injected crash before the completion write".into(),

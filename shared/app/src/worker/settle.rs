@@ -10,8 +10,9 @@ use cronledger_aws::{LaneMessage, StoreError};
 use cronledger_core::run::RunResult;
 use cronledger_core::{Lane, OverlapPolicy, Reason, Run, RunEvent, RunStatus};
 
+use super::attempt::AFFECTED_OVER_LIMIT;
 use super::{Delivery, Worker};
-use crate::jobs::{JobFailure, JobOutcome};
+use crate::jobs::{DryRunReport, JobFailure, JobOutcome};
 use crate::metrics::Unit;
 use crate::overlap::{active_runs_of, RECENT_RUNS};
 use crate::runs::send_run;
@@ -163,6 +164,55 @@ impl Worker {
                 tracing::warn!(%reason, status = %held.status, attempt = run.attempts, "outcome unknown and the job is not idempotent: held for an operator");
                 self.metrics
                     .count_for(&run.key.schedule_id, "RunsHeldOutcomeUnknown", 1);
+                self.release_next_queued(stored, now).await;
+                Ok(())
+            }
+            Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => Ok(()),
+            Err(e) => Err(HandlerFailure::Retry(e.to_string())),
+        }
+    }
+
+    /// Holds a guarded run whose dry run found more than `max_affected` for an operator
+    /// (MANUAL_REQUIRED, AFFECTED_OVER_LIMIT), the dry run's numbers on its result, and
+    /// acknowledges its message. Approving it sends it to the manual lane, where it executes
+    /// with the approved count.
+    pub(super) async fn hold_over_limit(
+        &self,
+        run: &Run,
+        stored: &StoredSchedule,
+        report: &DryRunReport,
+        max_affected: u64,
+    ) -> Result<(), HandlerFailure> {
+        let now = self.clock.now();
+        let sample =
+            |v: &Option<serde_json::Value>| v.as_ref().map_or("-".into(), |v| v.to_string());
+        let mut change = RunChange::new(
+            RunEvent::HoldForApproval,
+            RunStatus::Running,
+            run.lease_epoch,
+            now,
+        );
+        change.reason = Some(Reason::AffectedOverLimit);
+        change.result = Some(RunResult {
+            count: Some(report.affected),
+            checksum: None,
+            error_code: Some(AFFECTED_OVER_LIMIT.into()),
+            message: Some(format!(
+                "dry run: {} affected > max_affected {max_affected} (oldest {}, newest {})",
+                report.affected,
+                sample(&report.oldest),
+                sample(&report.newest)
+            )),
+        });
+        match self.store.transition_run(&run.key, &change).await {
+            Ok(_) => {
+                tracing::warn!(
+                    affected = report.affected,
+                    max_affected,
+                    "guard: held for approval"
+                );
+                self.metrics
+                    .count_for(&run.key.schedule_id, "RunsHeldByGuard", 1);
                 self.release_next_queued(stored, now).await;
                 Ok(())
             }
