@@ -281,6 +281,22 @@ fn assert_all_accounted(report: &SimulationReport) {
 
 /// Every window has exactly one outcome and nothing is left in flight; `duplicates` says how
 /// many windows of a schedule may have run twice.
+/// Each crash point crashed something in the simulation.
+fn assert_every_crash_point_hit(report: &SimulationReport) {
+    for point in CrashPoint::ALL {
+        assert!(
+            report
+                .stats
+                .crashes
+                .iter()
+                .any(|c| c.starts_with(point.name())),
+            "no {} crash: {:?}",
+            point.name(),
+            report.stats.crashes
+        );
+    }
+}
+
 fn assert_accounted(report: &SimulationReport, duplicates: impl Fn(&ScheduleSummary) -> u32) {
     assert!(report.stats.settled_at.is_some(), "{:?}", report.stats);
     for s in &report.summary {
@@ -323,18 +339,7 @@ async fn crashes_racing_tickers_and_duplicate_deliveries_run_nothing_twice() {
         ),
     ];
     let report = run(specs, config).await;
-    for point in CrashPoint::ALL {
-        assert!(
-            report
-                .stats
-                .crashes
-                .iter()
-                .any(|c| c.starts_with(point.name())),
-            "no {} crash: {:?}",
-            point.name(),
-            report.stats.crashes
-        );
-    }
+    assert_every_crash_point_hit(&report);
     assert!(report.stats.duplicate_messages_sent > 0);
     // An idempotent job whose completion write was lost runs again (its idempotency key
     // absorbs it): those windows, and only those, ran twice.

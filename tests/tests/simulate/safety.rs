@@ -9,7 +9,7 @@ use cronledger_core::{Reason, RunStatus};
 use cronledger_tests::{spec_with, t};
 use serde_json::json;
 
-use super::{assert_all_accounted, run, summary};
+use super::{assert_all_accounted, assert_every_crash_point_hit, run, summary};
 
 /// Every crash point, racing tickers and duplicate deliveries on jobs not declared
 /// idempotent (the default): no window's job is executed twice; a window whose attempt was
@@ -31,18 +31,7 @@ async fn jobs_that_are_not_idempotent_never_run_twice_under_any_crash_point() {
         ),
     ];
     let report = run(specs, config).await;
-    for point in CrashPoint::ALL {
-        assert!(
-            report
-                .stats
-                .crashes
-                .iter()
-                .any(|c| c.starts_with(point.name())),
-            "no {} crash: {:?}",
-            point.name(),
-            report.stats.crashes
-        );
-    }
+    assert_every_crash_point_hit(&report);
     // Every window accounted, and `duplicates` (no exemption) 0 for every schedule.
     assert_all_accounted(&report);
     for e in &report.ledger {

@@ -7,10 +7,12 @@
 //! alone). Windows older than their grace period are not fired here; the ticker only moves
 //! past them and leaves them to the reconciler's misfire policy.
 
+mod redispatch;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, Utc};
 use cronledger_aws::ledger::{
     Fire, FireOutcome, RunChange, StoredSchedule, MAX_FIRES_PER_TRANSACTION,
 };
@@ -26,26 +28,10 @@ use crate::clock::{Clock, SystemClock};
 use crate::faults::{CrashPoint, Faults};
 use crate::kill_switch::KillSwitchCheck;
 use crate::metrics::Metrics;
-use crate::runs::{claim_and_send, new_run, ScheduleCache};
+use crate::runs::{new_run, ScheduleCache};
 
-/// A live run still PENDING this long after its window was not sent (see
-/// [`Ticker::redispatch_lost`]).
-const SEND_DEADLINE: TimeDelta = TimeDelta::seconds(30);
-/// How far back a tick looks for lost dispatches; older ones are the reconciler's.
-const REDISPATCH_HORIZON: TimeDelta = TimeDelta::hours(1);
 /// Writes of a sent run's QUEUED mark before the ticker leaves it to the next tick.
 const MARK_TRIES: u32 = 3;
-/// Runs read per shard per tick for that check.
-const REDISPATCH_LIMIT: u32 = 100;
-
-/// Why a lost dispatch could not be sent again this tick (the next tick tries again).
-#[derive(Debug, thiserror::Error)]
-enum TickerSendError {
-    #[error("{0}")]
-    Store(#[from] StoreError),
-    #[error("{0}")]
-    Lanes(#[from] cronledger_aws::LaneError),
-}
 
 /// The ticker's input: the time it fires for (EventBridge's scheduled time, never the wall
 /// clock) and optionally the shards it owns.
@@ -337,48 +323,6 @@ impl Ticker {
             }
         }
         report
-    }
-
-    /// Sends the shard's live runs that are still PENDING past their send deadline: the
-    /// ticker that wrote one died before sending it (or its send failed), and waiting for
-    /// the reconciler's stuck-run pass would start it past its grace. One small query per
-    /// shard and tick, over the last hour of windows (older ones are the reconciler's). The
-    /// send is claimed first (PENDING -> QUEUED), so racing tickers send it once; a message
-    /// that was sent after all and only its mark lost becomes a duplicate delivery, which
-    /// the worker acknowledges.
-    async fn redispatch_lost(&self, shard: u32, now: DateTime<Utc>, report: &mut TickReport) {
-        let from = now - REDISPATCH_HORIZON;
-        let to = now - SEND_DEADLINE;
-        let pending = match self
-            .store
-            .pending_live_runs(shard, from, to, REDISPATCH_LIMIT)
-            .await
-        {
-            Ok(runs) => runs,
-            Err(e) => {
-                report.error(&format!("shard {shard}"), e);
-                return;
-            }
-        };
-        for run in pending {
-            // Parked on purpose (QUEUE_NEW, a backlog's plan, a pause) or sent already.
-            if run.reason.is_some() || run.job_id.is_some() {
-                continue;
-            }
-            let Some(lane) = run.lane else { continue };
-            let sent: Result<bool, TickerSendError> =
-                claim_and_send(self.store.as_ref(), self.lanes.as_ref(), &run, lane, now).await;
-            match sent {
-                Ok(true) => {
-                    report.redispatched += 1;
-                    self.metrics
-                        .count_for(&run.key.schedule_id, "LostDispatchesResent", 1);
-                    tracing::warn!(run = %run.key, "lost dispatch sent again");
-                }
-                Ok(false) => {}
-                Err(e) => report.error(&run.key.schedule_id, e),
-            }
-        }
     }
 
     /// Fires the first window of each schedule (all inside the lookahead, distinct schedules)

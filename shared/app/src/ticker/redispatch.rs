@@ -1,0 +1,74 @@
+//! Lost dispatches: a live run the ticker wrote but never sent (it died between the write
+//! and the send, or the send failed) is found by a later tick and sent within its grace.
+
+use chrono::{DateTime, TimeDelta, Utc};
+use cronledger_aws::StoreError;
+
+use super::{TickReport, Ticker};
+use crate::runs::claim_and_send;
+
+/// A live run still PENDING this long after its window was not sent (see
+/// [`Ticker::redispatch_lost`]).
+const SEND_DEADLINE: TimeDelta = TimeDelta::seconds(30);
+/// How far back a tick looks for lost dispatches; older ones are the reconciler's.
+const REDISPATCH_HORIZON: TimeDelta = TimeDelta::hours(1);
+/// Runs read per shard per tick for that check.
+const REDISPATCH_LIMIT: u32 = 100;
+
+/// Why a lost dispatch could not be sent again this tick (the next tick tries again).
+#[derive(Debug, thiserror::Error)]
+enum TickerSendError {
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Lanes(#[from] cronledger_aws::LaneError),
+}
+
+impl Ticker {
+    /// Sends the shard's live runs that are still PENDING past their send deadline: the
+    /// ticker that wrote one died before sending it (or its send failed), and waiting for
+    /// the reconciler's stuck-run pass would start it past its grace. One small query per
+    /// shard and tick, over the last hour of windows (older ones are the reconciler's). The
+    /// send is claimed first (PENDING -> QUEUED), so racing tickers send it once; a message
+    /// that was sent after all and only its mark lost becomes a duplicate delivery, which
+    /// the worker acknowledges.
+    pub(super) async fn redispatch_lost(
+        &self,
+        shard: u32,
+        now: DateTime<Utc>,
+        report: &mut TickReport,
+    ) {
+        let from = now - REDISPATCH_HORIZON;
+        let to = now - SEND_DEADLINE;
+        let pending = match self
+            .store
+            .pending_live_runs(shard, from, to, REDISPATCH_LIMIT)
+            .await
+        {
+            Ok(runs) => runs,
+            Err(e) => {
+                report.error(&format!("shard {shard}"), e);
+                return;
+            }
+        };
+        for run in pending {
+            // Parked on purpose (QUEUE_NEW, a backlog's plan, a pause) or sent already.
+            if run.reason.is_some() || run.job_id.is_some() {
+                continue;
+            }
+            let Some(lane) = run.lane else { continue };
+            let sent: Result<bool, TickerSendError> =
+                claim_and_send(self.store.as_ref(), self.lanes.as_ref(), &run, lane, now).await;
+            match sent {
+                Ok(true) => {
+                    report.redispatched += 1;
+                    self.metrics
+                        .count_for(&run.key.schedule_id, "LostDispatchesResent", 1);
+                    tracing::warn!(run = %run.key, "lost dispatch sent again");
+                }
+                Ok(false) => {}
+                Err(e) => report.error(&run.key.schedule_id, e),
+            }
+        }
+    }
+}
