@@ -25,6 +25,35 @@ fn window(e: &SimulatedEntry) -> DateTime<Utc> {
     t(&e.scheduled_for)
 }
 
+/// What a pause of `id` from `paused` to `resumed` leaves: nothing of it starts in between
+/// (a window already in a lane at the pause included), and every window in between is
+/// SKIPPED (PAUSED), never executed.
+pub(super) fn assert_paused_between(
+    report: &SimulationReport,
+    id: &str,
+    paused: DateTime<Utc>,
+    resumed: DateTime<Utc>,
+) {
+    for e in entries_of(report, id) {
+        let w = window(e);
+        if let Some(started) = first_start(e) {
+            assert!(started < paused || started >= resumed, "{e:?}");
+        }
+        if paused < w && w < resumed {
+            assert_eq!(
+                (
+                    e.status,
+                    e.reason,
+                    e.executions,
+                    e.first_started_at.as_deref()
+                ),
+                (RunStatus::Skipped, Some(Reason::Paused), 0, None),
+                "{e:?}"
+            );
+        }
+    }
+}
+
 /// Paused at 00:10 and resumed at 00:20: the ticker records the windows between SKIPPED
 /// (PAUSED) and nothing of the schedule starts in between; it runs again after the resume,
 /// and the other schedule never stops.
@@ -42,19 +71,9 @@ async fn a_pause_holds_the_schedule_until_its_resume() {
     assert_all_accounted(&report);
     let minutely = entries_of(&report, "minutely");
     assert_eq!(minutely.len(), 30);
+    assert_paused_between(&report, "minutely", paused, resumed);
     for e in &minutely {
-        let w = window(e);
-        if let Some(started) = first_start(e) {
-            assert!(started <= paused || started >= resumed, "{e:?}");
-        }
-        if paused < w && w < resumed {
-            assert_eq!(
-                (e.status, e.reason),
-                (RunStatus::Skipped, Some(Reason::Paused))
-            );
-            assert_eq!((e.executions, e.first_started_at.as_deref()), (0, None));
-        }
-        if w > resumed {
+        if window(e) > resumed {
             assert_eq!(e.status, RunStatus::Success, "{e:?}");
             assert_eq!(e.executions, 1, "{e:?}");
         }

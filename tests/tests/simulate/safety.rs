@@ -95,19 +95,7 @@ async fn a_pause_at_any_instant_stops_the_starts_already_in_a_lane() {
     )];
     let report = run(specs, config).await;
     assert_all_accounted(&report);
-    for e in report.ledger.iter().filter(|e| e.schedule == "minutely") {
-        let w = t(&e.scheduled_for);
-        if let Some(started) = e.first_started_at.as_deref().map(t) {
-            assert!(started < paused || started >= resumed, "{e:?}");
-        }
-        if paused < w && w < resumed {
-            assert_eq!(
-                (e.status, e.reason, e.executions),
-                (RunStatus::Skipped, Some(Reason::Paused), 0),
-                "{e:?}"
-            );
-        }
-    }
+    super::levers::assert_paused_between(&report, "minutely", paused, resumed);
     // 00:10 was fired at 00:09, before the pause, and stopped by the worker.
     let ten = report
         .ledger
