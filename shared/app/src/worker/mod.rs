@@ -182,23 +182,11 @@ impl Worker {
                 code: e.code.to_string(),
                 detail: e.message,
             })?;
-        // The job of the run's own version (a retry after an edit does what the first attempt
-        // did); read only when the run's version is not the stored one.
-        let job = match job_of_run(self.store.as_ref(), &stored, &seen.run, &self.pinned).await {
-            Ok(job) => job,
-            Err(e @ StoreError::VersionNotFound { .. }) => {
-                return Err(HandlerFailure::Permanent {
-                    code: e.code().into(),
-                    detail: e.to_string(),
-                })
-            }
-            Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
-        };
         // The start is conditioned on the status read; when the run moved in between (the
         // ticker marked it QUEUED just after sending, or another worker started it), look
         // again rather than give up: acknowledging would drop the only message of the run.
         let mut tries = 0;
-        let (started, now) = loop {
+        let (started, now, job) = loop {
             tries += 1;
             let now = self.clock.now();
             let run = &seen.run;
@@ -239,10 +227,23 @@ impl Worker {
             if let Some(reason) = already_done(&seen) {
                 return self.end_unrun(run, &stored, Unrun::Skip(reason), now).await;
             }
+            // The job of the run's own version (a retry after an edit does what the first
+            // attempt did), known before the attempt opens; read only for a run that starts
+            // and whose version is not the stored one (then cached).
+            let job = match job_of_run(self.store.as_ref(), &stored, run, &self.pinned).await {
+                Ok(job) => job,
+                Err(e @ StoreError::VersionNotFound { .. }) => {
+                    return Err(HandlerFailure::Permanent {
+                        code: e.code().into(),
+                        detail: e.to_string(),
+                    })
+                }
+                Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
+            };
             let change = RunChange::new(event, run.status, run.lease_epoch, now)
                 .with_lease(&self.config.owner, now + self.config.lease.as_delta());
             match self.store.transition_run(key, &change).await {
-                Ok(started) => break (started, now),
+                Ok(started) => break (started, now, job),
                 Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. })
                     if tries < START_TRIES =>
                 {
