@@ -1173,7 +1173,8 @@ fn overlap_decisions() {
             blocker: run_key("2026-01-01T10:00:00Z")
         }
     );
-    // Every active status blocks, including a stalled run nobody resolved yet.
+    // QUEUE_NEW waits behind every active status, including a stalled run nobody resolved
+    // yet: its windows run strictly in order.
     for status in [
         RunStatus::Pending,
         RunStatus::Queued,
@@ -1183,8 +1184,25 @@ fn overlap_decisions() {
     ] {
         let others = [active("2026-01-01T10:00:00Z", status)];
         assert_ne!(
-            decide_overlap(OverlapPolicy::SkipNew, &candidate, &others),
+            decide_overlap(OverlapPolicy::QueueNew, &candidate, &others),
             OverlapDecision::Proceed,
+            "{status}"
+        );
+    }
+    // SKIP_NEW skips only behind a run that is executing: an earlier run still waiting in its
+    // lane (late, moved to the correction lane, backing off before a retry) makes nothing
+    // SKIPPED (OVERLAP), however long it waits.
+    for (status, skips) in [
+        (RunStatus::Running, true),
+        (RunStatus::Pending, false),
+        (RunStatus::Queued, false),
+        (RunStatus::RetryPending, false),
+        (RunStatus::Stalled, false),
+    ] {
+        let others = [active("2026-01-01T10:00:00Z", status)];
+        assert_eq!(
+            decide_overlap(OverlapPolicy::SkipNew, &candidate, &others) != OverlapDecision::Proceed,
+            skips,
             "{status}"
         );
     }
