@@ -172,6 +172,12 @@ async fn schedules_crud_with_if_match_preview_diff_and_audit() {
         .await;
     assert_eq!(diff.status, StatusCode::OK, "{:?}", diff.body);
     assert_eq!(diff.body["report"]["level"], "HIGH");
+    // At 12:00:30 the last nightly run covered up to 04:00; the first five-minutely one
+    // covers [12:00, 12:05): no run would cover [04:00, 12:00).
+    assert_eq!(
+        diff.body["report"]["window_gap"],
+        json!({"start": "2026-03-10T04:00:00Z", "end": "2026-03-10T12:00:00Z", "duration": "8h"})
+    );
     let still = api.get(VIEWER, "/v1/schedules/nightly").await;
     assert_eq!(still.body["spec"]["cron"], "0 4 * * *");
 
