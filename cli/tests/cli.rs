@@ -238,6 +238,50 @@ fn diff_flags_a_tenfold_frequency_increase_as_high_risk() {
     assert_eq!(doc[0]["risk"]["next_after"].as_array().unwrap().len(), 5);
 }
 
+#[test]
+fn diff_shows_the_data_gap_at_the_switch() {
+    // Hourly made every five minutes at 00:26: [00:00, 00:25) is in no run's window.
+    let old = write_temp(
+        "gap-old.yaml",
+        "schedules:\n  - { id: job, cron: '0 * * * *', timezone: UTC, job: { type: noop } }\n",
+    );
+    let new = write_temp(
+        "gap-new.yaml",
+        "schedules:\n  - { id: job, cron: '*/5 * * * *', timezone: UTC, job: { type: noop } }\n",
+    );
+    let args = |format: &'static str| {
+        vec![
+            "diff".to_string(),
+            old.to_str().unwrap().to_string(),
+            new.to_str().unwrap().to_string(),
+            "--now".to_string(),
+            "2026-11-29T00:26:00Z".to_string(),
+            "--format".to_string(),
+            format.to_string(),
+        ]
+    };
+    let run = |format| {
+        let owned = args(format);
+        cronledger(&owned.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let out = run("json");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let gap = &doc[0]["risk"]["window_gap"];
+    assert_eq!(gap["start"], "2026-11-29T00:00:00Z");
+    assert_eq!(gap["end"], "2026-11-29T00:25:00Z");
+    assert_eq!(gap["duration"], "25m");
+    assert_eq!(doc[0]["risk"]["window_overlap"], Value::Null);
+    let out = run("text");
+    assert!(
+        stdout(&out).contains(
+            "data gap at the switch: [2026-11-29T00:00:00Z, 2026-11-29T00:25:00Z) (25m): no run covers it"
+        ),
+        "{}",
+        stdout(&out)
+    );
+}
+
 /// `simulate` with FROM/TO around the examples' windows and extra arguments.
 fn simulate(extra: &[&str]) -> Output {
     let example = example();

@@ -72,8 +72,10 @@ async fn schedules_crud_with_if_match_preview_diff_and_audit() {
         (StatusCode::CONFLICT, "SCHEDULE_ALREADY_EXISTS")
     );
 
-    // Update: If-Match required, stale is 412 with the current version, fresh applies.
-    let update = || Some(schedule_doc("nightly", "0 4 * * *"));
+    // Update: If-Match required, stale is 412 with the current version, fresh applies. (An
+    // hour earlier: the first new window reaches back over an hour the 02:00 run covered,
+    // MEDIUM; a later hour would leave data no run covers.)
+    let update = || Some(schedule_doc("nightly", "0 1 * * *"));
     let missing = api.put(ADMIN, "/v1/schedules/nightly", update()).await;
     assert_eq!(missing.status, StatusCode::BAD_REQUEST);
     let admin = || Some(Caller::new(ADMIN));
@@ -83,7 +85,7 @@ async fn schedules_crud_with_if_match_preview_diff_and_audit() {
             Method::PUT,
             "/v1/schedules/nightly",
             update(),
-            &[("If-Match", "\"1\""), ("Cronledger-Note", "move to 4am")],
+            &[("If-Match", "\"1\""), ("Cronledger-Note", "move to 1am")],
         )
         .await;
     assert_eq!(ok.status, StatusCode::OK, "{:?}", ok.body);
@@ -172,8 +174,14 @@ async fn schedules_crud_with_if_match_preview_diff_and_audit() {
         .await;
     assert_eq!(diff.status, StatusCode::OK, "{:?}", diff.body);
     assert_eq!(diff.body["report"]["level"], "HIGH");
+    // At 12:00:30 the last nightly run covered up to 01:00; the first five-minutely one
+    // covers [12:00, 12:05): no run would cover [01:00, 12:00).
+    assert_eq!(
+        diff.body["report"]["window_gap"],
+        json!({"start": "2026-03-10T01:00:00Z", "end": "2026-03-10T12:00:00Z", "duration": "11h"})
+    );
     let still = api.get(VIEWER, "/v1/schedules/nightly").await;
-    assert_eq!(still.body["spec"]["cron"], "0 4 * * *");
+    assert_eq!(still.body["spec"]["cron"], "0 1 * * *");
 
     // Archive, then nothing changes any more.
     let archived = api
@@ -201,7 +209,7 @@ async fn schedules_crud_with_if_match_preview_diff_and_audit() {
         .filter_map(|e| e["action"].as_str())
         .collect();
     assert_eq!(actions, ["CREATE", "UPDATE", "PAUSE", "RESUME", "ARCHIVE"]);
-    assert_eq!(entries[1]["reason"], "move to 4am");
+    assert_eq!(entries[1]["reason"], "move to 1am");
     assert_eq!(entries[2]["reason"], "vendor outage");
     assert!(entries.iter().all(|e| e["actor"] == ADMIN));
 

@@ -4,10 +4,11 @@
 
 use std::collections::BTreeSet;
 
+use cronledger_app::api::{ApiConfig, WORKER_TIMEOUT_VARIABLE};
 use cronledger_app::reconciler::ReconcilerConfig;
 use cronledger_aws::lanes::{queue_names, LaneSettings};
 use cronledger_aws::table::TABLE_JSON;
-use cronledger_core::Lane;
+use cronledger_core::{Lane, Span, ValidationRules};
 use serde_json::Value as Json;
 use serde_norway::Value as Yaml;
 
@@ -359,4 +360,29 @@ fn the_reconciler_knobs_default_to_the_codes_defaults_and_are_read() {
             "{name} is not read by the reconciler"
         );
     }
+}
+
+#[test]
+fn the_api_validates_against_the_workers_timeout() {
+    let template = template();
+    let worker_timeout = resource(&template, "WorkerFunction")["Properties"]["Timeout"]
+        .as_u64()
+        .expect("the worker has its own timeout");
+    let variables = &resource(&template, "ApiFunction")["Properties"]["Environment"]["Variables"];
+    let told = text(&variables[WORKER_TIMEOUT_VARIABLE]);
+    assert_eq!(
+        told,
+        worker_timeout.to_string(),
+        "the api is told the worker's timeout"
+    );
+    let read =
+        ApiConfig::from_lookup(|name| (name == WORKER_TIMEOUT_VARIABLE).then(|| told.clone()))
+            .expect("the template's value parses");
+    assert_eq!(read.rules.worker_timeout, Span::seconds(worker_timeout));
+    // `cronledger validate` has no environment: its default must be the same.
+    assert_eq!(
+        ValidationRules::default().worker_timeout,
+        Span::seconds(worker_timeout)
+    );
+    assert!(ApiConfig::from_lookup(|_| Some("15m".to_string())).is_err());
 }

@@ -72,7 +72,9 @@ async fn runs_already_in_a_lane_do_not_start_once_their_schedule_is_stopped() {
     assert_eq!(env.run(&retrying).await.status, RunStatus::RetryPending);
     assert_eq!(hook.arrived(), 1);
 
-    // Three more schedules fire their 11:00 windows into the lane; then each is stopped.
+    // Three more schedules fire their 11:00 windows into the lane, and so does the retrying
+    // one (a run backing off before its retry is not running: SKIP_NEW skips nothing behind
+    // it); then each is stopped.
     let next = hour() + Delta::hours(1);
     for id in ["paused", "archived", "disabled"] {
         env.create(
@@ -82,7 +84,7 @@ async fn runs_already_in_a_lane_do_not_start_once_their_schedule_is_stopped() {
         .await;
     }
     env.clock.set(next);
-    assert_eq!(env.tick(next).await.sent, 3);
+    assert_eq!(env.tick(next).await.sent, 4);
     let store = &env.store;
     store
         .pause_schedule("retrying", None, meta(next))
@@ -112,7 +114,7 @@ async fn runs_already_in_a_lane_do_not_start_once_their_schedule_is_stopped() {
         .deliver(
             &worker,
             Lane::Normal,
-            &messages(&env, Lane::Normal, 4).await,
+            &messages(&env, Lane::Normal, 5).await,
         )
         .await;
     assert!(report
@@ -122,6 +124,7 @@ async fn runs_already_in_a_lane_do_not_start_once_their_schedule_is_stopped() {
     assert_eq!(hook.arrived(), 1, "no job call after the stop");
     for (id, at, reason) in [
         ("retrying", hour(), Reason::Paused),
+        ("retrying", next, Reason::Paused),
         ("paused", next, Reason::Paused),
         ("archived", next, Reason::Archived),
         ("disabled", next, Reason::Disabled),

@@ -23,13 +23,13 @@ async fn every_stuck_run_is_resolved_by_its_rule_and_nothing_else() {
     let ten = t("2026-03-06T10:00:00Z");
     let env = AppEnv::new(LaneSettings::default(), ten).await;
     let cases = [
-        ("stuck-pending", false, "15m"),
-        ("stuck-queued", false, "15m"),
-        ("stale-idempotent", true, "15m"),
-        ("stale-not-idempotent", false, "15m"),
+        ("stuck-pending", false, "14m"),
+        ("stuck-queued", false, "14m"),
+        ("stale-idempotent", true, "14m"),
+        ("stale-not-idempotent", false, "14m"),
         ("overrun", true, "10m"),
-        ("stalled-found", false, "15m"),
-        ("retry-lost", true, "15m"),
+        ("stalled-found", false, "14m"),
+        ("retry-lost", true, "14m"),
     ];
     for (id, idempotent, max_runtime) in cases {
         let fields = json!({"idempotent": idempotent, "max_runtime": max_runtime, "overlap": "ALLOW", "grace": "5m"});

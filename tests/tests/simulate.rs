@@ -160,8 +160,8 @@ async fn six_hour_outage_accounts_for_every_window_once() {
     // its age would fire too); 03:00..07:00 (a 5-hour gap, backfill tier) all fire on the
     // backfill lane and run as CATCH_UP; none is SKIPPED (OVERLAP): overlap is for live work
     // only. Only 5 windows behind, the ticker reaches 08:00 at the 08:00 tick, while the live
-    // 02:00 run is still QUEUED: SKIP_NEW records 08:00 SKIPPED (OVERLAP).
-    assert_eq!(counts(&report, "hourly-catch-up"), [7, 6, 5, 1, 0, 0, 0]);
+    // 02:00 run is still QUEUED: waiting, not running, so SKIP_NEW lets 08:00 run (issue 17).
+    assert_eq!(counts(&report, "hourly-catch-up"), [7, 7, 5, 0, 0, 0, 0]);
     let hourly: Vec<_> = report
         .ledger
         .iter()
@@ -173,8 +173,8 @@ async fn six_hour_outage_accounts_for_every_window_once() {
         Some(&(
             "2026-03-01T08:00:00Z",
             Trigger::Scheduled,
-            RunStatus::Skipped,
-            Some(Reason::Overlap)
+            RunStatus::Success,
+            None
         )),
         "{hourly:?}"
     );

@@ -10,7 +10,7 @@ use chrono::{DateTime, Duration as Delta, Utc};
 use cronledger_app::faults::CrashPoint;
 use cronledger_aws::lanes::{LaneSettings, MessageOutcome, Received};
 use cronledger_core::attempt::AttemptOutcome;
-use cronledger_core::{Lane, Reason, Run, RunKey, RunStatus};
+use cronledger_core::{Lane, Reason, Run, RunKey, RunStatus, Span};
 use cronledger_tests::app::{worker_config, AppEnv, CrashAt};
 use cronledger_tests::webhook::{Answer, Webhook};
 use cronledger_tests::{spec_with, t};
@@ -33,11 +33,17 @@ async fn env() -> AppEnv {
 
 async fn fire(env: &AppEnv, hook: &Webhook, id: &str, mut fields: Value) -> RunKey {
     fields["job"] = json!({ "type": "http", "url": hook.url, "timeout": "20s" });
-    env.create(
-        spec_with(id, "0 * * * *", fields),
-        hour() - Delta::seconds(30),
-    )
-    .await;
+    // Validation refuses an http timeout longer than max_runtime, so an http job outruns
+    // max_runtime only if it was stored before that rule: such a schedule is written as is.
+    let max_runtime = fields
+        .as_object_mut()
+        .and_then(|f| f.remove("max_runtime"))
+        .and_then(|v| v.as_str().map(|s| s.parse::<Span>().expect("a duration")));
+    let mut spec = spec_with(id, "0 * * * *", fields);
+    if let Some(max_runtime) = max_runtime {
+        spec.max_runtime = max_runtime;
+    }
+    env.create(spec, hour() - Delta::seconds(30)).await;
     assert_eq!(env.tick(hour()).await.sent, 1);
     RunKey::expected(id, hour())
 }

@@ -88,6 +88,29 @@ fn print_change(change: &Change) {
                     }
                 );
             }
+            let switch = [
+                (
+                    "data gap at the switch",
+                    risk.window_gap,
+                    "no run covers it",
+                ),
+                (
+                    "data overlap at the switch",
+                    risk.window_overlap,
+                    "two runs cover it",
+                ),
+            ];
+            for (what, span, meaning) in switch {
+                match span {
+                    Some(s) => println!(
+                        "    {what}: [{}, {}) ({}): {meaning}",
+                        utc_text(s.start),
+                        utc_text(s.end),
+                        s.duration
+                    ),
+                    None => println!("    {what}: none"),
+                }
+            }
             println!(
                 "    already-past windows re-fired: {}",
                 if risk.refires_past_window {

@@ -61,7 +61,7 @@ async fn main() -> Result<(), Error> {
         system: Some(Arc::new(control)),
         signals: None,
         auth: AuthConfig::from_env()?,
-        config: ApiConfig::default(),
+        config: ApiConfig::from_lookup(|name| std::env::var(name).ok())?,
     });
     let router = api.router();
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {

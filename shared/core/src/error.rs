@@ -28,6 +28,14 @@ pub enum Code {
     ScheduleUnknownPolicy,
     ScheduleInvalidDuration,
     ScheduleInvalidJob,
+    /// `grace` under the floor the ticker's cadence makes meaningful (30 s).
+    ScheduleGraceTooShort,
+    /// `max_runtime` plus the worker's margin does not fit in the worker's timeout.
+    ScheduleMaxRuntimeOverWorkerTimeout,
+    /// An http job's `timeout` plus the worker's margin does not fit in the worker's timeout.
+    ScheduleHttpTimeoutOverWorkerTimeout,
+    /// An http job's `timeout` is longer than the schedule's `max_runtime`.
+    ScheduleHttpTimeoutOverMaxRuntime,
     /// A run status change that the transition table does not allow.
     RunInvalidTransition,
     /// A planner input that cannot be planned (for example `now` before the watermark).
@@ -52,6 +60,12 @@ impl Code {
             Code::ScheduleUnknownPolicy => "SCHEDULE_UNKNOWN_POLICY",
             Code::ScheduleInvalidDuration => "SCHEDULE_INVALID_DURATION",
             Code::ScheduleInvalidJob => "SCHEDULE_INVALID_JOB",
+            Code::ScheduleGraceTooShort => "SCHEDULE_GRACE_TOO_SHORT",
+            Code::ScheduleMaxRuntimeOverWorkerTimeout => "SCHEDULE_MAX_RUNTIME_OVER_WORKER_TIMEOUT",
+            Code::ScheduleHttpTimeoutOverWorkerTimeout => {
+                "SCHEDULE_HTTP_TIMEOUT_OVER_WORKER_TIMEOUT"
+            }
+            Code::ScheduleHttpTimeoutOverMaxRuntime => "SCHEDULE_HTTP_TIMEOUT_OVER_MAX_RUNTIME",
             Code::RunInvalidTransition => "RUN_INVALID_TRANSITION",
             Code::PlanInvalidInput => "PLAN_INVALID_INPUT",
         }

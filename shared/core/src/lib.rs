@@ -10,6 +10,7 @@ pub mod schedule;
 pub mod span;
 pub mod spec;
 pub mod timing;
+pub mod tolerance;
 pub mod window;
 
 pub use attempt::{Attempt, AttemptEnd, AttemptOutcome, AttemptStart};

@@ -26,17 +26,32 @@ pub enum OverlapDecision {
 
 /// Decides for the run at `candidate`, given the schedule's other active runs.
 ///
-/// QUEUE_NEW is strictly ordered: a run waits while any earlier run is active, and the
-/// earliest waiting run goes first. Runs scheduled after the candidate never block it, so two
-/// deciders cannot each wait on the other.
+/// QUEUE_NEW is strictly ordered: a run waits while any earlier run is active (waiting or
+/// executing), and the earliest waiting run goes first.
+///
+/// SKIP_NEW guards against two executions at once, not against a queue: only an earlier run
+/// that is executing (RUNNING: an attempt is open and its job may be acting; a lost lease
+/// does not prove it stopped, so it counts until the reconciler stalls it) makes the
+/// candidate SKIPPED (OVERLAP). An earlier run that only waits (PENDING, QUEUED,
+/// RETRY_PENDING: a late or catch-up run in its lane, a retry backing off) or whose attempt
+/// has ended (STALLED) never does: windows are independent under SKIP_NEW, so after an
+/// outage the live windows run on time and the waiting run still runs when it is taken
+/// (judged on its own lateness), unless a window is executing at that moment.
+///
+/// Runs scheduled after the candidate never block it, so two deciders cannot each wait on
+/// the other.
 pub fn decide_overlap(
     policy: OverlapPolicy,
     candidate: &RunKey,
     others: &[ActiveRun],
 ) -> OverlapDecision {
+    let blocks = |status: RunStatus| match policy {
+        OverlapPolicy::SkipNew => status == RunStatus::Running,
+        OverlapPolicy::Allow | OverlapPolicy::QueueNew => status.is_active(),
+    };
     let blocker = others
         .iter()
-        .filter(|r| r.key != *candidate && r.status.is_active())
+        .filter(|r| r.key != *candidate && blocks(r.status))
         .filter(|r| earlier(&r.key, candidate.scheduled_for, &candidate.key_tiebreak()))
         .min_by(|a, b| a.key.cmp(&b.key))
         .map(|r| r.key.clone());

@@ -4,9 +4,10 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::error::Issue;
+use crate::span::Span;
 use crate::spec::ScheduleSpec;
 use crate::timing::{CalendarStats, Timing};
-use crate::window::Window;
+use crate::window::{utc_text, Window};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -21,6 +22,27 @@ pub struct FireTime {
     pub at: DateTime<Utc>,
     pub local: String,
 }
+
+/// A stretch of business time at the switch between the old and the new rule, `[start, end)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SwitchSpan {
+    pub start: DateTime<Utc>,
+    pub end: DateTime<Utc>,
+    pub duration: Span,
+}
+
+impl SwitchSpan {
+    fn between(start: DateTime<Utc>, end: DateTime<Utc>) -> Option<SwitchSpan> {
+        (start < end).then(|| SwitchSpan {
+            start,
+            end,
+            duration: Span::from_delta(end - start),
+        })
+    }
+}
+
+/// A gap of data this long or longer makes a change HIGH risk (confirmation needed).
+pub const LONG_GAP: Span = Span::hours(1);
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RiskReport {
@@ -39,6 +61,15 @@ pub struct RiskReport {
     /// True if that window reaches back before the last window the old rule already fired:
     /// the change would make a job process data a recorded run already covered.
     pub overlaps_recorded: bool,
+    /// The last run under the old rule (its last occurrence at or before the switch) and
+    /// the window it covers.
+    pub last_old_window: Option<Window>,
+    /// Business time no run covers: after the last old run's window and before the first
+    /// new run's (an hourly job made `*/5` at 00:26 leaves `[00:00, 00:25)`).
+    pub window_gap: Option<SwitchSpan>,
+    /// Business time two runs cover: the first new run's window reaches back into what the
+    /// old rule's runs covered (the same as `overlaps_recorded`, with its extent).
+    pub window_overlap: Option<SwitchSpan>,
     /// Always false: a change never re-fires a past window (invariant 6); the next fire is
     /// searched strictly after both `now` and the last recorded fire.
     pub refires_past_window: bool,
@@ -118,20 +149,32 @@ pub fn assess_change(
         );
     }
 
-    let last_fired = last_fired.or_else(|| old_timing.prev_before(now));
-    let search_from = last_fired.map_or(now, |t| t.max(now));
-    let first_new_fire = new_timing.next_after(search_from);
-    let first_new_window =
-        first_new_fire.map(|at| Window::new(new_timing.prev_before(at).unwrap_or(at), at));
-    let overlaps_recorded = match (first_new_window, last_fired) {
-        (Some(w), Some(last)) => w.start < last,
-        _ => false,
-    };
-    if overlaps_recorded {
+    let switch = switch_windows(&old_timing, &new_timing, now, last_fired);
+    if let Some(gap) = switch.gap {
+        let level = if gap.duration >= LONG_GAP {
+            RiskLevel::High
+        } else {
+            RiskLevel::Medium
+        };
+        raise(
+            level,
+            format!(
+                "no run covers [{}, {}) ({}): the data between the last old run's window and the first new run's is never processed",
+                utc_text(gap.start),
+                utc_text(gap.end),
+                gap.duration
+            ),
+        );
+    }
+    if let Some(overlap) = switch.overlap {
         raise(
             RiskLevel::Medium,
-            "the first new window starts before the last recorded fire: that run may reprocess data"
-                .to_string(),
+            format!(
+                "two runs cover [{}, {}) ({}): the first new window reaches back over data an old run already processed",
+                utc_text(overlap.start),
+                utc_text(overlap.end),
+                overlap.duration
+            ),
         );
     }
 
@@ -152,9 +195,65 @@ pub fn assess_change(
         next_after: fire_times(&new_timing),
         before,
         after,
+        first_new_fire: switch.first_new_fire,
+        first_new_window: switch.first_new_window,
+        overlaps_recorded: switch.overlap.is_some(),
+        last_old_window: switch.last_old_window,
+        window_gap: switch.gap,
+        window_overlap: switch.overlap,
+        refires_past_window: switch
+            .first_new_fire
+            .is_some_and(|t| t <= switch.search_from),
+    })
+}
+
+/// The business windows on either side of a switch from `old` to `new` at `now`.
+pub struct Switch {
+    pub last_old_window: Option<Window>,
+    pub first_new_fire: Option<DateTime<Utc>>,
+    pub first_new_window: Option<Window>,
+    pub gap: Option<SwitchSpan>,
+    pub overlap: Option<SwitchSpan>,
+    /// The new rule's first fire is searched strictly after this.
+    search_from: DateTime<Utc>,
+}
+
+/// What the system does at an edit: the old expression keeps the windows up to the edit
+/// (the reconciler judges them by it, occurrences at the edit's instant included), and the
+/// schedule's `next_run_at` becomes the new expression's first occurrence strictly after
+/// the edit (or after `last_fired`, the latest window the old rule recorded, when that is
+/// later). Each run's window reaches back to its rule's previous occurrence, so what lies
+/// between the old rule's last occurrence and the new rule's window start is covered twice
+/// or not at all.
+pub fn switch_windows(
+    old: &Timing,
+    new: &Timing,
+    now: DateTime<Utc>,
+    last_fired: Option<DateTime<Utc>>,
+) -> Switch {
+    let last_old = last_fired.or_else(|| {
+        old.next_at_or_after(now)
+            .filter(|at| *at == now)
+            .or_else(|| old.prev_before(now))
+    });
+    let last_old_window = last_old.map(|at| Window::new(old.prev_before(at).unwrap_or(at), at));
+    let search_from = last_old.map_or(now, |t| t.max(now));
+    let first_new_fire = new.next_after(search_from);
+    let first_new_window =
+        first_new_fire.map(|at| Window::new(new.prev_before(at).unwrap_or(at), at));
+    let (gap, overlap) = match (last_old, first_new_window) {
+        (Some(old_end), Some(first)) => (
+            SwitchSpan::between(old_end, first.start),
+            SwitchSpan::between(first.start, old_end),
+        ),
+        _ => (None, None),
+    };
+    Switch {
+        last_old_window,
         first_new_fire,
         first_new_window,
-        overlaps_recorded,
-        refires_past_window: first_new_fire.is_some_and(|t| t <= search_from),
-    })
+        gap,
+        overlap,
+        search_from,
+    }
 }

@@ -15,6 +15,7 @@ use crate::named_enum;
 use crate::policy::{MisfirePolicy, OverlapPolicy, Priority};
 use crate::span::Span;
 use crate::timing::Timing;
+use crate::tolerance;
 
 /// Catch-up gap tiers: where "recent" ends and "history" begins (DESIGN catch-up table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -216,8 +217,9 @@ pub mod defaults {
     pub fn max_auto_catch_up() -> u32 {
         5
     }
+    /// The worker's 15-minute timeout less its margin (see [`crate::tolerance`]).
     pub fn max_runtime() -> Span {
-        Span::minutes(15)
+        Span::minutes(14)
     }
     pub fn priority() -> Priority {
         Priority::Normal
@@ -264,6 +266,13 @@ pub struct ValidationRules {
     pub secret_key_markers: Vec<String>,
     /// Days of real calendar examined for interval and rate checks.
     pub horizon_days: u32,
+    /// Shortest `grace`: about half the ticker's one-minute cadence.
+    pub min_grace: Span,
+    /// The worker function's timeout (`infra/template.yaml`; the api reads
+    /// `CRONLEDGER_WORKER_TIMEOUT_SECONDS`).
+    pub worker_timeout: Span,
+    /// What the worker keeps of its timeout for its own reads and writes around a job.
+    pub worker_margin: Span,
 }
 
 impl Default for ValidationRules {
@@ -284,6 +293,9 @@ impl Default for ValidationRules {
             .map(String::from)
             .collect(),
             horizon_days: 366,
+            min_grace: Span::seconds(30),
+            worker_timeout: Span::seconds(900),
+            worker_margin: Span::seconds(60),
         }
     }
 }
@@ -494,6 +506,12 @@ pub fn validate_schedule(
         },
     };
     let job = validate_job(obj.get("job"), &field("job"), rules, &mut issues);
+    let requested = tolerance::Requested {
+        grace,
+        max_runtime,
+        job: job.as_ref(),
+    };
+    tolerance::check(&requested, rules, &field, &mut issues);
 
     if let Some(cron) = &cron {
         // Without a valid zone the calendar checks cannot run, but the syntax still can:

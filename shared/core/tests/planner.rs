@@ -364,7 +364,7 @@ fn windows_inside_grace_are_left_to_the_ticker() {
     let s = schedule_with(
         "* * * * *",
         "UTC",
-        json!({ "grace": "0", "misfire": "SKIP" }),
+        json!({ "grace": "30s", "misfire": "SKIP" }),
     );
     let mut scenario = Scenario::new(&s, WATERMARK, "2026-01-01T10:05:30Z");
     scenario.config.settle = Span::minutes(3);
@@ -658,7 +658,7 @@ fn case() -> impl Strategy<Value = Case> {
             0..POLICIES.len(),
             any::<bool>(),
             0u32..6,
-            prop::sample::select(vec![0u64, 2, 30, 90]),
+            prop::sample::select(vec![1u64, 2, 30, 90]),
         ),
         (
             prop_oneof![Just(0u64), Just(u64::MAX), any::<u64>()],
@@ -1173,7 +1173,8 @@ fn overlap_decisions() {
             blocker: run_key("2026-01-01T10:00:00Z")
         }
     );
-    // Every active status blocks, including a stalled run nobody resolved yet.
+    // QUEUE_NEW waits behind every active status, including a stalled run nobody resolved
+    // yet: its windows run strictly in order.
     for status in [
         RunStatus::Pending,
         RunStatus::Queued,
@@ -1183,8 +1184,25 @@ fn overlap_decisions() {
     ] {
         let others = [active("2026-01-01T10:00:00Z", status)];
         assert_ne!(
-            decide_overlap(OverlapPolicy::SkipNew, &candidate, &others),
+            decide_overlap(OverlapPolicy::QueueNew, &candidate, &others),
             OverlapDecision::Proceed,
+            "{status}"
+        );
+    }
+    // SKIP_NEW skips only behind a run that is executing: an earlier run still waiting in its
+    // lane (late, moved to the correction lane, backing off before a retry) makes nothing
+    // SKIPPED (OVERLAP), however long it waits.
+    for (status, skips) in [
+        (RunStatus::Running, true),
+        (RunStatus::Pending, false),
+        (RunStatus::Queued, false),
+        (RunStatus::RetryPending, false),
+        (RunStatus::Stalled, false),
+    ] {
+        let others = [active("2026-01-01T10:00:00Z", status)];
+        assert_eq!(
+            decide_overlap(OverlapPolicy::SkipNew, &candidate, &others) != OverlapDecision::Proceed,
+            skips,
             "{status}"
         );
     }

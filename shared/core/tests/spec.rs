@@ -44,7 +44,7 @@ schedules:
     overlap: SKIP_NEW
     grace: 30m
     max_auto_catch_up: 0
-    max_runtime: 20m
+    max_runtime: 14m
     priority: CRITICAL
     side_effects: true
     enabled: true
@@ -69,7 +69,7 @@ fn yaml_manifest_from_the_design_parses() {
     assert_eq!(settle.overlap, OverlapPolicy::SkipNew);
     assert_eq!(settle.grace, Span::minutes(30));
     assert_eq!(settle.max_auto_catch_up, 0);
-    assert_eq!(settle.max_runtime, Span::minutes(20));
+    assert_eq!(settle.max_runtime, Span::minutes(14));
     assert_eq!(settle.priority, Priority::Critical);
     assert_eq!(settle.owner.as_deref(), Some("settlement-platform"));
     assert_eq!(settle.job.tenant(), Some("kr"));
@@ -94,7 +94,8 @@ fn omitted_fields_take_the_documented_defaults() {
     assert_eq!(spec.overlap, OverlapPolicy::SkipNew);
     assert_eq!(spec.grace, Span::minutes(2));
     assert_eq!(spec.max_auto_catch_up, 5);
-    assert_eq!(spec.max_runtime, Span::minutes(15));
+    // The worker's 15-minute timeout less its 60 s margin.
+    assert_eq!(spec.max_runtime, Span::minutes(14));
     assert_eq!(spec.priority, Priority::Normal);
     assert!(spec.side_effects, "unknown side effects must be assumed");
     assert!(!spec.idempotent);

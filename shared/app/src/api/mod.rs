@@ -65,6 +65,33 @@ impl Default for ApiConfig {
     }
 }
 
+/// Set by the template to the worker function's timeout, in seconds: the api refuses a
+/// `max_runtime` or http `timeout` that the deployed worker cannot honour.
+pub const WORKER_TIMEOUT_VARIABLE: &str = "CRONLEDGER_WORKER_TIMEOUT_SECONDS";
+
+/// A worker timeout in the environment that is not a whole number of seconds.
+#[derive(Debug, thiserror::Error)]
+#[error("{WORKER_TIMEOUT_VARIABLE} must be a whole number of seconds, found `{0}`")]
+pub struct InvalidWorkerTimeout(pub String);
+
+impl ApiConfig {
+    /// The defaults, with the worker's timeout read through `get` when it is set (unset: the
+    /// template's 900 s, which `cronledger validate` assumes too).
+    pub fn from_lookup(
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<ApiConfig, InvalidWorkerTimeout> {
+        let mut config = ApiConfig::default();
+        if let Some(text) = get(WORKER_TIMEOUT_VARIABLE) {
+            let seconds = text
+                .trim()
+                .parse::<u64>()
+                .map_err(|_| InvalidWorkerTimeout(text.clone()))?;
+            config.rules.worker_timeout = Span::seconds(seconds);
+        }
+        Ok(config)
+    }
+}
+
 /// What the api works with.
 #[derive(Clone)]
 pub struct ApiDeps {
