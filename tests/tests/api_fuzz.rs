@@ -181,17 +181,16 @@ fn encode(text: &str) -> String {
         .collect()
 }
 
-/// The request a case makes: method, URI, headers, body bytes, caller.
-fn request(
-    op: &Operation,
-    case: &Case,
-) -> (
-    Method,
-    String,
-    Vec<(String, String)>,
-    Vec<u8>,
-    Option<&'static str>,
-) {
+/// The request a case makes.
+struct Generated {
+    method: Method,
+    uri: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    caller: Option<&'static str>,
+}
+
+fn request(op: &Operation, case: &Case) -> Generated {
     let mut path = op.path.clone();
     let defaults = [
         ("{id}", "fz"),
@@ -240,8 +239,13 @@ fn request(
         BodyKind::Bytes(b) => b.clone(),
         BodyKind::Oversize(n) => format!("{{\"note\": \"{}\"}}", "n".repeat(*n)).into_bytes(),
     };
-    let caller = [Some(ADMIN), Some(OPERATOR), Some(VIEWER), None][case.caller];
-    (op.method.clone(), path, headers, body, caller)
+    Generated {
+        method: op.method.clone(),
+        uri: path,
+        headers,
+        body,
+        caller: [Some(ADMIN), Some(OPERATOR), Some(VIEWER), None][case.caller],
+    }
 }
 
 fn check(what: &str, a: &Answer) -> Result<(), TestCaseError> {
@@ -285,7 +289,13 @@ fn every_route_survives_generated_bad_input() {
     let statuses = std::sync::Mutex::new(std::collections::BTreeMap::<(u16, String), u32>::new());
     let result = runner.run(&case(ops.len()), |case| {
         let op = &ops[case.op];
-        let (method, uri, headers, body, caller) = request(op, &case);
+        let Generated {
+            method,
+            uri,
+            headers,
+            body,
+            caller,
+        } = request(op, &case);
         let what = format!("{method} {}", uri.chars().take(300).collect::<String>());
         let headers: Vec<(&str, &str)> = headers
             .iter()

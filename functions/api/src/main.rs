@@ -104,10 +104,7 @@ async fn http(router: axum::Router, payload: Value, invocation: String) -> Resul
     parts
         .extensions
         .insert(RequestId(gateway_id.unwrap_or(invocation)));
-    if let Some(caller) = context
-        .as_ref()
-        .and_then(|ctx| Caller::from_request_context(ctx))
-    {
+    if let Some(caller) = context.as_ref().and_then(Caller::from_request_context) {
         parts.extensions.insert(caller);
     }
     let req = axum::http::Request::from_parts(parts, Body::from(body.to_vec()));

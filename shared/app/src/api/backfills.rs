@@ -199,7 +199,7 @@ pub async fn list(
         .cursors()
         .open_offset(BACKFILLS_SCOPE, q.cursor.as_deref())?;
     let open = api.deps().ops.open_backfills().await?;
-    let limit = api.limit(q.limit.or(Some(api.deps().config.page_max))) as usize;
+    let limit = api.limit_or_max(q.limit);
     let (items, next) = offset_page(&open, offset, limit, |b| {
         json!({
             "id": b.id, "schedule": b.schedule_id, "state": b.state, "held": b.held,
@@ -384,9 +384,7 @@ pub fn page_verification(found: &mut Value, offset: usize, limit: usize) -> Opti
         ("problems", "problems_total"),
         ("reported", "reported_total"),
     ] {
-        let Some(obj) = found.as_object_mut() else {
-            return None;
-        };
+        let obj = found.as_object_mut()?;
         let all = match obj.remove(list) {
             Some(Value::Array(all)) => all,
             _ => Vec::new(),

@@ -53,6 +53,11 @@ impl Api {
         asked.unwrap_or(50).clamp(1, self.deps().config.page_max)
     }
 
+    /// A page size for a list computed whole (default: the most a page holds).
+    pub(crate) fn limit_or_max(&self, asked: Option<u32>) -> usize {
+        self.limit(asked.or(Some(self.deps().config.page_max))) as usize
+    }
+
     /// Validates a schedule document with the core's rules; every problem at once.
     pub(crate) fn validate(&self, doc: &Value) -> ApiResult<ScheduleSpec> {
         validate_schedule(doc, "", &self.deps().config.rules, self.now())
@@ -422,7 +427,7 @@ pub async fn audit(
         // Every schedule has its CREATE entry: none means no such schedule.
         api.deps().store.get_schedule(&id).await?;
     }
-    let limit = api.limit(q.limit.or(Some(api.deps().config.page_max))) as usize;
+    let limit = api.limit_or_max(q.limit);
     let (items, next) = offset_page(&entries, offset, limit, views::audit);
     Ok(Json(json!({
         "schedule": id,
