@@ -10,6 +10,7 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use axum::Router;
 use chrono::{DateTime, Utc};
+use cronledger_app::api::system::ControlError;
 use cronledger_app::api::{Api, ApiConfig, ApiDeps, AuthConfig, Caller, SystemControl};
 use cronledger_app::backfill::{BackfillPassReport, BackfillReleaser};
 use cronledger_aws::lanes::LaneSettings;
@@ -64,11 +65,11 @@ impl SystemControl for FakeScheduler {
         lock(&self.states).keys().cloned().collect()
     }
 
-    async fn enabled(&self, name: &str) -> Result<Option<bool>, String> {
+    async fn enabled(&self, name: &str) -> Result<Option<bool>, ControlError> {
         Ok(lock(&self.states).get(name).copied())
     }
 
-    async fn set_enabled(&self, name: &str, enabled: bool) -> Result<(), String> {
+    async fn set_enabled(&self, name: &str, enabled: bool) -> Result<(), ControlError> {
         lock(&self.states).insert(name.to_string(), enabled);
         Ok(())
     }
@@ -78,7 +79,7 @@ impl SystemControl for FakeScheduler {
         name: &str,
         at: DateTime<Utc>,
         input: &Value,
-    ) -> Result<(), String> {
+    ) -> Result<(), ControlError> {
         lock(&self.one_time).push((name.to_string(), at, input.clone()));
         Ok(())
     }

@@ -465,7 +465,7 @@ async fn bad_input_gets_the_right_codes_and_never_a_panic() {
     let bad_cursor = api.get(ADMIN, "/v1/schedules?cursor=zz").await;
     assert_eq!(
         (bad_cursor.status, bad_cursor.code()),
-        (StatusCode::BAD_REQUEST, "STORE_BAD_CURSOR")
+        (StatusCode::BAD_REQUEST, "CURSOR_INVALID")
     );
     let no_route = api.get(ADMIN, "/v1/nothing").await;
     assert_eq!(
@@ -670,7 +670,7 @@ async fn a_double_click_is_one_run_reuse_finds_it_and_new_forces_another() {
         .get(
             VIEWER,
             &format!(
-                "/v1/schedules/s1/runs?trigger=MANUAL&limit=1&cursor={}",
+                "/v1/schedules/s1/runs?trigger=MANUAL&status=QUEUED&limit=1&cursor={}",
                 history.body["next"].as_str().unwrap_or("")
             ),
         )

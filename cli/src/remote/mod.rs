@@ -643,6 +643,14 @@ async fn backfill(a: BackfillArgs) -> Result<ExitCode, CliError> {
                     t.row([s(&p["scheduled_for"]), s(&p["problem"]), s(&p["statuses"])]);
                 }
                 out.push_str(&t.to_string());
+                // The api lists one page of problem windows; the counts above cover all.
+                if v["truncated"] == true {
+                    let listed = v["problems"].as_array().map_or(0, Vec::len);
+                    out.push_str(&format!(
+                        "(first {listed} of {} problem windows listed)\n",
+                        s(&v["problems_total"])
+                    ));
+                }
                 out
             });
             if v["complete"] != true {

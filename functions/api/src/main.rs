@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use cronledger_app::api::system::{SchedulerControl, WorkerIntake};
-use cronledger_app::api::{Api, ApiConfig, ApiDeps, AuthConfig, Caller, RunAtEvent};
+use cronledger_app::api::{
+    Api, ApiConfig, ApiDeps, AuthConfig, Caller, CursorKey, RequestId, RunAtEvent,
+};
 use cronledger_app::clock::SystemClock;
 use cronledger_app::deployment::Deployment;
 use cronledger_aws::config::load_sdk_config;
@@ -61,7 +63,10 @@ async fn main() -> Result<(), Error> {
         system: Some(Arc::new(control)),
         signals: None,
         auth: AuthConfig::from_env()?,
-        config: ApiConfig::from_lookup(|name| std::env::var(name).ok())?,
+        config: ApiConfig {
+            cursor_key: CursorKey::from_env(&deployment.table),
+            ..ApiConfig::from_lookup(|name| std::env::var(name).ok())?
+        },
     });
     let router = api.router();
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
@@ -73,24 +78,33 @@ async fn main() -> Result<(), Error> {
                 tracing::info!(run = ?done.get("run").and_then(|r| r.get("run_id")), "one-off run fired");
                 return Ok::<Value, Error>(done);
             }
-            http(router, event.payload).await
+            http(router, event.payload, event.context.request_id).await
         }
     }))
     .await
 }
 
 /// One API Gateway proxy event through the router; the answer in the proxy response shape
-/// (the same fields serve REST and HTTP APIs).
-async fn http(router: axum::Router, payload: Value) -> Result<Value, Error> {
+/// (the same fields serve REST and HTTP APIs). The request id in answers and logs is API
+/// Gateway's, else the Lambda invocation's.
+async fn http(router: axum::Router, payload: Value, invocation: String) -> Result<Value, Error> {
     let lambda: LambdaRequest = serde_json::from_value(payload)?;
     let req: lambda_http::Request = lambda.into();
     let (mut parts, body) = req.into_parts();
-    let caller = parts
+    let context = parts
         .extensions
         .get::<RequestContext>()
-        .and_then(|ctx| serde_json::to_value(ctx).ok())
-        .and_then(|ctx| Caller::from_request_context(&ctx));
-    if let Some(caller) = caller {
+        .and_then(|ctx| serde_json::to_value(ctx).ok());
+    let gateway_id = context
+        .as_ref()
+        .and_then(|ctx| ctx.get("requestId"))
+        .and_then(Value::as_str)
+        .filter(|id| !id.is_empty())
+        .map(str::to_string);
+    parts
+        .extensions
+        .insert(RequestId(gateway_id.unwrap_or(invocation)));
+    if let Some(caller) = context.as_ref().and_then(Caller::from_request_context) {
         parts.extensions.insert(caller);
     }
     let req = axum::http::Request::from_parts(parts, Body::from(body.to_vec()));
@@ -157,13 +171,17 @@ mod tests {
         let with_iam = event(
             json!({"iam": {"userArn": "arn:aws:iam::1:user/nobody", "accessKey": "k", "accountId": "1", "callerId": "c", "principalOrgId": null, "userId": "u", "cognitoIdentity": null}}),
         );
-        let answer = http(router(), with_iam).await.expect("an answer");
+        let answer = http(router(), with_iam, "inv-1".into())
+            .await
+            .expect("an answer");
         // Identified but without a role: 403, not 401.
         assert_eq!(answer["statusCode"], 403, "{answer}");
         let body: Value =
             serde_json::from_str(answer["body"].as_str().unwrap_or("")).unwrap_or_default();
         assert_eq!(body["code"], "FORBIDDEN");
-        let anonymous = http(router(), event(json!(null))).await.expect("an answer");
+        let anonymous = http(router(), event(json!(null)), "inv-2".into())
+            .await
+            .expect("an answer");
         assert_eq!(anonymous["statusCode"], 401, "{anonymous}");
     }
 }

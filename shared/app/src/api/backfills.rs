@@ -16,9 +16,10 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{Actor, ApiJson, ApiPath};
-use super::schedules::Note;
-use super::{new_id, Api};
+use super::extract::{Actor, ApiJson, ApiPath, ApiQuery};
+use super::paging::offset_page;
+use super::schedules::{Note, PageQuery};
+use super::{new_id, page_json, Api};
 use crate::backfill::{self, BackfillError};
 
 impl From<BackfillError> for ApiError {
@@ -187,19 +188,30 @@ pub async fn create(
     Ok((status, Json(body)))
 }
 
-pub async fn list(State(api): State<Api>) -> ApiResult<Json<Value>> {
+/// The query identity of the open backfills listing's cursors.
+const BACKFILLS_SCOPE: &str = "backfills";
+
+pub async fn list(
+    State(api): State<Api>,
+    ApiQuery(q): ApiQuery<PageQuery>,
+) -> ApiResult<Json<Value>> {
+    let offset = api
+        .cursors()
+        .open_offset(BACKFILLS_SCOPE, q.cursor.as_deref())?;
     let open = api.deps().ops.open_backfills().await?;
-    let items: Vec<Value> = open
-        .iter()
-        .map(|b| {
-            json!({
-                "id": b.id, "schedule": b.schedule_id, "state": b.state, "held": b.held,
-                "from": utc_text(b.from), "to": utc_text(b.to), "total": b.planned,
-                "written": b.written, "created_by": b.created_by,
-            })
+    let limit = api.limit_or_max(q.limit);
+    let (items, next) = offset_page(&open, offset, limit, |b| {
+        json!({
+            "id": b.id, "schedule": b.schedule_id, "state": b.state, "held": b.held,
+            "from": utc_text(b.from), "to": utc_text(b.to), "total": b.planned,
+            "written": b.written, "created_by": b.created_by,
         })
-        .collect();
-    Ok(Json(json!({ "items": items })))
+    });
+    let next = next.map(|n| n.to_string());
+    Ok(page_json(
+        items,
+        api.cursors().seal_next(BACKFILLS_SCOPE, next),
+    ))
 }
 
 pub async fn progress(
@@ -322,20 +334,68 @@ pub async fn cancel(
     answer(&api, &b).await
 }
 
+/// Most problem and reported windows one verify page lists (each list; the counts always
+/// cover every window).
+pub const VERIFY_PAGE_MAX: usize = 1000;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VerifyQuery {
+    pub limit: Option<usize>,
+    pub cursor: Option<String>,
+}
+
+/// The backfill's verification: every count, and one page of its problem and reported
+/// windows (`next_cursor` continues both lists; `truncated` says there is more).
 pub async fn verify(
     State(api): State<Api>,
     ApiPath(id): ApiPath<String>,
+    ApiQuery(q): ApiQuery<VerifyQuery>,
 ) -> ApiResult<Json<Value>> {
+    let scope = format!("verify|{id}");
+    let offset = api.cursors().open_offset(&scope, q.cursor.as_deref())?;
     let b = api.deps().ops.get_backfill(&id).await?;
     let stored = api.deps().store.get_schedule(&b.schedule_id).await?;
     let schedule = Schedule::new(stored.spec).map_err(|i| ApiError::issues(&[i]))?;
-    Ok(Json(
-        backfill::verify(
-            api.deps().store.as_ref(),
-            &schedule,
-            &b,
-            api.deps().config.backfill_max_windows,
-        )
-        .await?,
-    ))
+    let mut found = backfill::verify(
+        api.deps().store.as_ref(),
+        &schedule,
+        &b,
+        api.deps().config.backfill_max_windows,
+    )
+    .await?;
+    let limit = q.limit.unwrap_or(VERIFY_PAGE_MAX).clamp(1, VERIFY_PAGE_MAX);
+    let next = page_verification(&mut found, offset, limit);
+    if let Some(obj) = found.as_object_mut() {
+        obj.insert("truncated".into(), json!(next.is_some()));
+        obj.insert(
+            "next_cursor".into(),
+            json!(api.cursors().seal_next(&scope, next.map(|n| n.to_string()))),
+        );
+    }
+    Ok(Json(found))
+}
+
+/// Keeps one page (`offset`, `limit`) of a verification's `problems` and `reported` lists,
+/// adding their full lengths; the offset of the next page when either list has more.
+pub fn page_verification(found: &mut Value, offset: usize, limit: usize) -> Option<usize> {
+    let mut next = None;
+    for (list, total) in [
+        ("problems", "problems_total"),
+        ("reported", "reported_total"),
+    ] {
+        let obj = found.as_object_mut()?;
+        let all = match obj.remove(list) {
+            Some(Value::Array(all)) => all,
+            _ => Vec::new(),
+        };
+        let (page, more) = offset_page(&all, offset, limit, Value::clone);
+        // The next page starts where the shorter of the unfinished lists stopped.
+        if let Some(end) = more {
+            next = Some(next.map_or(end, |n: usize| n.min(end)));
+        }
+        obj.insert(total.into(), json!(all.len()));
+        obj.insert(list.into(), Value::Array(page));
+    }
+    next
 }

@@ -1,5 +1,10 @@
 //! The api's one error shape: JSON `{code, message, details}` with a status that says which
 //! kind of problem it is. Codes are stable (the core's and the adapters' codes pass through).
+//!
+//! A server-side failure (5xx) never shows its cause: AWS SDK and store texts go to the log
+//! only ([`ApiError::log_detail`]); the body says `INTERNAL` (500) or which call failed (502),
+//! and the request scope ([`super::request`]) adds `details.request_id`, the id the log line
+//! carries too.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -15,7 +20,12 @@ pub struct ApiError {
     pub code: String,
     pub message: String,
     pub details: Value,
+    /// What went wrong inside, for the log only (never in a body).
+    pub log_detail: Option<String>,
 }
+
+/// The code of every 500: what failed is in the log, under the answer's request id.
+pub const INTERNAL: &str = "INTERNAL";
 
 impl ApiError {
     pub fn new(status: StatusCode, code: &str, message: impl Into<String>) -> ApiError {
@@ -24,7 +34,35 @@ impl ApiError {
             code: code.to_string(),
             message: message.into(),
             details: Value::Null,
+            log_detail: None,
         }
+    }
+
+    /// 500 INTERNAL: `detail` goes to the log, the body stays generic.
+    pub fn internal(detail: impl Into<String>) -> ApiError {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            INTERNAL,
+            "the service failed to answer; details.request_id finds the cause in its log",
+        )
+        .logging(detail)
+    }
+
+    /// 502: a call to another AWS service failed. The body names the call (`call`, e.g.
+    /// `UpdateSchedule cronledger-ticker`), never its error text, which goes to the log.
+    pub fn upstream(code: &str, call: &str, detail: impl Into<String>) -> ApiError {
+        ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            code,
+            format!("{call} failed; details.request_id finds the cause in the log"),
+        )
+        .logging(detail)
+    }
+
+    /// Keeps `detail` for the log.
+    pub fn logging(mut self, detail: impl Into<String>) -> ApiError {
+        self.log_detail = Some(detail.into());
+        self
     }
 
     pub fn with_details(mut self, details: Value) -> ApiError {
@@ -40,6 +78,15 @@ impl ApiError {
     /// 422: well-formed, but a field is wrong (unknown, missing, out of range).
     pub fn invalid(code: &str, message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
+    }
+
+    /// 400 CURSOR_INVALID: the cursor is corrupt, or was issued for another query.
+    pub fn cursor_invalid() -> ApiError {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "CURSOR_INVALID",
+            "the cursor is not one this listing issued (another query's, or altered); start again without it",
+        )
     }
 
     pub fn not_found(code: &str, message: impl Into<String>) -> ApiError {
@@ -90,11 +137,14 @@ impl std::fmt::Display for ApiError {
 }
 
 impl IntoResponse for ApiError {
+    /// A 5xx carries itself in the response's extensions: the request scope logs its
+    /// detail and adds the request id to its body.
     fn into_response(self) -> Response {
+        let mut resp = (self.status, Json(self.body())).into_response();
         if self.status.is_server_error() {
-            tracing::error!(code = %self.code, message = %self.message, "api error");
+            resp.extensions_mut().insert(self);
         }
-        (self.status, Json(self.body())).into_response()
+        resp
     }
 }
 
@@ -120,10 +170,12 @@ impl From<StoreError> for ApiError {
             | StoreError::Contention(_) => StatusCode::CONFLICT,
             StoreError::InvalidRequest(_) => StatusCode::CONFLICT,
             StoreError::ScheduleInvalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            StoreError::BadCursor => StatusCode::BAD_REQUEST,
+            StoreError::BadCursor => return ApiError::cursor_invalid(),
             StoreError::Malformed { .. }
             | StoreError::TableDefinition(_)
-            | StoreError::Request { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+            | StoreError::Request { .. } => {
+                return ApiError::internal(message).with_details(json!({"cause": code}))
+            }
         };
         ApiError::new(status, code, message)
     }
@@ -138,7 +190,12 @@ impl From<TransitionError> for ApiError {
 
 impl From<LaneError> for ApiError {
     fn from(e: LaneError) -> ApiError {
-        ApiError::new(StatusCode::BAD_GATEWAY, e.code(), e.to_string())
+        match &e {
+            LaneError::Request { operation, .. } => {
+                ApiError::upstream(e.code(), operation, e.to_string())
+            }
+            _ => ApiError::internal(e.to_string()).with_details(json!({"cause": e.code()})),
+        }
     }
 }
 

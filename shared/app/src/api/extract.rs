@@ -3,13 +3,14 @@
 //! query strings, path segments, `If-Match`, and the authorized caller.
 
 use axum::body::Bytes;
-use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, RawPathParams, Request};
 use axum::http::request::Parts;
 use axum::http::{header, StatusCode};
 use serde::de::DeserializeOwned;
 
 use super::auth::{Caller, Role};
 use super::error::ApiError;
+use super::ids::check_path_param;
 
 /// A JSON body. Syntax errors are 400, shape errors (unknown or missing fields, wrong types)
 /// are 422, a body over the limit is 413. An empty body reads as `{}`.
@@ -70,13 +71,19 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
     }
 }
 
-/// Path segments.
+/// Path segments, each checked against its id's grammar ([`super::ids`]) first.
 pub struct ApiPath<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath<T> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let raw = RawPathParams::from_request_parts(parts, state)
+            .await
+            .map_err(|e| ApiError::malformed(e.body_text()))?;
+        for (name, value) in &raw {
+            check_path_param(name, value)?;
+        }
         Path::<T>::from_request_parts(parts, state)
             .await
             .map(|Path(p)| ApiPath(p))

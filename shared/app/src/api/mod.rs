@@ -8,9 +8,13 @@
 
 pub mod auth;
 pub mod backfills;
+pub mod cursor;
 pub mod error;
 pub mod extract;
+pub mod ids;
 pub mod openapi;
+pub mod paging;
+pub mod request;
 pub mod runs;
 pub mod schedules;
 pub mod system;
@@ -32,8 +36,10 @@ use crate::clock::Clock;
 use crate::reconciler::Signals;
 
 pub use auth::{AuthConfig, Caller, Role};
+pub use cursor::CursorKey;
 pub use error::{ApiError, ApiResult};
 pub use extract::Actor;
+pub use request::RequestId;
 pub use system::{RunAtEvent, SystemControl};
 
 /// Limits and defaults of the api.
@@ -50,6 +56,8 @@ pub struct ApiConfig {
     pub page_max: u32,
     /// Most windows one backfill may cover.
     pub backfill_max_windows: u64,
+    /// The key listing cursors are signed with ([`CursorKey::from_env`] in a deployment).
+    pub cursor_key: CursorKey,
 }
 
 impl Default for ApiConfig {
@@ -61,6 +69,7 @@ impl Default for ApiConfig {
             preview_max: 100,
             page_max: 200,
             backfill_max_windows: 100_000,
+            cursor_key: CursorKey::default(),
         }
     }
 }
@@ -125,6 +134,10 @@ impl Api {
         self.0.clock.now()
     }
 
+    pub(crate) fn cursors(&self) -> &CursorKey {
+        &self.0.config.cursor_key
+    }
+
     /// The router with every route, the body limit and JSON fallbacks.
     pub fn router(&self) -> Router {
         let mut router: Router<Api> = Router::new();
@@ -142,6 +155,7 @@ impl Api {
             .fallback(not_found)
             .method_not_allowed_fallback(method_not_allowed)
             .layer(DefaultBodyLimit::max(self.0.config.body_limit))
+            .layer(middleware::from_fn(request::scope))
             .with_state(self.clone())
     }
 }
@@ -247,7 +261,10 @@ impl Route {
 
 const PAGE: &[(&str, &str)] = &[
     ("limit", "items per page (1-200, default 50)"),
-    ("cursor", "the `next` of the previous page"),
+    (
+        "cursor",
+        "the `next` of the previous page (bound to this query: another's is 400 CURSOR_INVALID)",
+    ),
 ];
 const NOTE: &str = "Note";
 
@@ -304,6 +321,7 @@ pub fn routes() -> Vec<Route> {
             .ok(200, "RiskReport")
             .errors(&[404]),
         route(M::GET, "/v1/schedules/{id}/audit", v, "A schedule's audit log, oldest first: its versioned changes and operators' actions on its runs and backfills (with their notes)", get(schedules::audit))
+            .query(&[("limit", "entries per page (1-200, default 200)"), ("cursor", "the `next` of the previous page")])
             .ok(200, "AuditLog")
             .errors(&[404]),
         // Runs.
@@ -345,6 +363,7 @@ pub fn routes() -> Vec<Route> {
             .ok(201, "Backfill")
             .errors(&[404, 409]),
         route(M::GET, "/v1/backfills", v, "Open backfills (RUNNING or PAUSED)", get(backfills::list))
+            .query(&[("limit", "items per page (1-200, default 200)"), ("cursor", "the `next` of the previous page")])
             .ok(200, "BackfillList"),
         route(M::GET, "/v1/backfills/{backfill}", v, "Backfill progress: total, queued, running, succeeded, failed, skipped, rate, ETA", get(backfills::progress))
             .ok(200, "Backfill")
@@ -361,7 +380,8 @@ pub fn routes() -> Vec<Route> {
             .body(NOTE)
             .ok(200, "Backfill")
             .errors(&[404, 409]),
-        route(M::GET, "/v1/backfills/{backfill}/verify", v, "Expected windows against the ledger, with reported counts and checksums; every missing or failed window", get(backfills::verify))
+        route(M::GET, "/v1/backfills/{backfill}/verify", v, "Expected windows against the ledger, with reported counts and checksums; every count, and a page of the missing or failed windows and of the reported ones (next_cursor)", get(backfills::verify))
+            .query(&[("limit", "windows per page of each list (1-1000, default 1000)"), ("cursor", "the `next_cursor` of the previous page")])
             .ok(200, "Verification")
             .errors(&[404]),
         // System.

@@ -22,7 +22,7 @@ pub fn schemas() -> Value {
     let time = json!({"type": "string", "format": "date-time"});
     let note = json!({"type": "string", "maxLength": 1000});
     json!({
-        "Error": obj(json!({"code": {"type": "string"}, "message": {"type": "string"}, "details": {}}), &["code", "message", "details"]),
+        "Error": obj(json!({"code": {"type": "string"}, "message": {"type": "string"}, "details": {"description": "5xx: request_id, the id of the log line with the cause (also the x-request-id header)"}}), &["code", "message", "details"]),
         "Note": obj(json!({"note": note}), &[]),
         "RetryRequest": obj(json!({"note": note, "definition": {"enum": ["original", "current"], "default": "original", "description": "original: the job of the version the run was created under; current: re-pin the run to the schedule's current version and run its job"}}), &[]),
         "ScheduleDocument": {"type": "object", "description": "A schedule as in a manifest (id, cron, timezone, misfire, overlap, grace, max_auto_catch_up, max_runtime, priority, side_effects, idempotent, max_attempts, owner, catch_up, approval (none, every_run), approval_timeout, enabled, name, job (with guard {max_affected}; noop: affected)); validated with the core's codes, unknown fields refused (SCHEDULE_UNKNOWN_FIELD)."},
@@ -46,9 +46,9 @@ pub fn schemas() -> Value {
         "RunPage": {"type": "object", "properties": {"items": {"type": "array", "items": {"$ref": "#/components/schemas/Run"}}, "next": {"type": ["string", "null"]}}},
         "RunOutcome": {"type": "object", "properties": {"created": {"type": "boolean"}, "reused": {"type": "boolean"}, "idempotent_replay": {"type": "boolean"}, "run": {"$ref": "#/components/schemas/Run"}, "backfill": {"type": ["object", "null"]}}},
         "Backfill": {"type": "object", "description": "id, schedule, state, held, from, to, reprocess, limits, total, queued, running, succeeded, failed, skipped, remaining, rate_per_minute, eta (a dry run: total_windows, size, windows)."},
-        "Verification": {"type": "object", "description": "expected_windows, succeeded, missing, failed, not_run, in_flight, complete, reported_count_total, problems[{scheduled_for, problem, statuses}], reported[{scheduled_for, count, checksum}]."},
-        "Preview": {"type": "object"}, "RiskReport": {"type": "object"}, "AuditLog": {"type": "object"},
-        "BackfillList": {"type": "object"}, "SystemStatus": {"type": "object"}, "SystemAudit": {"type": "object"},
+        "Verification": {"type": "object", "description": "expected_windows, succeeded, missing, failed, not_run, in_flight, complete, reported_count_total (all over every window), problems[{scheduled_for, problem, statuses}] and reported[{scheduled_for, count, checksum}] (one page of each: problems_total, reported_total, truncated, next_cursor)."},
+        "Preview": {"type": "object"}, "RiskReport": {"type": "object"}, "AuditLog": {"type": "object", "description": "schedule, entries (one page, oldest first), total, next"},
+        "BackfillList": {"type": "object", "description": "items (one page), next"}, "SystemStatus": {"type": "object"}, "SystemAudit": {"type": "object", "description": "entries (newest first), truncated (older ones left off past the page's byte budget)"},
         "RunAtOutcome": {"type": "object"}, "Object": {"type": "object"},
     })
 }
@@ -57,7 +57,7 @@ fn status_text(code: u16) -> &'static str {
     match code {
         200 => "OK",
         201 => "Created",
-        400 => "Malformed request (bad JSON, bad header, missing If-Match)",
+        400 => "Malformed request (bad JSON, bad header, missing If-Match; CURSOR_INVALID: a cursor of another query, or altered)",
         401 => "No caller identity",
         403 => "The caller's role (or job-type allowlist) does not allow this",
         404 => "Not found",
@@ -65,6 +65,7 @@ fn status_text(code: u16) -> &'static str {
         412 => "Stale If-Match: details.current_version is the current version",
         413 => "Body too large",
         422 => "Invalid field (core validation codes in details.issues)",
+        500 => "INTERNAL: the cause is in the log under details.request_id (never in the answer)",
         428 => "A HIGH-risk change not confirmed (SCHEDULE_CHANGE_NEEDS_CONFIRMATION: details.risk, details.findings; send confirm=high-risk or X-Cronledger-Confirm: high-risk)",
         _ => "Error",
     }
@@ -97,6 +98,12 @@ fn operation(doc: &RouteDoc) -> Value {
         errors.extend([400, 413, 422]);
     } else if !doc.query.is_empty() {
         errors.push(422);
+    }
+    if doc.query.iter().any(|(name, _)| *name == "cursor") {
+        errors.push(400);
+    }
+    if doc.role.is_some() {
+        errors.push(500);
     }
     errors.sort_unstable();
     errors.dedup();

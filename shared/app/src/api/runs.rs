@@ -36,10 +36,12 @@ pub async fn history(
     ApiPath(id): ApiPath<String>,
     ApiQuery(q): ApiQuery<HistoryQuery>,
 ) -> ApiResult<Json<Value>> {
+    // The cursor is bound to this schedule and these filters.
+    let scope = format!("runs|{id}|{:?}|{:?}", q.status, q.trigger);
+    let mut cursor = api.cursors().open_given(&scope, q.cursor.as_deref())?;
     api.deps().store.get_schedule(&id).await?;
     let limit = api.limit(q.limit);
     let mut items = Vec::new();
-    let mut cursor = q.cursor.clone();
     for _ in 0..FILTER_READS {
         // Never read more than the page still has room for, so the cursor never skips a match.
         let want = limit - items.len() as u32;
@@ -56,7 +58,8 @@ pub async fn history(
             break;
         }
     }
-    Ok(page_json(items.iter().map(views::run).collect(), cursor))
+    let next = api.cursors().seal_next(&scope, cursor);
+    Ok(page_json(items.iter().map(views::run).collect(), next))
 }
 
 pub async fn get_one(

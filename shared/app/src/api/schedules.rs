@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{Actor, ApiJson, ApiPath, ApiQuery, IfMatch};
+use super::paging::{offset_page, store_page};
 use super::{page_json, views, Api};
 
 /// `{"note": "..."}`: why an operator did something (the audit reason).
@@ -50,6 +51,11 @@ pub struct PageQuery {
 impl Api {
     pub(crate) fn limit(&self, asked: Option<u32>) -> u32 {
         asked.unwrap_or(50).clamp(1, self.deps().config.page_max)
+    }
+
+    /// A page size for a list computed whole (default: the most a page holds).
+    pub(crate) fn limit_or_max(&self, asked: Option<u32>) -> usize {
+        self.limit(asked.or(Some(self.deps().config.page_max))) as usize
     }
 
     /// Validates a schedule document with the core's rules; every problem at once.
@@ -136,18 +142,25 @@ pub async fn create(
     Ok(with_etag(StatusCode::CREATED, &stored))
 }
 
+/// The query identity of the schedule listing's cursors.
+const SCHEDULES_SCOPE: &str = "schedules";
+
 pub async fn list(
     State(api): State<Api>,
     ApiQuery(q): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<Value>> {
-    let page = api
-        .deps()
-        .store
-        .list_schedules(api.limit(q.limit), q.cursor.as_deref())
-        .await?;
+    let start = api
+        .cursors()
+        .open_given(SCHEDULES_SCOPE, q.cursor.as_deref())?;
+    let store = api.deps().store.clone();
+    let read = |limit: u32, start: Option<String>| {
+        let store = store.clone();
+        async move { store.list_schedules(limit, start.as_deref()).await }
+    };
+    let (items, next) = store_page(api.limit(q.limit), start, read, views::schedule).await?;
     Ok(page_json(
-        page.items.iter().map(views::schedule).collect(),
-        page.next,
+        items,
+        api.cursors().seal_next(SCHEDULES_SCOPE, next),
     ))
 }
 
@@ -401,14 +414,25 @@ pub async fn diff(
     })))
 }
 
-pub async fn audit(State(api): State<Api>, ApiPath(id): ApiPath<String>) -> ApiResult<Json<Value>> {
+/// A schedule's audit log, a page at a time (oldest first; `next` continues it).
+pub async fn audit(
+    State(api): State<Api>,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(q): ApiQuery<PageQuery>,
+) -> ApiResult<Json<Value>> {
+    let scope = format!("audit|{id}");
+    let offset = api.cursors().open_offset(&scope, q.cursor.as_deref())?;
     let entries = api.deps().store.audit_log(&id).await?;
     if entries.is_empty() {
         // Every schedule has its CREATE entry: none means no such schedule.
         api.deps().store.get_schedule(&id).await?;
     }
+    let limit = api.limit_or_max(q.limit);
+    let (items, next) = offset_page(&entries, offset, limit, views::audit);
     Ok(Json(json!({
         "schedule": id,
-        "entries": entries.iter().map(views::audit).collect::<Vec<_>>(),
+        "entries": items,
+        "total": entries.len(),
+        "next": api.cursors().seal_next(&scope, next.map(|n| n.to_string())),
     })))
 }

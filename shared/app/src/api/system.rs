@@ -25,10 +25,35 @@ use serde_json::{json, Value};
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{Actor, ApiJson, ApiPath, ApiQuery};
+use super::paging::fitting;
 use super::runs::{manual_run, Mode, RunNowRequest};
 use super::schedules::Note;
 use super::{new_id, Api};
 use crate::reconciler::signals::display;
+
+/// A failed EventBridge Scheduler or Lambda call: which call (`UpdateSchedule
+/// cronledger-ticker`), and its error text (for the log only, never an answer).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{call}: {detail}")]
+pub struct ControlError {
+    pub call: String,
+    pub detail: String,
+}
+
+impl ControlError {
+    pub fn new(call: impl Into<String>, detail: impl Into<String>) -> ControlError {
+        ControlError {
+            call: call.into(),
+            detail: detail.into(),
+        }
+    }
+}
+
+impl From<ControlError> for ApiError {
+    fn from(e: ControlError) -> ApiError {
+        ApiError::upstream("SCHEDULER_UNAVAILABLE", &e.call, e.to_string())
+    }
+}
 
 /// EventBridge Scheduler, as the api needs it.
 #[async_trait]
@@ -36,11 +61,11 @@ pub trait SystemControl: Send + Sync {
     /// The schedules that fire automatically (ticker and reconciler): the kill switch's.
     fn automatic(&self) -> Vec<String>;
     /// `Some(enabled)`, or `None` for a schedule that does not exist.
-    async fn enabled(&self, name: &str) -> Result<Option<bool>, String>;
-    async fn set_enabled(&self, name: &str, enabled: bool) -> Result<(), String>;
+    async fn enabled(&self, name: &str) -> Result<Option<bool>, ControlError>;
+    async fn set_enabled(&self, name: &str, enabled: bool) -> Result<(), ControlError>;
     /// Enables or disables the workers' SQS event source mappings (messages stay in their
     /// lanes while disabled); the mappings changed, by id.
-    async fn set_intake(&self, enabled: bool) -> Result<Vec<String>, String> {
+    async fn set_intake(&self, enabled: bool) -> Result<Vec<String>, ControlError> {
         let _ = enabled;
         Ok(Vec::new())
     }
@@ -50,7 +75,7 @@ pub trait SystemControl: Send + Sync {
         name: &str,
         at: DateTime<Utc>,
         input: &Value,
-    ) -> Result<(), String>;
+    ) -> Result<(), ControlError>;
 }
 
 /// EventBridge Scheduler: `GetSchedule` + `UpdateSchedule` for the switch (an update replaces
@@ -78,7 +103,7 @@ pub struct WorkerIntake {
 }
 
 impl WorkerIntake {
-    async fn set_enabled(&self, enabled: bool) -> Result<Vec<String>, String> {
+    async fn set_enabled(&self, enabled: bool) -> Result<Vec<String>, ControlError> {
         let mut changed = Vec::new();
         let mut marker: Option<String> = None;
         loop {
@@ -90,7 +115,10 @@ impl WorkerIntake {
                 .send()
                 .await
                 .map_err(|e| {
-                    format!("ListEventSourceMappings {}: {}", self.function, display(&e))
+                    ControlError::new(
+                        format!("ListEventSourceMappings {}", self.function),
+                        display(&e),
+                    )
                 })?;
             for mapping in page.event_source_mappings() {
                 let Some(uuid) = mapping.uuid() else { continue };
@@ -100,7 +128,9 @@ impl WorkerIntake {
                     .enabled(enabled)
                     .send()
                     .await
-                    .map_err(|e| format!("UpdateEventSourceMapping {uuid}: {}", display(&e)))?;
+                    .map_err(|e| {
+                        ControlError::new(format!("UpdateEventSourceMapping {uuid}"), display(&e))
+                    })?;
                 changed.push(uuid.to_string());
             }
             match page.next_marker() {
@@ -117,7 +147,7 @@ impl SystemControl for SchedulerControl {
         self.automatic.clone()
     }
 
-    async fn enabled(&self, name: &str) -> Result<Option<bool>, String> {
+    async fn enabled(&self, name: &str) -> Result<Option<bool>, ControlError> {
         match self
             .client
             .get_schedule()
@@ -133,11 +163,14 @@ impl SystemControl for SchedulerControl {
             {
                 Ok(None)
             }
-            Err(e) => Err(format!("GetSchedule {name}: {}", display(&e))),
+            Err(e) => Err(ControlError::new(
+                format!("GetSchedule {name}"),
+                display(&e),
+            )),
         }
     }
 
-    async fn set_enabled(&self, name: &str, enabled: bool) -> Result<(), String> {
+    async fn set_enabled(&self, name: &str, enabled: bool) -> Result<(), ControlError> {
         let current = self
             .client
             .get_schedule()
@@ -145,7 +178,7 @@ impl SystemControl for SchedulerControl {
             .set_group_name(self.group.clone())
             .send()
             .await
-            .map_err(|e| format!("GetSchedule {name}: {}", display(&e)))?;
+            .map_err(|e| ControlError::new(format!("GetSchedule {name}"), display(&e)))?;
         let state = if enabled {
             ScheduleState::Enabled
         } else {
@@ -169,11 +202,11 @@ impl SystemControl for SchedulerControl {
             .state(state)
             .send()
             .await
-            .map_err(|e| format!("UpdateSchedule {name}: {}", display(&e)))?;
+            .map_err(|e| ControlError::new(format!("UpdateSchedule {name}"), display(&e)))?;
         Ok(())
     }
 
-    async fn set_intake(&self, enabled: bool) -> Result<Vec<String>, String> {
+    async fn set_intake(&self, enabled: bool) -> Result<Vec<String>, ControlError> {
         match &self.intake {
             Some(intake) => intake.set_enabled(enabled).await,
             None => Ok(Vec::new()),
@@ -185,22 +218,23 @@ impl SystemControl for SchedulerControl {
         name: &str,
         at: DateTime<Utc>,
         input: &Value,
-    ) -> Result<(), String> {
+    ) -> Result<(), ControlError> {
         let (Some(arn), Some(role)) = (&self.target_arn, &self.role_arn) else {
-            return Err(
-                "CRONLEDGER_API_FUNCTION_ARN and CRONLEDGER_SCHEDULER_ROLE_ARN are not set".into(),
-            );
+            return Err(ControlError::new(
+                format!("CreateSchedule {name}"),
+                "CRONLEDGER_API_FUNCTION_ARN and CRONLEDGER_SCHEDULER_ROLE_ARN are not set",
+            ));
         };
         let window = FlexibleTimeWindow::builder()
             .mode(FlexibleTimeWindowMode::Off)
             .build()
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| ControlError::new(format!("CreateSchedule {name}"), e.to_string()))?;
         let target = Target::builder()
             .arn(arn)
             .role_arn(role)
             .input(input.to_string())
             .build()
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| ControlError::new(format!("CreateSchedule {name}"), e.to_string()))?;
         self.client
             .create_schedule()
             .name(name)
@@ -213,7 +247,7 @@ impl SystemControl for SchedulerControl {
             .description("cronledger one-off manual run")
             .send()
             .await
-            .map_err(|e| format!("CreateSchedule {name}: {}", display(&e)))?;
+            .map_err(|e| ControlError::new(format!("CreateSchedule {name}"), display(&e)))?;
         Ok(())
     }
 }
@@ -236,10 +270,7 @@ async fn status_of(api: &Api) -> ApiResult<Value> {
     let mut all_on = !engaged;
     if let Some(control) = &api.deps().system {
         for name in control.automatic() {
-            let enabled = control
-                .enabled(&name)
-                .await
-                .map_err(|e| ApiError::new(StatusCode::BAD_GATEWAY, "SCHEDULER_UNAVAILABLE", e))?;
+            let enabled = control.enabled(&name).await?;
             all_on &= enabled == Some(true);
             schedules.push(
                 json!({"name": name, "exists": enabled.is_some(), "enabled": enabled == Some(true)}),
@@ -316,19 +347,23 @@ pub async fn kill_switch(
         &actor,
         action,
         &note,
-        json!({"schedules": automatic, "event_source_mappings": mappings, "failures": failures}),
+        json!({"schedules": automatic, "event_source_mappings": mappings, "failures": failures.iter().map(|f| &f.call).collect::<Vec<_>>()}),
     )
     .await;
     if !failures.is_empty() {
+        let calls: Vec<&str> = failures.iter().map(|f| f.call.as_str()).collect();
+        let causes: Vec<String> = failures.iter().map(ControlError::to_string).collect();
         return Err(ApiError::new(
             StatusCode::BAD_GATEWAY,
             "SCHEDULER_UNAVAILABLE",
             format!(
-                "the kill switch is {} (every function checks it), but: {}",
+                "the kill switch is {} (every function checks it), but these calls failed: {}",
                 if req.engaged { "engaged" } else { "released" },
-                failures.join("; ")
+                calls.join("; ")
             ),
-        ));
+        )
+        .with_details(json!({"failed_calls": calls}))
+        .logging(causes.join("; ")));
     }
     Ok(Json(status_of(&api).await?))
 }
@@ -344,7 +379,12 @@ pub async fn audit(
     ApiQuery(q): ApiQuery<AuditQuery>,
 ) -> ApiResult<Json<Value>> {
     let entries = api.deps().ops.system_audit(api.limit(q.limit)).await?;
-    Ok(Json(json!({ "entries": entries })))
+    let mut entries: Vec<Value> = entries.iter().map(|e| json!(e)).collect();
+    // Newest first: past the page's byte budget the oldest are left off.
+    let fit = fitting(&entries);
+    let truncated = fit < entries.len();
+    entries.truncate(fit);
+    Ok(Json(json!({ "entries": entries, "truncated": truncated })))
 }
 
 /// What a one-off run's firing carries.
@@ -406,10 +446,7 @@ pub async fn run_at(
         },
     };
     let input = serde_json::to_value(&event).unwrap_or(Value::Null);
-    control
-        .create_one_time(&name, req.at, &input)
-        .await
-        .map_err(|e| ApiError::new(StatusCode::BAD_GATEWAY, "SCHEDULER_UNAVAILABLE", e))?;
+    control.create_one_time(&name, req.at, &input).await?;
     let note = Note {
         note: req.note.clone(),
     };

@@ -8,6 +8,10 @@ use cronledger_core::{Attempt, Run, RunKey};
 use serde_json::{json, Value};
 
 use super::error::ApiError;
+use super::ids::{shown, valid_origin_id};
+
+/// Longest RFC3339 instant a run id starts with (nanoseconds and an offset included).
+const RFC3339_MAX: usize = 40;
 
 pub fn schedule(s: &StoredSchedule) -> Value {
     json!({
@@ -52,18 +56,22 @@ pub fn parse_run_id(schedule_id: &str, text: &str) -> Result<RunKey, ApiError> {
         ApiError::not_found(
             "RUN_NOT_FOUND",
             format!(
-                "`{text}` is not a run id (an RFC3339 instant, optionally ~M~ or ~B~ and an id)"
+                "`{}` is not a run id (an RFC3339 instant, optionally ~M~ or ~B~ and an id)",
+                shown(text)
             ),
         )
     };
     let (at, origin) = match text.split_once('~') {
         None => (text, Origin::Expected),
         Some((at, rest)) => match rest.split_once('~') {
-            Some(("M", id)) if !id.is_empty() => (at, Origin::Manual(id.to_string())),
-            Some(("B", id)) if !id.is_empty() => (at, Origin::Backfill(id.to_string())),
+            Some(("M", id)) if valid_origin_id(id) => (at, Origin::Manual(id.to_string())),
+            Some(("B", id)) if valid_origin_id(id) => (at, Origin::Backfill(id.to_string())),
             _ => return Err(bad()),
         },
     };
+    if at.len() > RFC3339_MAX {
+        return Err(bad());
+    }
     let scheduled_for = DateTime::parse_from_rfc3339(at)
         .map_err(|_| bad())?
         .with_timezone(&Utc);
