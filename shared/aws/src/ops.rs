@@ -17,6 +17,10 @@ pub struct IdempotencyClaim {
     pub key: String,
     /// The run the first request creates.
     pub run: RunKey,
+    /// SHA-256 (hex) of the first request's body: the same key with another body is refused.
+    /// Claims stored before the hash existed have none and replay whatever the body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_hash: Option<String>,
     pub created_at: DateTime<Utc>,
     /// When the claim may be forgotten (the table's TTL attribute).
     pub expires_at: DateTime<Utc>,

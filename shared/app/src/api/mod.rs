@@ -286,7 +286,7 @@ pub fn routes() -> Vec<Route> {
             .errors(&[404]),
         route(M::POST, "/v1/schedules/{id}/runs", o, "Run now (trigger MANUAL); Idempotency-Key makes a double click one run; mode reuse|new", post(runs::run_now))
             .body("RunNowRequest")
-            .headers(&[("Idempotency-Key", "same key, same run (remembered 24 h)")])
+            .headers(&[("Idempotency-Key", "same key and body, same run (remembered 24 h); another body: 409 IDEMPOTENCY_KEY_REUSED")])
             .ok(201, "RunOutcome")
             .errors(&[404, 409]),
         route(M::GET, "/v1/schedules/{id}/runs/{run}", v, "One run with its attempts", get(runs::get_one))

@@ -21,14 +21,15 @@ fn obj(props: Value, required: &[&str]) -> Value {
 pub fn schemas() -> Value {
     let time = json!({"type": "string", "format": "date-time"});
     let note = json!({"type": "string", "maxLength": 1000});
+    let occurrence = json!({"type": "string", "format": "date-time", "description": "a fire time of the schedule (else 422 SCHEDULED_FOR_NOT_AN_OCCURRENCE); default the latest at or before now"});
     json!({
         "Error": obj(json!({"code": {"type": "string"}, "message": {"type": "string"}, "details": {}}), &["code", "message", "details"]),
         "Note": obj(json!({"note": note}), &[]),
         "RetryRequest": obj(json!({"note": note, "definition": {"enum": ["original", "current"], "default": "original", "description": "original: the job of the version the run was created under; current: re-pin the run to the schedule's current version and run its job"}}), &[]),
         "ScheduleDocument": {"type": "object", "description": "A schedule as in a manifest (id, cron, timezone, misfire, overlap, grace, max_auto_catch_up, max_runtime, priority, side_effects, idempotent, max_attempts, owner, catch_up, approval (none, every_run), approval_timeout, enabled, name, job (with guard {max_affected}; noop: affected)); validated with the core's codes, unknown fields refused (SCHEDULE_UNKNOWN_FIELD)."},
         "PreviewRequest": obj(json!({"schedule": {"$ref": "#/components/schemas/ScheduleDocument"}, "count": {"type": "integer", "minimum": 1}, "after": time}), &["schedule"]),
-        "RunNowRequest": obj(json!({"mode": {"enum": ["reuse", "new"]}, "scheduled_for": time, "note": note}), &[]),
-        "RunAtRequest": obj(json!({"at": time, "mode": {"enum": ["reuse", "new"]}, "scheduled_for": time, "note": note}), &["at"]),
+        "RunNowRequest": obj(json!({"mode": {"enum": ["reuse", "new"]}, "scheduled_for": occurrence, "note": note}), &[]),
+        "RunAtRequest": obj(json!({"at": time, "mode": {"enum": ["reuse", "new"]}, "scheduled_for": occurrence, "note": note}), &["at"]),
         "BackfillRequest": obj(json!({
             "from": time, "to": time,
             "reprocess": {"enum": ["missing", "failed", "all"]},
