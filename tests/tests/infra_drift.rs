@@ -360,3 +360,19 @@ fn the_reconciler_knobs_default_to_the_codes_defaults_and_are_read() {
         );
     }
 }
+
+#[test]
+fn the_backfill_approval_limit_defaults_to_the_codes() {
+    let template = template();
+    let variables = &resource(&template, "ApiFunction")["Properties"]["Environment"]["Variables"];
+    assert_eq!(
+        text(&variables["CRONLEDGER_BACKFILL_APPROVAL_OVER"]),
+        "!Ref BackfillApprovalOver"
+    );
+    assert_eq!(
+        parameter_default(&template, "BackfillApprovalOver"),
+        cronledger_app::api::ApiConfig::default()
+            .backfill_approval_over
+            .to_string()
+    );
+}

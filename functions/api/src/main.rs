@@ -31,6 +31,17 @@ fn list(name: &str) -> Vec<String> {
         .collect()
 }
 
+/// The api's limits: the code's defaults, with what the template sets.
+fn api_config() -> Result<ApiConfig, Error> {
+    let mut config = ApiConfig::default();
+    if let Ok(text) = std::env::var("CRONLEDGER_BACKFILL_APPROVAL_OVER") {
+        config.backfill_approval_over = text.trim().parse().map_err(|e| {
+            format!("CRONLEDGER_BACKFILL_APPROVAL_OVER: `{text}` is not a window count: {e}")
+        })?;
+    }
+    Ok(config)
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     lambda_runtime::tracing::init_default_subscriber();
@@ -61,7 +72,7 @@ async fn main() -> Result<(), Error> {
         system: Some(Arc::new(control)),
         signals: None,
         auth: AuthConfig::from_env()?,
-        config: ApiConfig::default(),
+        config: api_config()?,
     });
     let router = api.router();
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {

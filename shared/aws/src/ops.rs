@@ -58,6 +58,25 @@ impl std::fmt::Display for BackfillState {
     }
 }
 
+/// Why a backfill waits for an admin's approval before it first runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ApprovalReason {
+    /// It would run more windows than the api's approval limit.
+    OverLimit,
+    /// It runs windows scheduled before the schedule existed.
+    BeforeScheduleCreated,
+}
+
+impl ApprovalReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalReason::OverLimit => "OVER_LIMIT",
+            ApprovalReason::BeforeScheduleCreated => "BEFORE_SCHEDULE_CREATED",
+        }
+    }
+}
+
 /// Which windows of the range a backfill runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -142,8 +161,23 @@ pub struct Backfill {
     /// it holds for approval are the ones resuming it releases.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay_group: Option<String>,
+    /// Why it was created PAUSED for an admin (empty: it needed no approval).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approval_required: Vec<ApprovalReason>,
+    /// The admin who approved it, and when (`None` until then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_at: Option<DateTime<Utc>>,
     /// Optimistic-concurrency version: 0 before the first write.
     pub version: u64,
+}
+
+impl Backfill {
+    /// Held for an admin's approval: nothing of it may start, and a plain resume is refused.
+    pub fn awaiting_approval(&self) -> bool {
+        !self.approval_required.is_empty() && self.approved_at.is_none()
+    }
 }
 
 /// One system-wide operator action (the kill switch): `PK=SYSTEM`, `SK=AUDIT#...`.

@@ -50,6 +50,9 @@ pub struct ApiConfig {
     pub page_max: u32,
     /// Most windows one backfill may cover.
     pub backfill_max_windows: u64,
+    /// A side-effecting schedule's backfill of more windows than this waits PAUSED for an
+    /// admin's approval (`CRONLEDGER_BACKFILL_APPROVAL_OVER`).
+    pub backfill_approval_over: u64,
 }
 
 impl Default for ApiConfig {
@@ -61,6 +64,7 @@ impl Default for ApiConfig {
             preview_max: 100,
             page_max: 200,
             backfill_max_windows: 100_000,
+            backfill_approval_over: 1_000,
         }
     }
 }
@@ -326,7 +330,11 @@ pub fn routes() -> Vec<Route> {
             .body(NOTE)
             .ok(200, "Backfill")
             .errors(&[404, 409]),
-        route(M::POST, "/v1/backfills/{backfill}/resume", o, "Resume a paused backfill", post(backfills::pause_resume::<{ backfills::RESUME }>))
+        route(M::POST, "/v1/backfills/{backfill}/resume", o, "Resume a paused backfill (one held for approval: 409 BACKFILL_APPROVAL_REQUIRED)", post(backfills::pause_resume::<{ backfills::RESUME }>))
+            .body(NOTE)
+            .ok(200, "Backfill")
+            .errors(&[404, 409]),
+        route(M::POST, "/v1/backfills/{backfill}/approve", a, "Approve a backfill held for approval (a side-effecting schedule's backfill over the window limit or before the schedule's creation) and start it; note required; audited", post(backfills::approve))
             .body(NOTE)
             .ok(200, "Backfill")
             .errors(&[404, 409]),

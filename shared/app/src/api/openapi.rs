@@ -46,7 +46,7 @@ pub fn schemas() -> Value {
         "SchedulePage": {"type": "object", "properties": {"items": {"type": "array", "items": {"$ref": "#/components/schemas/Schedule"}}, "next": {"type": ["string", "null"]}}},
         "RunPage": {"type": "object", "properties": {"items": {"type": "array", "items": {"$ref": "#/components/schemas/Run"}}, "next": {"type": ["string", "null"]}}},
         "RunOutcome": {"type": "object", "properties": {"created": {"type": "boolean"}, "reused": {"type": "boolean"}, "idempotent_replay": {"type": "boolean"}, "run": {"$ref": "#/components/schemas/Run"}, "backfill": {"type": ["object", "null"]}}},
-        "Backfill": {"type": "object", "description": "id, schedule, state, held, from, to, reprocess, limits, total, queued, running, succeeded, failed, skipped, remaining, rate_per_minute, eta (a dry run: total_windows, size, windows)."},
+        "Backfill": {"type": "object", "description": "id, schedule, state, held, from, to, reprocess, limits, total, queued, running, succeeded, failed, skipped, remaining, rate_per_minute, eta, approval_required, approval_reasons (OVER_LIMIT, BEFORE_SCHEDULE_CREATED), approved_by, approved_at (a dry run: total_windows, size, windows, approval_required, approval_reasons, approval_over)."},
         "Verification": {"type": "object", "description": "expected_windows, succeeded, missing, failed, not_run, in_flight, complete, reported_count_total, problems[{scheduled_for, problem, statuses}], reported[{scheduled_for, count, checksum}]."},
         "Preview": {"type": "object"}, "RiskReport": {"type": "object"}, "AuditLog": {"type": "object"},
         "BackfillList": {"type": "object"}, "SystemStatus": {"type": "object"}, "SystemAudit": {"type": "object"},
