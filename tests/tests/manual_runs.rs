@@ -32,6 +32,24 @@ async fn run_now(api: &ApiEnv, schedule: &str, body: Value, key: &str) -> Answer
     .await
 }
 
+/// Run now of the occurrence at `scheduled_for` (no Idempotency-Key).
+async fn run_of(api: &ApiEnv, schedule: &str, scheduled_for: &str) -> Answer {
+    let path = format!("/v1/schedules/{schedule}/runs");
+    api.post(
+        OPERATOR,
+        &path,
+        Some(json!({"scheduled_for": scheduled_for})),
+    )
+    .await
+}
+
+/// A one-off run at 15:30 naming `scheduled_for`.
+async fn run_at(api: &ApiEnv, scheduled_for: &str) -> Answer {
+    let body = json!({"at": "2026-03-10T15:30:00Z", "scheduled_for": scheduled_for});
+    api.post(OPERATOR, "/v1/schedules/later/run-at", Some(body))
+        .await
+}
+
 async fn manual_runs(api: &ApiEnv, schedule: &str) -> usize {
     api.env
         .store
@@ -150,35 +168,17 @@ async fn a_manual_run_names_an_occurrence_of_the_schedule() {
     let api = ApiEnv::new(t(NOW)).await;
     hourly(&api, "occ").await;
     // 10:17 on an hourly schedule would make the window [10:00, 10:17) under a key of its own.
-    let inside = api
-        .post(
-            OPERATOR,
-            "/v1/schedules/occ/runs",
-            Some(json!({"scheduled_for": "2026-03-10T10:17:00Z"})),
-        )
-        .await;
+    let inside = run_of(&api, "occ", "2026-03-10T10:17:00Z").await;
     assert_eq!(inside.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(inside.code(), "SCHEDULED_FOR_NOT_AN_OCCURRENCE");
     assert_eq!(inside.body["details"]["previous"], "2026-03-10T10:00:00Z");
     assert_eq!(inside.body["details"]["next"], "2026-03-10T11:00:00Z");
-    let off_by_a_second = api
-        .post(
-            OPERATOR,
-            "/v1/schedules/occ/runs",
-            Some(json!({"scheduled_for": "2026-03-10T10:00:01Z"})),
-        )
-        .await;
+    let off_by_a_second = run_of(&api, "occ", "2026-03-10T10:00:01Z").await;
     assert_eq!(off_by_a_second.code(), "SCHEDULED_FOR_NOT_AN_OCCURRENCE");
     assert_eq!(manual_runs(&api, "occ").await, 0);
 
     // An occurrence: its own window and the idempotency key the scheduled run has.
-    let ten = api
-        .post(
-            OPERATOR,
-            "/v1/schedules/occ/runs",
-            Some(json!({"scheduled_for": "2026-03-10T10:00:00Z"})),
-        )
-        .await;
+    let ten = run_of(&api, "occ", "2026-03-10T10:00:00Z").await;
     assert_eq!(ten.status, StatusCode::CREATED, "{:?}", ten.body);
     assert_eq!(ten.body["run"]["window_start"], "2026-03-10T09:00:00Z");
     assert_eq!(ten.body["run"]["window_end"], "2026-03-10T10:00:00Z");
@@ -198,30 +198,12 @@ async fn a_manual_run_names_an_occurrence_of_the_schedule() {
 async fn a_run_at_names_an_occurrence_too() {
     let api = ApiEnv::new(t(NOW)).await;
     hourly(&api, "later").await;
-    let inside = api
-        .post(
-            OPERATOR,
-            "/v1/schedules/later/run-at",
-            Some(json!({"at": "2026-03-10T15:30:00Z", "scheduled_for": "2026-03-10T14:45:00Z"})),
-        )
-        .await;
+    let inside = run_at(&api, "2026-03-10T14:45:00Z").await;
     assert_eq!(inside.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(inside.code(), "SCHEDULED_FOR_NOT_AN_OCCURRENCE");
-    let after_at = api
-        .post(
-            OPERATOR,
-            "/v1/schedules/later/run-at",
-            Some(json!({"at": "2026-03-10T15:30:00Z", "scheduled_for": "2026-03-10T16:00:00Z"})),
-        )
-        .await;
+    let after_at = run_at(&api, "2026-03-10T16:00:00Z").await;
     assert_eq!(after_at.code(), "RUN_IN_FUTURE");
     assert!(api.scheduler.one_time.lock().expect("lock").is_empty());
-    let fine = api
-        .post(
-            OPERATOR,
-            "/v1/schedules/later/run-at",
-            Some(json!({"at": "2026-03-10T15:30:00Z", "scheduled_for": "2026-03-10T15:00:00Z"})),
-        )
-        .await;
+    let fine = run_at(&api, "2026-03-10T15:00:00Z").await;
     assert_eq!(fine.status, StatusCode::CREATED, "{:?}", fine.body);
 }
