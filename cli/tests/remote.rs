@@ -408,34 +408,22 @@ async fn runs_run_now_retry_approve_and_reject_with_attempts_and_notes() {
     .await;
 
     // The same idempotency key twice: one run.
+    let click = [
+        "run",
+        "now",
+        "flaky",
+        "--idempotency-key",
+        "k1",
+        "--note",
+        "first try",
+    ];
     let first = s
-        .cli(&[
-            "run",
-            "now",
-            "flaky",
-            "--idempotency-key",
-            "k1",
-            "--note",
-            "first try",
-            "--format",
-            "json",
-        ])
+        .cli(&[&click[..], &["--format", "json"]].concat())
         .await
         .ok()
         .json();
     // A retried command is the same request: same key, same body.
-    let again = s
-        .cli(&[
-            "run",
-            "now",
-            "flaky",
-            "--idempotency-key",
-            "k1",
-            "--note",
-            "first try",
-        ])
-        .await
-        .ok();
+    let again = s.cli(&click).await.ok();
     // The key with another body is refused, not answered with the first run.
     let other_body = s
         .cli(&["run", "now", "flaky", "--idempotency-key", "k1"])
