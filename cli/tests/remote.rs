@@ -408,25 +408,27 @@ async fn runs_run_now_retry_approve_and_reject_with_attempts_and_notes() {
     .await;
 
     // The same idempotency key twice: one run.
+    let click = [
+        "run",
+        "now",
+        "flaky",
+        "--idempotency-key",
+        "k1",
+        "--note",
+        "first try",
+    ];
     let first = s
-        .cli(&[
-            "run",
-            "now",
-            "flaky",
-            "--idempotency-key",
-            "k1",
-            "--note",
-            "first try",
-            "--format",
-            "json",
-        ])
+        .cli(&[&click[..], &["--format", "json"]].concat())
         .await
         .ok()
         .json();
-    let again = s
+    // A retried command is the same request: same key, same body.
+    let again = s.cli(&click).await.ok();
+    // The key with another body is refused, not answered with the first run.
+    let other_body = s
         .cli(&["run", "now", "flaky", "--idempotency-key", "k1"])
-        .await
-        .ok();
+        .await;
+    refused_with(&other_body, "IDEMPOTENCY_KEY_REUSED");
     let run_id = first["run"]["run_id"].as_str().unwrap_or("").to_string();
     assert_eq!(first["created"], true);
     assert!(
@@ -662,11 +664,12 @@ async fn retry_keeps_the_run_version_and_current_definition_re_pins_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn backfill_create_status_pause_resume_watch_cancel_and_verify() {
     let s = serve().await;
+    // Without side effects: history before the schedule existed needs no admin's approval.
     s.create(noop(
         "hist",
         "*/10 * * * *",
         json!({"type": "noop"}),
-        json!({}),
+        json!({"side_effects": false}),
     ))
     .await;
     let to = now().duration_trunc(TimeDelta::hours(1)).expect("an hour") - TimeDelta::hours(1);
@@ -801,4 +804,60 @@ async fn backfill_create_status_pause_resume_watch_cancel_and_verify() {
         ],
         "{audit:?}"
     );
+}
+
+#[tokio::test]
+async fn a_held_backfill_needs_backfill_approve_and_refusals_show_their_codes() {
+    let s = serve().await;
+    s.create(noop(
+        "held",
+        "*/10 * * * *",
+        json!({"type": "noop"}),
+        json!({}),
+    ))
+    .await;
+    let to = now().duration_trunc(TimeDelta::hours(1)).expect("an hour") - TimeDelta::hours(1);
+    let from = cronledger_core::window::utc_text(to - TimeDelta::hours(1));
+    let to = cronledger_core::window::utc_text(to);
+    let range = ["backfill", "create", "held", "--from", &from, "--to", &to];
+
+    let dry = s.cli(&[&range[..], &["--dry-run"]].concat()).await.ok();
+    assert_eq!(
+        dry.stdout,
+        "dry run: 7 of 7 windows would run (missing); it would wait PAUSED for an admin's approval (BEFORE_SCHEDULE_CREATED); nothing written\n"
+    );
+    let created = s
+        .cli(&[&range[..], &["--format", "json"]].concat())
+        .await
+        .ok()
+        .json();
+    assert_eq!(created["state"], "PAUSED");
+    let id = created["id"].as_str().unwrap_or("").to_string();
+
+    let resume = s.cli(&["backfill", "resume", &id]).await;
+    refused_with(&resume, "BACKFILL_APPROVAL_REQUIRED");
+    let approved = s
+        .cli(&["backfill", "approve", &id, "--note", "history wanted"])
+        .await
+        .ok();
+    assert!(
+        approved.stdout.starts_with(&format!("{id} RUNNING [")),
+        "{}",
+        approved.stdout
+    );
+
+    // Run now names an occurrence: an instant inside one is refused with its code.
+    let inside = cronledger_core::window::utc_text(
+        now().duration_trunc(TimeDelta::hours(1)).expect("an hour") - TimeDelta::minutes(7),
+    );
+    let refused = s
+        .cli(&["run", "now", "held", "--scheduled-for", &inside])
+        .await;
+    refused_with(&refused, "SCHEDULED_FOR_NOT_AN_OCCURRENCE");
+}
+
+/// The CLI failed and its message carries the api's code.
+fn refused_with(out: &Out, code: &str) {
+    assert_ne!(out.code, 0, "{}", out.stdout);
+    assert!(out.stderr.contains(code), "{}", out.stderr);
 }

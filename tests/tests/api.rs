@@ -873,7 +873,10 @@ async fn approval_rejection_cancel_and_a_range_record_becoming_a_backfill() {
 #[tokio::test]
 async fn a_backfill_respects_its_concurrency_pauses_resumes_and_verify_finds_a_hole() {
     let api = ApiEnv::new(t(NOW)).await;
-    create(&api, schedule_doc("hist", "*/10 * * * *")).await;
+    // Without side effects: history before the schedule existed needs no admin's approval.
+    let mut doc = schedule_doc("hist", "*/10 * * * *");
+    doc["side_effects"] = json!(false);
+    create(&api, doc).await;
     let range = json!({"from": "2026-03-10T08:00:00Z", "to": "2026-03-10T10:00:00Z", "concurrency": 2, "batch_size": 5, "rate_per_minute": 100});
 
     // A dry run: the plan and its size, nothing written.

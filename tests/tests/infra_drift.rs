@@ -386,3 +386,19 @@ fn the_api_validates_against_the_workers_timeout() {
     );
     assert!(ApiConfig::from_lookup(|_| Some("15m".to_string())).is_err());
 }
+
+#[test]
+fn the_backfill_approval_limit_defaults_to_the_codes() {
+    let template = template();
+    let variables = &resource(&template, "ApiFunction")["Properties"]["Environment"]["Variables"];
+    assert_eq!(
+        text(&variables["CRONLEDGER_BACKFILL_APPROVAL_OVER"]),
+        "!Ref BackfillApprovalOver"
+    );
+    assert_eq!(
+        parameter_default(&template, "BackfillApprovalOver"),
+        cronledger_app::api::ApiConfig::default()
+            .backfill_approval_over
+            .to_string()
+    );
+}

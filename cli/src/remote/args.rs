@@ -107,7 +107,8 @@ pub struct RunNowArgs {
     /// reuse: answer with the window's existing run; new: force another run.
     #[arg(long, default_value = "reuse")]
     pub mode: String,
-    /// The occurrence whose window to run (RFC3339; default the latest).
+    /// The occurrence whose window to run (RFC3339; a fire time of the schedule, else the api
+    /// answers SCHEDULED_FOR_NOT_AN_OCCURRENCE; default the latest).
     #[arg(long = "scheduled-for")]
     pub scheduled_for: Option<String>,
     /// Same key, same run (default: a fresh key per invocation, so a retried call is safe).
@@ -163,6 +164,8 @@ pub enum BackfillCommand {
     Status(BackfillStatusArgs),
     Pause(NoteArgs),
     Resume(NoteArgs),
+    /// Approve a backfill held for an admin's approval (admin; --note required) and start it.
+    Approve(NoteArgs),
     Cancel(NoteArgs),
     /// Expected windows against the ledger: every missing or failed window.
     Verify(NoteArgs),

@@ -33,6 +33,7 @@ fn list(name: &str) -> Vec<String> {
         .collect()
 }
 
+/// The api's limits: the code's defaults, with what the template sets.
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     lambda_runtime::tracing::init_default_subscriber();

@@ -17,7 +17,8 @@ use std::sync::Arc;
 use chrono::{DateTime, TimeDelta, Utc};
 use cronledger_aws::ledger::RunChange;
 use cronledger_aws::{
-    Backfill, BackfillState, LaneError, LaneQueue, LedgerStore, OpsStore, Reprocess, StoreError,
+    ApprovalReason, Backfill, BackfillState, LaneError, LaneQueue, LedgerStore, OpsStore,
+    Reprocess, StoreError,
 };
 use cronledger_core::run::Origin;
 use cronledger_core::window::utc_text;
@@ -64,6 +65,28 @@ pub fn occurrences(
         next = schedule.timing().next_after(t);
     }
     Ok(out)
+}
+
+/// Why a backfill must wait for an admin before it runs: a side-effecting schedule's
+/// backfill of more than `limit` windows, or of windows scheduled before the schedule was
+/// created (they were never expected to run). Empty: it starts at once.
+pub fn approval_reasons(
+    side_effects: bool,
+    selected: &[DateTime<Utc>],
+    schedule_created_at: DateTime<Utc>,
+    limit: u64,
+) -> Vec<ApprovalReason> {
+    let mut reasons = Vec::new();
+    if !side_effects {
+        return reasons;
+    }
+    if selected.len() as u64 > limit {
+        reasons.push(ApprovalReason::OverLimit);
+    }
+    if selected.first().is_some_and(|t| *t < schedule_created_at) {
+        reasons.push(ApprovalReason::BeforeScheduleCreated);
+    }
+    reasons
 }
 
 /// Whether a window needs the backfill, judged by the runs that cover it (other than the
@@ -202,6 +225,10 @@ pub async fn progress(
         "schedule": b.schedule_id,
         "state": b.state,
         "held": b.held,
+        "approval_required": b.awaiting_approval(),
+        "approval_reasons": b.approval_required,
+        "approved_by": b.approved_by,
+        "approved_at": b.approved_at.map(utc_text),
         "from": utc_text(b.from),
         "to": utc_text(b.to),
         "reprocess": b.reprocess,

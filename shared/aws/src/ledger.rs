@@ -131,6 +131,7 @@ named_enum!(
         BackfillPause => "BACKFILL_PAUSE",
         BackfillResume => "BACKFILL_RESUME",
         BackfillCancel => "BACKFILL_CANCEL",
+        BackfillApprove => "BACKFILL_APPROVE",
     }
 );
 

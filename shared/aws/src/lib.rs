@@ -27,7 +27,7 @@ pub use ledger::{
 };
 pub use meter::{metered, MeterSnapshot, RequestMeter, Usage};
 pub use ops::{
-    Backfill, BackfillLimits, BackfillState, IdempotencyClaim, KillSwitch, OpsStore,
-    PauseConditions, Reprocess, SystemAuditEntry,
+    ApprovalReason, Backfill, BackfillLimits, BackfillState, IdempotencyClaim, KillSwitch,
+    OpsStore, PauseConditions, Reprocess, SystemAuditEntry,
 };
 pub use table::TableDefinition;

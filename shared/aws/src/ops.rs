@@ -17,6 +17,10 @@ pub struct IdempotencyClaim {
     pub key: String,
     /// The run the first request creates.
     pub run: RunKey,
+    /// SHA-256 (hex) of the first request's body: the same key with another body is refused.
+    /// Claims stored before the hash existed have none and replay whatever the body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_hash: Option<String>,
     pub created_at: DateTime<Utc>,
     /// When the claim may be forgotten (the table's TTL attribute).
     pub expires_at: DateTime<Utc>,
@@ -51,6 +55,25 @@ impl BackfillState {
 impl std::fmt::Display for BackfillState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// Why a backfill waits for an admin's approval before it first runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ApprovalReason {
+    /// It would run more windows than the api's approval limit.
+    OverLimit,
+    /// It runs windows scheduled before the schedule existed.
+    BeforeScheduleCreated,
+}
+
+impl ApprovalReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalReason::OverLimit => "OVER_LIMIT",
+            ApprovalReason::BeforeScheduleCreated => "BEFORE_SCHEDULE_CREATED",
+        }
     }
 }
 
@@ -138,8 +161,23 @@ pub struct Backfill {
     /// it holds for approval are the ones resuming it releases.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay_group: Option<String>,
+    /// Why it was created PAUSED for an admin (empty: it needed no approval).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approval_required: Vec<ApprovalReason>,
+    /// The admin who approved it, and when (`None` until then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_at: Option<DateTime<Utc>>,
     /// Optimistic-concurrency version: 0 before the first write.
     pub version: u64,
+}
+
+impl Backfill {
+    /// Held for an admin's approval: nothing of it may start, and a plain resume is refused.
+    pub fn awaiting_approval(&self) -> bool {
+        !self.approval_required.is_empty() && self.approved_at.is_none()
+    }
 }
 
 /// One system-wide operator action (the kill switch): `PK=SYSTEM`, `SK=AUDIT#...`.

@@ -143,6 +143,11 @@ impl Timing {
         }
     }
 
+    /// Whether `t` is itself a fire time (what the ticker would fire), to the nanosecond.
+    pub fn is_occurrence(&self, t: DateTime<Utc>) -> bool {
+        self.next_at_or_after(t) == Some(t)
+    }
+
     /// The first occurrence at or after `at`.
     pub fn next_at_or_after(&self, at: DateTime<Utc>) -> Option<DateTime<Utc>> {
         self.next_after(at - TimeDelta::nanoseconds(1))

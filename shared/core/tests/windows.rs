@@ -109,3 +109,23 @@ fn run_keys_sort_expected_before_operator_runs() {
         "s/RUN#2026-01-01T09:00:00Z#MANUAL#req-7"
     );
 }
+
+#[test]
+fn only_fire_times_are_occurrences_in_the_schedules_zone() {
+    let hourly = schedule_with("0 * * * *", "UTC", json!({}));
+    assert!(hourly.timing().is_occurrence(utc("2026-03-10T10:00:00Z")));
+    // Inside the hour, or a fraction of a second off: not a fire time.
+    assert!(!hourly.timing().is_occurrence(utc("2026-03-10T10:17:00Z")));
+    assert!(!hourly
+        .timing()
+        .is_occurrence(utc("2026-03-10T10:00:00.500Z")));
+    // 09:00 in New York is 14:00Z in winter and 13:00Z in summer: the zone decides.
+    let daily = schedule_with("0 9 * * *", "America/New_York", json!({}));
+    assert!(daily.timing().is_occurrence(utc("2026-01-05T14:00:00Z")));
+    assert!(!daily.timing().is_occurrence(utc("2026-01-05T09:00:00Z")));
+    assert!(daily.timing().is_occurrence(utc("2026-07-06T13:00:00Z")));
+    // A rate: multiples of its step.
+    let rate = schedule_with("rate(15 minutes)", "UTC", json!({}));
+    assert!(rate.timing().is_occurrence(utc("2026-03-10T10:45:00Z")));
+    assert!(!rate.timing().is_occurrence(utc("2026-03-10T10:50:00Z")));
+}

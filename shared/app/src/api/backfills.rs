@@ -8,7 +8,7 @@ use axum::Json;
 use chrono::{DateTime, Utc};
 use cronledger_aws::ledger::{AuditAction, RunChange, ScheduleState};
 use cronledger_aws::{
-    Backfill, BackfillLimits, BackfillState, PauseConditions, Reprocess, StoreError,
+    ApprovalReason, Backfill, BackfillLimits, BackfillState, PauseConditions, Reprocess, StoreError,
 };
 use cronledger_core::window::utc_text;
 use cronledger_core::{RunEvent, RunKey, RunStatus, Schedule};
@@ -121,6 +121,14 @@ pub(crate) async fn start(
         source_record.as_ref(),
     )
     .await?;
+    // A range record's windows were expected by the schedule and held for an operator: the
+    // operator approving the record is their approval. The rule is for backfills asked for.
+    let approval = backfill::approval_reasons(
+        stored.spec.side_effects && source_record.is_none(),
+        &plan.selected,
+        stored.created_at,
+        api.deps().config.backfill_approval_over,
+    );
     if req.dry_run {
         return Ok((
             StatusCode::OK,
@@ -133,6 +141,9 @@ pub(crate) async fn start(
                 "limits": limits,
                 "total_windows": plan.total_windows,
                 "size": plan.selected.len(),
+                "approval_required": !approval.is_empty(),
+                "approval_reasons": approval,
+                "approval_over": api.deps().config.backfill_approval_over,
                 "windows": plan.selected.iter().take(1000).map(|t| utc_text(*t)).collect::<Vec<_>>(),
             }),
         ));
@@ -145,8 +156,12 @@ pub(crate) async fn start(
         reprocess,
         limits,
         pause_when: req.pause_when.clone().unwrap_or_default(),
-        state: BackfillState::Running,
-        held: None,
+        state: if approval.is_empty() {
+            BackfillState::Running
+        } else {
+            BackfillState::Paused
+        },
+        held: approval_hold(&approval),
         cursor: None,
         total_windows: plan.total_windows,
         planned: plan.selected.len() as u64,
@@ -162,11 +177,22 @@ pub(crate) async fn start(
         last_release_at: None,
         source_record,
         replay_group: None,
+        approval_required: approval,
+        approved_by: None,
+        approved_at: None,
         version: 0,
     };
     let stored = api.deps().ops.create_backfill(&b).await?;
     let view = backfill::progress(api.deps().store.as_ref(), &stored, now).await?;
     Ok((StatusCode::CREATED, view))
+}
+
+/// What `held` says of a backfill waiting for an admin (the CLI's progress line shows it).
+fn approval_hold(reasons: &[ApprovalReason]) -> Option<String> {
+    (!reasons.is_empty()).then(|| {
+        let why: Vec<&str> = reasons.iter().map(|r| r.as_str()).collect();
+        format!("APPROVAL_REQUIRED: {}", why.join(", "))
+    })
 }
 
 pub async fn create(
@@ -180,8 +206,10 @@ pub async fn create(
         let note = Note {
             note: req.note.clone(),
         };
-        let details =
-            json!({"backfill": body.get("id"), "from": utc_text(req.from), "to": utc_text(req.to)});
+        let details = json!({
+            "backfill": body.get("id"), "from": utc_text(req.from), "to": utc_text(req.to),
+            "approval_reasons": body.get("approval_reasons"),
+        });
         api.record_on(&id, &actor, AuditAction::BackfillCreate, &note, details)
             .await;
     }
@@ -225,11 +253,13 @@ pub async fn progress(
 }
 
 /// Moves a backfill between states under its version, re-reading when a releaser wrote.
+/// `also` checks (and changes) more of the backfill as read, before the write.
 async fn change_state(
     api: &Api,
     id: &str,
     allowed_from: &[BackfillState],
     to: BackfillState,
+    also: impl Fn(&mut Backfill) -> ApiResult<()>,
 ) -> ApiResult<Backfill> {
     for _ in 0..5 {
         let mut b = api.deps().ops.get_backfill(id).await?;
@@ -240,6 +270,7 @@ async fn change_state(
             )
             .with_details(json!({"state": b.state})));
         }
+        also(&mut b)?;
         b.state = to;
         b.held = None;
         b.updated_at = api.now();
@@ -281,7 +312,17 @@ pub async fn pause_resume<const W: u8>(
             AuditAction::BackfillResume,
         ),
     };
-    let b = change_state(&api, &id, &[from], to).await?;
+    let b = change_state(&api, &id, &[from], to, |b| {
+        if W == RESUME && b.awaiting_approval() {
+            return Err(ApiError::conflict(
+                "BACKFILL_APPROVAL_REQUIRED",
+                format!("backfill `{id}` waits for an admin's approval (POST .../approve), not a resume"),
+            )
+            .with_details(json!({"approval_reasons": b.approval_required})));
+        }
+        Ok(())
+    })
+    .await?;
     api.record_on(
         &b.schedule_id,
         &actor,
@@ -304,6 +345,7 @@ pub async fn cancel(
         &id,
         &[BackfillState::Running, BackfillState::Paused],
         BackfillState::Cancelled,
+        |_| Ok(()),
     )
     .await?;
     // Its runs not yet started end CANCELLED; running ones finish.
@@ -333,6 +375,52 @@ pub async fn cancel(
     .await;
     answer(&api, &b).await
 }
+
+/// An admin's approval of a backfill held for it: it starts (RUNNING) and the approval is
+/// audited with the admin's note (required) and the reasons it was held.
+pub async fn approve(
+    State(api): State<Api>,
+    actor: Actor,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(note): ApiJson<Note>,
+) -> ApiResult<Json<Value>> {
+    if note.text("").is_empty() {
+        return Err(ApiError::invalid(
+            "NOTE_REQUIRED",
+            "approving a backfill needs a note saying why",
+        ));
+    }
+    let now = api.now();
+    let b = change_state(
+        &api,
+        &id,
+        &[BackfillState::Paused],
+        BackfillState::Running,
+        |b| {
+            if !b.awaiting_approval() {
+                return Err(ApiError::conflict(
+                    "BACKFILL_NOT_AWAITING_APPROVAL",
+                    format!("backfill `{id}` is not waiting for an approval"),
+                )
+                .with_details(json!({"state": b.state, "approved_by": b.approved_by})));
+            }
+            b.approved_by = Some(actor.name().to_string());
+            b.approved_at = Some(now);
+            Ok(())
+        },
+    )
+    .await?;
+    api.record_on(
+        &b.schedule_id,
+        &actor,
+        AuditAction::BackfillApprove,
+        &note,
+        json!({"backfill": id, "approval_reasons": b.approval_required}),
+    )
+    .await;
+    answer(&api, &b).await
+}
+
 
 /// Most problem and reported windows one verify page lists (each list; the counts always
 /// cover every window).

@@ -58,6 +58,9 @@ pub struct ApiConfig {
     pub backfill_max_windows: u64,
     /// The key listing cursors are signed with ([`CursorKey::from_env`] in a deployment).
     pub cursor_key: CursorKey,
+    /// A side-effecting schedule's backfill of more windows than this waits PAUSED for an
+    /// admin's approval (`CRONLEDGER_BACKFILL_APPROVAL_OVER`).
+    pub backfill_approval_over: u64,
 }
 
 impl Default for ApiConfig {
@@ -70,6 +73,7 @@ impl Default for ApiConfig {
             page_max: 200,
             backfill_max_windows: 100_000,
             cursor_key: CursorKey::default(),
+            backfill_approval_over: 1_000,
         }
     }
 }
@@ -80,22 +84,37 @@ pub const WORKER_TIMEOUT_VARIABLE: &str = "CRONLEDGER_WORKER_TIMEOUT_SECONDS";
 
 /// A worker timeout in the environment that is not a whole number of seconds.
 #[derive(Debug, thiserror::Error)]
-#[error("{WORKER_TIMEOUT_VARIABLE} must be a whole number of seconds, found `{0}`")]
-pub struct InvalidWorkerTimeout(pub String);
+#[error("{name} must be a whole number, found `{value}`")]
+pub struct InvalidApiSetting {
+    pub name: &'static str,
+    pub value: String,
+}
+
+/// The window count over which a side-effecting backfill waits for an admin.
+pub const BACKFILL_APPROVAL_VARIABLE: &str = "CRONLEDGER_BACKFILL_APPROVAL_OVER";
 
 impl ApiConfig {
     /// The defaults, with the worker's timeout read through `get` when it is set (unset: the
     /// template's 900 s, which `cronledger validate` assumes too).
     pub fn from_lookup(
         get: impl Fn(&str) -> Option<String>,
-    ) -> Result<ApiConfig, InvalidWorkerTimeout> {
+    ) -> Result<ApiConfig, InvalidApiSetting> {
+        let whole = |name: &'static str| -> Result<Option<u64>, InvalidApiSetting> {
+            get(name)
+                .map(|value| {
+                    value
+                        .trim()
+                        .parse::<u64>()
+                        .map_err(|_| InvalidApiSetting { name, value })
+                })
+                .transpose()
+        };
         let mut config = ApiConfig::default();
-        if let Some(text) = get(WORKER_TIMEOUT_VARIABLE) {
-            let seconds = text
-                .trim()
-                .parse::<u64>()
-                .map_err(|_| InvalidWorkerTimeout(text.clone()))?;
+        if let Some(seconds) = whole(WORKER_TIMEOUT_VARIABLE)? {
             config.rules.worker_timeout = Span::seconds(seconds);
+        }
+        if let Some(windows) = whole(BACKFILL_APPROVAL_VARIABLE)? {
+            config.backfill_approval_over = windows;
         }
         Ok(config)
     }
@@ -331,7 +350,7 @@ pub fn routes() -> Vec<Route> {
             .errors(&[404]),
         route(M::POST, "/v1/schedules/{id}/runs", o, "Run now (trigger MANUAL); Idempotency-Key makes a double click one run; mode reuse|new", post(runs::run_now))
             .body("RunNowRequest")
-            .headers(&[("Idempotency-Key", "same key, same run (remembered 24 h)")])
+            .headers(&[("Idempotency-Key", "same key and body, same run (remembered 24 h); another body: 409 IDEMPOTENCY_KEY_REUSED")])
             .ok(201, "RunOutcome")
             .errors(&[404, 409]),
         route(M::GET, "/v1/schedules/{id}/runs/{run}", v, "One run with its attempts", get(runs::get_one))
@@ -372,7 +391,11 @@ pub fn routes() -> Vec<Route> {
             .body(NOTE)
             .ok(200, "Backfill")
             .errors(&[404, 409]),
-        route(M::POST, "/v1/backfills/{backfill}/resume", o, "Resume a paused backfill", post(backfills::pause_resume::<{ backfills::RESUME }>))
+        route(M::POST, "/v1/backfills/{backfill}/resume", o, "Resume a paused backfill (one held for approval: 409 BACKFILL_APPROVAL_REQUIRED)", post(backfills::pause_resume::<{ backfills::RESUME }>))
+            .body(NOTE)
+            .ok(200, "Backfill")
+            .errors(&[404, 409]),
+        route(M::POST, "/v1/backfills/{backfill}/approve", a, "Approve a backfill held for approval (a side-effecting schedule's backfill over the window limit or before the schedule's creation) and start it; note required; audited", post(backfills::approve))
             .body(NOTE)
             .ok(200, "Backfill")
             .errors(&[404, 409]),

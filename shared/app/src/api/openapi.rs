@@ -21,14 +21,15 @@ fn obj(props: Value, required: &[&str]) -> Value {
 pub fn schemas() -> Value {
     let time = json!({"type": "string", "format": "date-time"});
     let note = json!({"type": "string", "maxLength": 1000});
+    let occurrence = json!({"type": "string", "format": "date-time", "description": "a fire time of the schedule (else 422 SCHEDULED_FOR_NOT_AN_OCCURRENCE); default the latest at or before now"});
     json!({
         "Error": obj(json!({"code": {"type": "string"}, "message": {"type": "string"}, "details": {"description": "5xx: request_id, the id of the log line with the cause (also the x-request-id header)"}}), &["code", "message", "details"]),
         "Note": obj(json!({"note": note}), &[]),
         "RetryRequest": obj(json!({"note": note, "definition": {"enum": ["original", "current"], "default": "original", "description": "original: the job of the version the run was created under; current: re-pin the run to the schedule's current version and run its job"}}), &[]),
         "ScheduleDocument": {"type": "object", "description": "A schedule as in a manifest (id, cron, timezone, misfire, overlap, grace, max_auto_catch_up, max_runtime, priority, side_effects, idempotent, max_attempts, owner, catch_up, approval (none, every_run), approval_timeout, enabled, name, job (with guard {max_affected}; noop: affected)); validated with the core's codes, unknown fields refused (SCHEDULE_UNKNOWN_FIELD)."},
         "PreviewRequest": obj(json!({"schedule": {"$ref": "#/components/schemas/ScheduleDocument"}, "count": {"type": "integer", "minimum": 1}, "after": time}), &["schedule"]),
-        "RunNowRequest": obj(json!({"mode": {"enum": ["reuse", "new"]}, "scheduled_for": time, "note": note}), &[]),
-        "RunAtRequest": obj(json!({"at": time, "mode": {"enum": ["reuse", "new"]}, "scheduled_for": time, "note": note}), &["at"]),
+        "RunNowRequest": obj(json!({"mode": {"enum": ["reuse", "new"]}, "scheduled_for": occurrence, "note": note}), &[]),
+        "RunAtRequest": obj(json!({"at": time, "mode": {"enum": ["reuse", "new"]}, "scheduled_for": occurrence, "note": note}), &["at"]),
         "BackfillRequest": obj(json!({
             "from": time, "to": time,
             "reprocess": {"enum": ["missing", "failed", "all"]},
@@ -45,7 +46,7 @@ pub fn schemas() -> Value {
         "SchedulePage": {"type": "object", "properties": {"items": {"type": "array", "items": {"$ref": "#/components/schemas/Schedule"}}, "next": {"type": ["string", "null"]}}},
         "RunPage": {"type": "object", "properties": {"items": {"type": "array", "items": {"$ref": "#/components/schemas/Run"}}, "next": {"type": ["string", "null"]}}},
         "RunOutcome": {"type": "object", "properties": {"created": {"type": "boolean"}, "reused": {"type": "boolean"}, "idempotent_replay": {"type": "boolean"}, "run": {"$ref": "#/components/schemas/Run"}, "backfill": {"type": ["object", "null"]}}},
-        "Backfill": {"type": "object", "description": "id, schedule, state, held, from, to, reprocess, limits, total, queued, running, succeeded, failed, skipped, remaining, rate_per_minute, eta (a dry run: total_windows, size, windows)."},
+        "Backfill": {"type": "object", "description": "id, schedule, state, held, from, to, reprocess, limits, total, queued, running, succeeded, failed, skipped, remaining, rate_per_minute, eta, approval_required, approval_reasons (OVER_LIMIT, BEFORE_SCHEDULE_CREATED), approved_by, approved_at (a dry run: total_windows, size, windows, approval_required, approval_reasons, approval_over)."},
         "Verification": {"type": "object", "description": "expected_windows, succeeded, missing, failed, not_run, in_flight, complete, reported_count_total (all over every window), problems[{scheduled_for, problem, statuses}] and reported[{scheduled_for, count, checksum}] (one page of each: problems_total, reported_total, truncated, next_cursor)."},
         "Preview": {"type": "object"}, "RiskReport": {"type": "object"}, "AuditLog": {"type": "object", "description": "schedule, entries (one page, oldest first), total, next"},
         "BackfillList": {"type": "object", "description": "items (one page), next"}, "SystemStatus": {"type": "object"}, "SystemAudit": {"type": "object", "description": "entries (newest first), truncated (older ones left off past the page's byte budget)"},

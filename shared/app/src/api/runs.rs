@@ -8,9 +8,11 @@ use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use cronledger_aws::ledger::{AuditAction, RunChange, ScheduleState};
 use cronledger_aws::{IdempotencyClaim, StoreError};
 use cronledger_core::run::Origin;
+use cronledger_core::window::utc_text;
 use cronledger_core::{Attempt, Lane, Reason, Run, RunEvent, RunKey, RunStatus, Schedule, Trigger};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
 
 use super::backfills::{self, BackfillRequest};
 use super::error::{ApiError, ApiResult};
@@ -81,12 +83,14 @@ pub enum Mode {
     New,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunNowRequest {
     #[serde(default)]
     pub mode: Mode,
-    /// The occurrence whose window to run (default: the latest at or before now).
+    /// The occurrence whose window to run (default: the latest at or before now); it must
+    /// be a fire time of the schedule, so the run's window and idempotency key are the
+    /// occurrence's own.
     #[serde(default)]
     pub scheduled_for: Option<DateTime<Utc>>,
     #[serde(default)]
@@ -95,6 +99,43 @@ pub struct RunNowRequest {
 
 fn whole_second(t: DateTime<Utc>) -> DateTime<Utc> {
     t.duration_trunc(TimeDelta::seconds(1)).unwrap_or(t)
+}
+
+impl RunNowRequest {
+    /// SHA-256 (hex) of the request as parsed, re-serialized with sorted keys: key order,
+    /// spacing, defaults and time formats do not change it, any field's value does.
+    fn body_hash(&self) -> String {
+        let canonical = serde_json::to_value(self)
+            .map(|v| v.to_string())
+            .unwrap_or_default();
+        Sha256::digest(canonical.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+}
+
+/// Refuses an instant that is not a fire time of the schedule: its window would overlap the
+/// real occurrence's under another idempotency key, which then no longer stops a double run.
+pub(crate) fn check_occurrence(schedule: &Schedule, t: DateTime<Utc>) -> ApiResult<()> {
+    if schedule.timing().is_occurrence(t) {
+        return Ok(());
+    }
+    let timing = schedule.timing();
+    Err(ApiError::invalid(
+        "SCHEDULED_FOR_NOT_AN_OCCURRENCE",
+        format!(
+            "{} is not a fire time of `{}` ({}); name an occurrence",
+            utc_text(t),
+            schedule.id(),
+            timing
+        ),
+    )
+    .with_details(json!({
+        "scheduled_for": utc_text(t),
+        "previous": timing.prev_before(t).map(utc_text),
+        "next": timing.next_after(t).map(utc_text),
+    })))
 }
 
 /// A run is "the window's run" for reuse when it did or will do the window's work.
@@ -123,7 +164,10 @@ pub(crate) async fn manual_run(
                 "scheduled_for is in the future: use run-at for a later run",
             ))
         }
-        Some(t) => whole_second(t),
+        Some(t) => {
+            check_occurrence(&schedule, t)?;
+            t
+        }
         None => schedule
             .timing()
             .prev_before(whole_second(now) + TimeDelta::seconds(1))
@@ -158,11 +202,19 @@ pub(crate) async fn manual_run(
             let claim = IdempotencyClaim {
                 key: format!("{schedule_id}:{key}"),
                 run: run_key.clone(),
+                body_hash: Some(req.body_hash()),
                 created_at: now,
                 expires_at: now + api.deps().config.idempotency_ttl.as_delta(),
             };
             match api.deps().ops.claim_idempotency(&claim).await? {
                 None => run_key,
+                Some(first) if first.body_hash.is_some() && first.body_hash != claim.body_hash => {
+                    return Err(ApiError::conflict(
+                        "IDEMPOTENCY_KEY_REUSED",
+                        "this Idempotency-Key was used with another request body; use a new key",
+                    )
+                    .with_details(json!({"run": views::run_id(&first.run)})));
+                }
                 Some(first) => {
                     replay = true;
                     first.run

@@ -20,13 +20,14 @@ use axum::Json;
 use chrono::{DateTime, TimeDelta, Utc};
 use cronledger_aws::{AuditAction, KillSwitch, SystemAuditEntry};
 use cronledger_core::window::utc_text;
+use cronledger_core::Schedule;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{Actor, ApiJson, ApiPath, ApiQuery};
 use super::paging::fitting;
-use super::runs::{manual_run, Mode, RunNowRequest};
+use super::runs::{check_occurrence, manual_run, Mode, RunNowRequest};
 use super::schedules::Note;
 use super::{new_id, Api};
 use crate::reconciler::signals::display;
@@ -432,7 +433,18 @@ pub async fn run_at(
             "`at` must be at least 30 seconds and at most a year ahead",
         ));
     }
-    api.deps().store.get_schedule(&id).await?;
+    let stored = api.deps().store.get_schedule(&id).await?;
+    if let Some(scheduled_for) = req.scheduled_for {
+        // Checked now, not when it fires hours later: the same rule as run now.
+        let schedule = Schedule::new(stored.spec).map_err(|i| ApiError::issues(&[i]))?;
+        check_occurrence(&schedule, scheduled_for)?;
+        if scheduled_for > req.at {
+            return Err(ApiError::invalid(
+                "RUN_IN_FUTURE",
+                "scheduled_for is after `at`: the run would name a window not yet due",
+            ));
+        }
+    }
     let request_id = new_id("at");
     let name = format!("cronledger-runat-{request_id}");
     let event = RunAtEvent {

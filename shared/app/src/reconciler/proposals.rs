@@ -127,6 +127,10 @@ fn proposed(
         last_release_at: None,
         source_record: None,
         replay_group: plan.replay_group_id.clone(),
+        // Its own hold (PAUSED for side effects) is lifted by an operator's resume.
+        approval_required: Vec::new(),
+        approved_by: None,
+        approved_at: None,
         version: 0,
     }
 }
