@@ -12,6 +12,8 @@ use cronledger_app::api::system::{SchedulerControl, WorkerIntake};
 use cronledger_app::api::{Api, ApiConfig, ApiDeps, AuthConfig, Caller, RunAtEvent};
 use cronledger_app::clock::SystemClock;
 use cronledger_app::deployment::Deployment;
+use cronledger_app::jobs::http_auth::SECRET_PREFIX_ENV;
+use cronledger_app::jobs::target_fence::loopback_allowed_by_env;
 use cronledger_aws::config::load_sdk_config;
 use cronledger_aws::AwsSettings;
 use http_body_util::BodyExt;
@@ -29,6 +31,17 @@ fn list(name: &str) -> Vec<String> {
         .filter(|s| !s.is_empty())
         .map(str::to_string)
         .collect()
+}
+
+/// The api's limits; an http job's secret must be under the prefix the worker may read, and
+/// its target where the worker may call.
+fn api_config() -> ApiConfig {
+    let mut config = ApiConfig::default();
+    config.rules.allow_loopback_targets = loopback_allowed_by_env();
+    config.rules.secret_name_prefix = std::env::var(SECRET_PREFIX_ENV)
+        .ok()
+        .filter(|prefix| !prefix.trim().is_empty());
+    config
 }
 
 #[tokio::main]
@@ -61,7 +74,7 @@ async fn main() -> Result<(), Error> {
         system: Some(Arc::new(control)),
         signals: None,
         auth: AuthConfig::from_env()?,
-        config: ApiConfig::default(),
+        config: api_config(),
     });
     let router = api.router();
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
