@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{DateTime, Utc};
 use cronledger_app::clock::ManualClock;
-use cronledger_app::jobs::{HttpJob, JobTargets};
+use cronledger_app::jobs::{HttpJob, HttpOptions, JobTargets};
 use cronledger_app::local::poller::{poll_once, PollerConfig};
 use cronledger_app::reconciler::{QuietSignals, ReconcileEvent, Reconciler, ReconcilerConfig};
 use cronledger_app::ticker::{TickEvent, Ticker, TickerConfig};
@@ -225,7 +225,7 @@ async fn bench_worker(runs: usize) {
     let worker = Worker::new(
         Arc::new(ledger.ledger.clone()),
         Arc::new(lanes.lanes.clone()),
-        JobTargets::new(HttpJob::new().expect("http client")),
+        JobTargets::new(HttpJob::with_options(HttpOptions::local()).expect("http client")),
         clock,
         WorkerConfig::default(),
     );

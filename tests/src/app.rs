@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use cronledger_app::backoff::Backoff;
 use cronledger_app::clock::ManualClock;
 use cronledger_app::faults::{CrashPoint, Faults};
-use cronledger_app::jobs::{HttpJob, JobTargets};
+use cronledger_app::jobs::{HttpJob, HttpOptions, JobTargets};
 use cronledger_app::ticker::{TickEvent, TickReport, Ticker, TickerConfig};
 use cronledger_app::worker::{Worker, WorkerConfig};
 use cronledger_aws::lanes::{BatchReport, LaneSettings, Received, SqsRecord};
@@ -95,7 +95,18 @@ impl AppEnv {
     }
 
     pub fn worker_on(&self, store: Arc<dyn LedgerStore>, config: WorkerConfig) -> Worker {
-        let jobs = JobTargets::new(HttpJob::new().expect("http client"));
+        // The tests' webhook receivers listen on 127.0.0.1: loopback allowed, as locally.
+        let http = HttpJob::with_options(HttpOptions::local()).expect("http client");
+        self.worker_with(store, JobTargets::new(http), config)
+    }
+
+    /// A worker with its own job targets (http options, handlers).
+    pub fn worker_with(
+        &self,
+        store: Arc<dyn LedgerStore>,
+        jobs: JobTargets,
+        config: WorkerConfig,
+    ) -> Worker {
         Worker::new(
             store,
             self.queue.clone(),

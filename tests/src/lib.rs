@@ -178,7 +178,8 @@ pub fn spec_with(id: &str, cron: &str, fields: serde_json::Value) -> ScheduleSpe
     cronledger_core::spec::validate_schedule(
         &doc,
         "",
-        &ValidationRules::default(),
+        // The tests' targets are on 127.0.0.1, as in the local runner.
+        &ValidationRules::local(),
         t("2026-01-01T00:00:00Z"),
     )
     .expect("a valid test spec")

@@ -273,7 +273,9 @@ async fn read_request(
 
 #[cfg(test)]
 mod tests {
-    use cronledger_app::jobs::{HttpJob, JobContext, JobMode, JobTargets, GUARD_UNSUPPORTED};
+    use cronledger_app::jobs::{
+        HttpJob, HttpOptions, JobContext, JobMode, JobTargets, GUARD_UNSUPPORTED,
+    };
     use cronledger_core::spec::JobGuard;
     use cronledger_core::{IdempotencyKey, JobSpec, RunKey, Span, Window};
 
@@ -304,8 +306,10 @@ mod tests {
             timeout: Span::seconds(5),
             payload: serde_json::Value::Null,
             guard: Some(JobGuard { max_affected: 5 }),
+            auth: None,
         };
-        let targets = JobTargets::new(HttpJob::new().expect("a client"));
+        let targets =
+            JobTargets::new(HttpJob::with_options(HttpOptions::local()).expect("a client"));
         // Unaware of the protocol: the dry run executes, and its answer is refused.
         let unaware = targets.dry_run(&job, &ctx()).await;
         assert!(matches!(unaware, Err(f) if f.code() == GUARD_UNSUPPORTED));
@@ -317,6 +321,7 @@ mod tests {
             timeout: Span::seconds(5),
             payload: serde_json::Value::Null,
             guard: Some(JobGuard { max_affected: 5 }),
+            auth: None,
         };
         hook.answer_dry_runs(Some(3));
         let report = targets.dry_run(&job, &ctx()).await.expect("a report");

@@ -59,6 +59,8 @@ impl Stack {
                 .env("CRONLEDGER_TABLE", ledger.table.as_str())
                 .env("CRONLEDGER_QUEUE_PREFIX", lanes.prefix.as_str())
                 .env("CRONLEDGER_SHARDS", SHARDS.to_string())
+                // The webhooks are on 127.0.0.1: the api and worker must allow loopback.
+                .env("CRONLEDGER_HTTP_ALLOW_LOOPBACK", "1")
         };
         let auth = serde_json::to_string(&auth_config()).expect("the auth config serializes");
         let (ticker, worker, reconciler, api) = tokio::join!(

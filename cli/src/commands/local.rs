@@ -12,7 +12,8 @@ use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use cronledger_app::api::{Api, ApiConfig, ApiDeps, AuthConfig, Caller};
 use cronledger_app::backfill::BackfillReleaser;
 use cronledger_app::clock::SystemClock;
-use cronledger_app::jobs::{HttpJob, JobTargets};
+use cronledger_app::jobs::http_auth::HttpAuthorizer;
+use cronledger_app::jobs::{HttpJob, HttpOptions, JobTargets};
 use cronledger_app::kill_switch::KillSwitchCheck;
 use cronledger_app::local::poller::{run_poller, PollerConfig};
 use cronledger_app::local::receiver::{self, Executions};
@@ -23,7 +24,7 @@ use cronledger_aws::config::load_sdk_config;
 use cronledger_aws::lanes::LaneSettings;
 use cronledger_aws::ledger::ChangeMeta;
 use cronledger_aws::{AwsSettings, LedgerStore};
-use cronledger_core::{Lane, RunStatus, Span};
+use cronledger_core::{Lane, RunStatus, Span, ValidationRules};
 use tokio::sync::watch;
 
 use super::{load_manifest, stack, CliError};
@@ -86,7 +87,10 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
         system: None,
         signals: None,
         auth: AuthConfig::default(),
-        config: ApiConfig::default(),
+        config: ApiConfig {
+            rules: ValidationRules::local(),
+            ..ApiConfig::default()
+        },
     });
     // The api on the receiver's port, every request as the configured local identity.
     let listener_router = receiver::router(executions.clone())
@@ -130,7 +134,14 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
         Worker::new(
             ledger.clone(),
             lanes.clone(),
-            JobTargets::new(HttpJob::new().map_err(|e| failed("http client", &e))?),
+            // The local receiver is on 127.0.0.1: loopback targets are allowed here only.
+            JobTargets::new(
+                HttpJob::with_options(HttpOptions {
+                    authorizer: HttpAuthorizer::from_sdk(&sdk),
+                    ..HttpOptions::local()
+                })
+                .map_err(|e| failed("http client", &e))?,
+            ),
             Arc::new(SystemClock),
             WorkerConfig {
                 owner: format!("local-{}", std::process::id()),

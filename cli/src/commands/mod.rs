@@ -37,9 +37,5 @@ pub fn read_file(path: &Path) -> Result<String, CliError> {
 /// Reads and validates a schedules file.
 pub fn load_manifest(path: &Path, now: DateTime<Utc>) -> Result<Vec<ScheduleSpec>, CliError> {
     let text = read_file(path)?;
-    Ok(spec::parse_manifest(
-        &text,
-        &ValidationRules::default(),
-        now,
-    )?)
+    Ok(spec::parse_manifest(&text, &ValidationRules::local(), now)?)
 }

@@ -9,7 +9,7 @@ use crate::CliError;
 
 pub fn run(args: ValidateArgs) -> Result<ExitCode, CliError> {
     let now = instant_or_now("now", args.now.as_deref())?;
-    let rules = ValidationRules::default();
+    let rules = ValidationRules::local();
     let outcome: Result<Vec<(String, String)>, Vec<Issue>> =
         match (&args.file, &args.cron, &args.tz) {
             (Some(path), _, _) => {

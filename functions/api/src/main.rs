@@ -14,6 +14,8 @@ use cronledger_app::api::{
 };
 use cronledger_app::clock::SystemClock;
 use cronledger_app::deployment::Deployment;
+use cronledger_app::jobs::http_auth::SECRET_PREFIX_ENV;
+use cronledger_app::jobs::target_fence::loopback_allowed_by_env;
 use cronledger_aws::config::load_sdk_config;
 use cronledger_aws::AwsSettings;
 use http_body_util::BodyExt;
@@ -33,7 +35,20 @@ fn list(name: &str) -> Vec<String> {
         .collect()
 }
 
-/// The api's limits: the code's defaults, with what the template sets.
+/// The api's limits: the code's defaults with what the template sets; an http job's secret
+/// must be under the prefix the worker may read, and its target where the worker may call.
+fn api_config(table: &str) -> Result<ApiConfig, Error> {
+    let mut config = ApiConfig {
+        cursor_key: CursorKey::from_env(table),
+        ..ApiConfig::from_lookup(|name| std::env::var(name).ok())?
+    };
+    config.rules.allow_loopback_targets = loopback_allowed_by_env();
+    config.rules.secret_name_prefix = std::env::var(SECRET_PREFIX_ENV)
+        .ok()
+        .filter(|prefix| !prefix.trim().is_empty());
+    Ok(config)
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     lambda_runtime::tracing::init_default_subscriber();
@@ -64,10 +79,7 @@ async fn main() -> Result<(), Error> {
         system: Some(Arc::new(control)),
         signals: None,
         auth: AuthConfig::from_env()?,
-        config: ApiConfig {
-            cursor_key: CursorKey::from_env(&deployment.table),
-            ..ApiConfig::from_lookup(|name| std::env::var(name).ok())?
-        },
+        config: api_config(&deployment.table)?,
     });
     let router = api.router();
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use cronledger_app::clock::{Clock, SystemClock};
 use cronledger_app::deployment::Deployment;
-use cronledger_app::jobs::{HttpJob, JobTargets, SdkLambdaInvoker};
+use cronledger_app::jobs::{HttpJob, HttpOptions, JobTargets, SdkLambdaInvoker};
 use cronledger_app::kill_switch::KillSwitchCheck;
 use cronledger_app::sqs_event::{lane_of_queue, SqsEvent};
 use cronledger_app::worker::{Worker, WorkerConfig};
@@ -20,7 +20,8 @@ async fn main() -> Result<(), Error> {
     let deployment = Deployment::from_env()?;
     let connected = deployment.connect().await?;
     let sdk = load_sdk_config(&AwsSettings::default()).await;
-    let jobs = JobTargets::new(HttpJob::new()?).with_lambda(Arc::new(SdkLambdaInvoker::new(&sdk)));
+    let http = HttpJob::with_options(HttpOptions::from_env(&sdk)?)?;
+    let jobs = JobTargets::new(http).with_lambda(Arc::new(SdkLambdaInvoker::new(&sdk)));
     // A batch already in hand when the kill switch lands goes back untouched (the switch
     // also disables this function's event source mappings).
     let kill_switch = Arc::new(KillSwitchCheck::new(connected.ledger.clone()));

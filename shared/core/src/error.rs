@@ -36,6 +36,16 @@ pub enum Code {
     ScheduleHttpTimeoutOverWorkerTimeout,
     /// An http job's `timeout` is longer than the schedule's `max_runtime`.
     ScheduleHttpTimeoutOverMaxRuntime,
+    /// An http job's url carries `user:password@`.
+    HttpUrlHasCredentials,
+    /// An http job's url names a loopback, link-local or unspecified address.
+    HttpTargetForbidden,
+    /// An http job's `auth.type` is not one cronledger knows.
+    HttpAuthUnknownType,
+    /// An http job's `auth` is malformed (no secret, a bad header, no signing service).
+    HttpAuthInvalid,
+    /// An http job's `auth.secret` is outside the names the worker may read.
+    HttpAuthSecretOutsidePrefix,
     /// A run status change that the transition table does not allow.
     RunInvalidTransition,
     /// A planner input that cannot be planned (for example `now` before the watermark).
@@ -66,6 +76,11 @@ impl Code {
                 "SCHEDULE_HTTP_TIMEOUT_OVER_WORKER_TIMEOUT"
             }
             Code::ScheduleHttpTimeoutOverMaxRuntime => "SCHEDULE_HTTP_TIMEOUT_OVER_MAX_RUNTIME",
+            Code::HttpUrlHasCredentials => "HTTP_URL_HAS_CREDENTIALS",
+            Code::HttpTargetForbidden => "HTTP_TARGET_FORBIDDEN",
+            Code::HttpAuthUnknownType => "HTTP_AUTH_UNKNOWN_TYPE",
+            Code::HttpAuthInvalid => "HTTP_AUTH_INVALID",
+            Code::HttpAuthSecretOutsidePrefix => "HTTP_AUTH_SECRET_OUTSIDE_PREFIX",
             Code::RunInvalidTransition => "RUN_INVALID_TRANSITION",
             Code::PlanInvalidInput => "PLAN_INVALID_INPUT",
         }

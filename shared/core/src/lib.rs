@@ -4,6 +4,7 @@
 
 pub mod attempt;
 pub mod error;
+pub mod http_target;
 pub mod policy;
 pub mod run;
 pub mod schedule;

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::{Code, Invalid, Issue};
+use crate::http_target::{check_auth, check_http_url, redact_url_credentials, HttpAuth};
 use crate::named_enum;
 use crate::policy::{MisfirePolicy, OverlapPolicy, Priority};
 use crate::span::Span;
@@ -52,6 +53,9 @@ pub enum JobSpec {
         payload: Value,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         guard: Option<JobGuard>,
+        /// How the call authenticates: a header from Secrets Manager, or SigV4.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        auth: Option<HttpAuth>,
     },
     /// Invoke a Lambda function synchronously.
     Lambda {
@@ -143,6 +147,16 @@ impl JobSpec {
             | JobSpec::Handler { guard, .. }
             | JobSpec::Noop { guard, .. } => guard.as_ref(),
         }
+    }
+
+    /// The spec as a viewer may see it: an http url's `user:password@` (stored before such
+    /// urls were refused) is redacted.
+    pub fn redacted(&self) -> JobSpec {
+        let mut job = self.clone();
+        if let JobSpec::Http { url, .. } = &mut job {
+            *url = redact_url_credentials(url);
+        }
+        job
     }
 
     /// `payload.tenant`, which becomes part of the idempotency key.
@@ -273,6 +287,11 @@ pub struct ValidationRules {
     pub worker_timeout: Span,
     /// What the worker keeps of its timeout for its own reads and writes around a job.
     pub worker_margin: Span,
+    /// Http jobs may name a loopback host (the local runner; never in AWS).
+    pub allow_loopback_targets: bool,
+    /// When set, an http job's `auth.secret` must be named under it (the worker may read
+    /// only those secrets).
+    pub secret_name_prefix: Option<String>,
 }
 
 impl Default for ValidationRules {
@@ -296,6 +315,19 @@ impl Default for ValidationRules {
             min_grace: Span::seconds(30),
             worker_timeout: Span::seconds(900),
             worker_margin: Span::seconds(60),
+            allow_loopback_targets: false,
+            secret_name_prefix: None,
+        }
+    }
+}
+
+impl ValidationRules {
+    /// Rules on one machine (the CLI's offline checks, the local runner): an http job may
+    /// call the machine's own services. A deployed api keeps refusing loopback targets.
+    pub fn local() -> ValidationRules {
+        ValidationRules {
+            allow_loopback_targets: true,
+            ..ValidationRules::default()
         }
     }
 }
@@ -658,13 +690,26 @@ fn validate_job(
             ));
         }
     }
-    find_secret_keys(value, path, &rules.secret_key_markers, issues);
+    // `auth` holds a secret's name, never its value: it is checked on its own.
+    let mut scanned = value.clone();
+    if let Some(obj) = scanned.as_object_mut() {
+        obj.remove("auth");
+    }
+    find_secret_keys(&scanned, path, &rules.secret_key_markers, issues);
     // The guard's fields are checked as plain data for their own paths and codes; a bad one
     // is left out of the typed parse so it is reported once.
     let mut typed = value.clone();
     if let Some(obj) = typed.as_object_mut() {
         if obj.contains_key("guard") && !valid_guard(obj.get("guard"), path, issues) {
             obj.remove("guard");
+        }
+        let is_http = obj.get("type").and_then(Value::as_str) == Some("http");
+        let url = obj.get("url").and_then(Value::as_str).unwrap_or_default();
+        if let Some(auth) = obj.get("auth").filter(|_| is_http) {
+            let prefix = rules.secret_name_prefix.as_deref();
+            if !check_auth(auth, url, path, prefix, issues) {
+                obj.remove("auth");
+            }
         }
         if let Some(affected) = obj.get("affected").filter(|v| !v.is_null()) {
             if affected.as_u64().is_none() {
@@ -697,8 +742,13 @@ fn validate_job(
                 issues.push(Issue::new(
                     Code::ScheduleInvalidJob,
                     format!("{path}.url"),
-                    format!("url `{url}` must start with http:// or https://"),
+                    format!(
+                        "url `{}` must start with http:// or https://",
+                        redact_url_credentials(url)
+                    ),
                 ));
+            } else {
+                check_http_url(url, path, rules.allow_loopback_targets, issues);
             }
             if *timeout == Span::ZERO {
                 issues.push(Issue::new(

@@ -2,9 +2,10 @@
 
 use chrono::{DateTime, Utc};
 use cronledger_aws::ledger::{AuditEntry, StoredSchedule};
+use cronledger_core::http_target::redact_spec_json;
 use cronledger_core::run::Origin;
 use cronledger_core::window::utc_text;
-use cronledger_core::{Attempt, Run, RunKey};
+use cronledger_core::{Attempt, Run, RunKey, ScheduleSpec};
 use serde_json::{json, Value};
 
 use super::error::ApiError;
@@ -14,11 +15,16 @@ use super::ids::{shown, valid_origin_id};
 const RFC3339_MAX: usize = 40;
 
 pub fn schedule(s: &StoredSchedule) -> Value {
+    // A url stored with credentials (before they were refused) is not shown with them.
+    let spec = ScheduleSpec {
+        job: s.spec.job.redacted(),
+        ..s.spec.clone()
+    };
     json!({
         "id": s.id(),
         "version": s.version,
         "state": s.state.as_str(),
-        "spec": s.spec,
+        "spec": spec,
         "next_run_at": s.next_run_at.map(utc_text),
         "reconciled_through": utc_text(s.reconciled_through),
         "pauses": s.pauses,
@@ -28,14 +34,17 @@ pub fn schedule(s: &StoredSchedule) -> Value {
 }
 
 pub fn audit(e: &AuditEntry) -> Value {
+    let (mut before, mut after) = (e.before.clone(), e.after.clone());
+    before.iter_mut().for_each(redact_spec_json);
+    redact_spec_json(&mut after);
     json!({
         "version": e.version,
         "action": e.action.as_str(),
         "actor": e.actor,
         "reason": e.reason,
         "at": utc_text(e.at),
-        "before": e.before,
-        "after": e.after,
+        "before": before,
+        "after": after,
         "details": e.details,
     })
 }

@@ -1,8 +1,14 @@
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use aws_config::SdkConfig;
 use cronledger_core::JobSpec;
 
+use super::http_auth::HttpAuthorizer;
+use super::target_fence::{
+    refusal_in, AllowlistInvalid, FencedResolver, TargetFence, TARGET_FORBIDDEN,
+};
 use super::{
     success_from_answer, DryRunReport, JobContext, JobFailure, JobHandler, JobMode, JobOutcome,
     GUARD_UNSUPPORTED,
@@ -13,9 +19,40 @@ use super::{
 ///
 /// A dry run (the destructive-job guard) is the same POST with `"mode": "dry_run"` in the
 /// body and `X-Cronledger-Mode: dry-run`; the target answers `{"affected": N, ...}`.
+///
+/// Calls go only where the [`TargetFence`] allows (checked on the address connected to), and
+/// carry the job's `auth`. Redirects are not followed: a 3xx is the answer.
 #[derive(Clone)]
 pub struct HttpJob {
     client: reqwest::Client,
+    fence: Arc<TargetFence>,
+    authorizer: HttpAuthorizer,
+}
+
+/// Where http jobs may call and what they authenticate with.
+#[derive(Clone, Default)]
+pub struct HttpOptions {
+    pub fence: TargetFence,
+    pub authorizer: HttpAuthorizer,
+}
+
+impl HttpOptions {
+    /// The local runner's (and tests'): loopback targets allowed, no credentials.
+    pub fn local() -> HttpOptions {
+        HttpOptions {
+            fence: TargetFence::default().allowing_loopback(),
+            ..HttpOptions::default()
+        }
+    }
+
+    /// The worker's: the fence the deployment configured, Secrets Manager and the SDK's
+    /// credentials.
+    pub fn from_env(sdk: &SdkConfig) -> Result<HttpOptions, AllowlistInvalid> {
+        Ok(HttpOptions {
+            fence: TargetFence::from_env()?,
+            authorizer: HttpAuthorizer::from_sdk(sdk),
+        })
+    }
 }
 
 /// The header that tells a guarded target whether the call is a dry run.
@@ -28,11 +65,24 @@ struct Answered {
 }
 
 impl HttpJob {
+    /// The default fence (no loopback, no link-local) and no credentials.
     pub fn new() -> Result<HttpJob, JobFailure> {
+        HttpJob::with_options(HttpOptions::default())
+    }
+
+    pub fn with_options(options: HttpOptions) -> Result<HttpJob, JobFailure> {
+        let fence = Arc::new(options.fence);
+        // No proxy: the fence must see the target's address, not a proxy's.
         reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .dns_resolver(Arc::new(FencedResolver::new(fence.clone())))
             .build()
-            .map(|client| HttpJob { client })
+            .map(|client| HttpJob {
+                client,
+                fence,
+                authorizer: options.authorizer,
+            })
             .map_err(|e| JobFailure::permanent("JOB_HTTP_CLIENT", e.to_string()))
     }
 
@@ -42,6 +92,7 @@ impl HttpJob {
             timeout,
             payload,
             guard,
+            auth,
         } = job
         else {
             return Err(JobFailure::permanent(
@@ -70,13 +121,25 @@ impl HttpJob {
         if guard.is_some() || ctx.mode == JobMode::DryRun {
             request = request.header(MODE_HEADER, ctx.mode.header_value());
         }
-        let response = request.json(&body).send().await.map_err(|e| {
+        let mut request = request
+            .json(&body)
+            .build()
+            .map_err(|e| JobFailure::permanent("HTTP_BAD_REQUEST", e.without_url().to_string()))?;
+        self.fence
+            .check_url(request.url())
+            .map_err(|refused| JobFailure::permanent(TARGET_FORBIDDEN, refused.0))?;
+        self.authorizer.apply(auth.as_ref(), &mut request).await?;
+        let response = self.client.execute(request).await.map_err(|e| {
+            if let Some(refused) = refusal_in(&e) {
+                return JobFailure::permanent(TARGET_FORBIDDEN, refused.0.clone());
+            }
             let code = if e.is_timeout() {
                 "HTTP_TIMEOUT"
             } else {
                 "HTTP_UNREACHABLE"
             };
-            JobFailure::retryable(code, e.to_string())
+            // Without the url: one stored before credentials in urls were refused has them.
+            JobFailure::retryable(code, e.without_url().to_string())
         })?;
         let status = response.status();
         let text = response.text().await.unwrap_or_default();

@@ -1,8 +1,10 @@
 //! Job targets: what a run executes, and how its outcome is classified.
 
 mod http;
+pub mod http_auth;
 mod lambda;
 mod noop;
+pub mod target_fence;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -13,7 +15,7 @@ use cronledger_core::run::RunResult;
 use cronledger_core::{IdempotencyKey, JobSpec, RunKey, Window};
 use serde::{Deserialize, Serialize};
 
-pub use http::{HttpJob, MODE_HEADER};
+pub use http::{HttpJob, HttpOptions, MODE_HEADER};
 pub use lambda::SdkLambdaInvoker;
 pub use noop::NoopJob;
 

@@ -86,11 +86,13 @@ fn http(url: String, guard: Option<u64>) -> JobSpec {
         timeout: Span::seconds(5),
         payload: json!({"table": "events"}),
         guard: guard.map(|max_affected| JobGuard { max_affected }),
+        auth: None,
     }
 }
 
 fn targets() -> JobTargets {
-    JobTargets::new(HttpJob::new().expect("a client"))
+    // The test targets listen on 127.0.0.1, which the fence refuses unless told otherwise.
+    JobTargets::new(HttpJob::with_options(HttpOptions::local()).expect("a client"))
 }
 
 #[tokio::test]
