@@ -4,7 +4,7 @@
 //! the SQS event source, and a webhook receiver for `http` jobs. Ctrl-C or SIGTERM stops it
 //! cleanly: pollers stop, the summary prints, the emulators stop and their folder goes.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write as _};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -198,13 +198,16 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
     let _ = stop_tx.send(true);
     tasks.abort_all();
     while tasks.join_next().await.is_some() {}
-    match Summary::read(ledger.as_ref(), 1000).await {
-        Ok(summary) => println!(
+    // Written, not `println!`: a reader that went away (a closed pipe) must not turn the
+    // clean stop into a panic.
+    let _ = match Summary::read(ledger.as_ref(), 1000).await {
+        Ok(summary) => writeln!(
+            std::io::stdout(),
             "\nsummary: webhook executions {}; {summary}",
             executions.total()
         ),
-        Err(e) => eprintln!("summary unavailable: {e}"),
-    }
+        Err(e) => writeln!(std::io::stderr(), "summary unavailable: {e}"),
+    };
     // The emulators stop and their folder goes when `_emulators` drops, on return.
     Ok(ExitCode::SUCCESS)
 }
@@ -311,7 +314,10 @@ async fn tick_every_minute(ticker: Ticker, mut stop: watch::Receiver<bool>) {
 
 fn init_console_logs() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new("warn,local=info,receiver=info,cronledger_app=info")
+        // The batch span names the schedule and run of every worker line about a message.
+        tracing_subscriber::EnvFilter::new(
+            "warn,local=info,receiver=info,cronledger_app=info,cronledger_aws::lanes::batch=info",
+        )
     });
     // Colour only for a person at a terminal: never in a file or a pipe, nor with NO_COLOR.
     let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
