@@ -431,12 +431,97 @@ fn parse_posix_cron(source: &str) -> Result<Cron, String> {
             ));
         }
     }
-    CronParser::builder()
-        .seconds(Seconds::Disallowed)
-        .year(Year::Disallowed)
-        .build()
-        .parse(source)
-        .map_err(|e| format!("`{source}`: {e}"))
+    let parse = |pattern: &str| {
+        CronParser::builder()
+            .seconds(Seconds::Disallowed)
+            .year(Year::Disallowed)
+            .build()
+            .parse(pattern)
+    };
+    parse(source).map_err(|e| {
+        let fields: Vec<&str> = source.split_whitespace().collect();
+        let culprit = culprit_field(&POSIX_FIELDS, &fields, |candidate| {
+            parse(&candidate.join(" ")).is_err()
+        });
+        format!("`{source}`: {}", plain_cron_error(&e, culprit))
+    })
+}
+
+/// A cron field's name and the values it takes, for messages.
+type FieldRule = (&'static str, &'static str);
+
+const POSIX_FIELDS: [FieldRule; 5] = [
+    ("minute", "0-59"),
+    ("hour", "0-23"),
+    ("day-of-month", "1-31, L, W"),
+    ("month", "1-12 or JAN-DEC"),
+    ("day-of-week", "0-7 or SUN-SAT (0 and 7 are Sunday), L, #"),
+];
+
+const EVENTBRIDGE_FIELDS: [FieldRule; 6] = [
+    ("minutes", "0-59"),
+    ("hours", "0-23"),
+    ("day-of-month", "1-31, L, W or ?"),
+    ("month", "1-12 or JAN-DEC"),
+    ("day-of-week", "1-7 or SUN-SAT (1 is Sunday), L, # or ?"),
+    ("year", "1970-2199"),
+];
+
+/// Which field croner refused: the first that still fails with every other field made
+/// neutral (`fails` parses a candidate).
+fn culprit_field<'a>(
+    rules: &[FieldRule],
+    fields: &[&'a str],
+    fails: impl Fn(&[&'a str]) -> bool,
+) -> Option<(FieldRule, &'a str)> {
+    if fields.len() != rules.len() {
+        return None;
+    }
+    (0..fields.len()).find_map(|i| {
+        if matches!(fields[i], "*" | "?") {
+            return None;
+        }
+        let candidate: Vec<&str> = (0..fields.len())
+            .map(|j| neutral_field(rules, fields, i, j))
+            .collect();
+        fails(&candidate).then(|| (rules[i], fields[i]))
+    })
+}
+
+/// Field `j` of a candidate that tests field `i` alone: `i` as written, the others `*`,
+/// except that an EventBridge expression keeps exactly one `?` in its day fields (2 and 4).
+fn neutral_field<'a>(rules: &[FieldRule], fields: &[&'a str], i: usize, j: usize) -> &'a str {
+    let eventbridge = rules.len() == EVENTBRIDGE_FIELDS.len();
+    match j {
+        _ if i == j => fields[j],
+        4 if eventbridge => "?",
+        2 if eventbridge && i == 4 => "?",
+        _ => "*",
+    }
+}
+
+/// Croner's error in plain words, naming the field when it is known; never the library's
+/// own category names ("Component error", "CronPattern").
+fn plain_cron_error(e: &croner::errors::CronError, culprit: Option<(FieldRule, &str)>) -> String {
+    use croner::errors::CronError as E;
+    let detail = match e {
+        E::ComponentError(m) | E::InvalidPattern(m) | E::IllegalCharacters(m) => {
+            m.trim_end_matches('.').to_string()
+        }
+        E::EmptyPattern => "the expression is empty".into(),
+        _ => "the expression cannot be evaluated".into(),
+    };
+    let mut chars = detail.chars();
+    let detail: String = chars
+        .next()
+        .map(|c| c.to_lowercase().chain(chars).collect())
+        .unwrap_or_default();
+    match culprit {
+        Some(((name, takes), value)) => {
+            format!("the {name} field `{value}` is not valid ({detail}); {name} takes {takes}")
+        }
+        None => format!("not a valid expression ({detail})"),
+    }
 }
 
 fn parse_eventbridge_cron(inner: &str) -> Result<Cron, String> {
@@ -455,13 +540,18 @@ fn parse_eventbridge_cron(inner: &str) -> Result<Cron, String> {
     }
     // EventBridge numbers weekdays 1-7 from Sunday, as Quartz does. Croner only takes a
     // year after a seconds field, so pin the seconds to 0.
-    CronParser::builder()
-        .seconds(Seconds::Required)
-        .year(Year::Required)
-        .alternative_weekdays(true)
-        .build()
-        .parse(&format!("0 {inner}"))
-        .map_err(|e| format!("cron({inner}): {e}"))
+    let parse = |fields: &[&str]| {
+        CronParser::builder()
+            .seconds(Seconds::Required)
+            .year(Year::Required)
+            .alternative_weekdays(true)
+            .build()
+            .parse(&format!("0 {}", fields.join(" ")))
+    };
+    parse(&fields).map_err(|e| {
+        let culprit = culprit_field(&EVENTBRIDGE_FIELDS, &fields, |c| parse(c).is_err());
+        format!("cron({inner}): {}", plain_cron_error(&e, culprit))
+    })
 }
 
 /// Plain words for the shapes people write most; croner's own text for the rest.
