@@ -183,7 +183,8 @@ fn print_table(r: &PlanReport<'_>) {
         r.watermark,
         r.through,
         match (r.gap, r.tier) {
-            (Some(gap), Some(tier)) => format!(", oldest missed {gap} ago ({tier:?} tier)"),
+            (Some(gap), Some(tier)) =>
+                format!(", oldest missed {} ago ({tier:?} tier)", gap.humanized()),
             _ => String::new(),
         }
     );

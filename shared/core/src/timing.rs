@@ -13,7 +13,7 @@
 
 use std::fmt;
 
-use chrono::{DateTime, LocalResult, NaiveDate, NaiveTime, TimeDelta, TimeZone, Utc};
+use chrono::{DateTime, LocalResult, NaiveDate, NaiveTime, Offset, TimeDelta, TimeZone, Utc};
 use chrono_tz::Tz;
 use croner::parser::{CronParser, Seconds, Year};
 use croner::{Cron, JobType};
@@ -193,6 +193,65 @@ impl Timing {
             cursor: after,
             until,
         }
+    }
+
+    /// How many occurrences fall in `(after, until]`, without visiting each one on ordinary
+    /// days: on a day whose UTC offset does not change, an expression fires at the same times
+    /// of day on every day it matches (no field below the day depends on the date), so one
+    /// search finds the day and the count of the first such day counts it. Days with a DST
+    /// change, and the partial first and last days, are walked.
+    pub fn count_between(&self, after: DateTime<Utc>, until: DateTime<Utc>) -> u64 {
+        if let Kind::Rate { every } = &self.kind {
+            let step = every.as_secs() as i64;
+            let k = |t: DateTime<Utc>| t.timestamp().div_euclid(step);
+            return (k(until) - k(after)).max(0) as u64;
+        }
+        let second = TimeDelta::seconds(1);
+        let mut per_day: Option<u64> = None;
+        let mut count = 0;
+        let mut cursor = after;
+        while let Some(first) = self.next_after(cursor).filter(|t| *t <= until) {
+            let day = first.with_timezone(&self.tz).date_naive();
+            let bounds = (
+                self.local_midnight(day),
+                day.succ_opt().and_then(|d| self.local_midnight(d)),
+            );
+            let whole = match bounds {
+                (Some(start), Some(end)) if start > cursor && end <= until => {
+                    self.tz.offset_from_utc_datetime(&start.naive_utc()).fix()
+                        == self
+                            .tz
+                            .offset_from_utc_datetime(&(end - second).naive_utc())
+                            .fix()
+                }
+                _ => false,
+            };
+            match (whole, per_day, bounds.1) {
+                (true, Some(n), Some(end)) => {
+                    count += n;
+                    cursor = end - second;
+                }
+                (true, None, Some(end)) => {
+                    let n = self.between(cursor, end - second).count() as u64;
+                    per_day = Some(n);
+                    count += n;
+                    cursor = end - second;
+                }
+                _ => {
+                    count += 1;
+                    cursor = first;
+                }
+            }
+        }
+        count
+    }
+
+    /// The instant a local day starts (`None` when midnight does not exist that day).
+    fn local_midnight(&self, day: NaiveDate) -> Option<DateTime<Utc>> {
+        self.tz
+            .from_local_datetime(&day.and_time(NaiveTime::MIN))
+            .earliest()
+            .map(|t| t.with_timezone(&Utc))
     }
 
     /// The next `n` occurrences strictly after `after`.
