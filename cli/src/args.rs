@@ -133,6 +133,8 @@ pub enum Format {
 }
 
 #[derive(Debug, Args)]
+// A file or an expression is required: without either it is bad usage (exit 2).
+#[command(group(clap::ArgGroup::new("input").required(true).args(["file", "cron"])))]
 pub struct ValidateArgs {
     /// A schedules file (YAML or JSON, `schedules:` and a list).
     #[arg(short = 'f', long = "file", conflicts_with_all = ["cron", "tz"])]

@@ -113,8 +113,11 @@ fn preview_json_marks_dst_shifts() {
     assert_eq!(doc[0]["at"], "2026-03-08T07:00:00Z");
     assert_eq!(doc[0]["local"], "2026-03-08T03:00:00-04:00");
     assert!(doc[0]["note"].as_str().unwrap().contains("gap"));
+    // The api's name for the same note (POST /v1/preview answers `dst_note`).
+    assert_eq!(doc[0]["dst_note"], doc[0]["note"]);
     assert_eq!(doc[1]["at"], "2026-03-09T06:30:00Z");
     assert!(doc[1].get("note").is_none());
+    assert!(doc[1].get("dst_note").is_none());
 }
 
 #[test]
@@ -207,8 +210,26 @@ fn bad_times_and_files_exit_1_without_a_panic() {
 
 #[test]
 fn usage_errors_exit_2() {
-    let out = cronledger(&["preview"]);
-    assert_eq!(out.status.code(), Some(2));
+    for args in [
+        vec!["preview"],
+        vec!["validate"],
+        vec!["validate", "--tz", "UTC"],
+    ] {
+        let out = cronledger(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("Usage:"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+}
+
+/// Colour is for a terminal: piped into a file, clap's usage errors have no escape codes.
+#[test]
+fn no_colour_codes_in_a_pipe() {
+    let out = cronledger(&["validate"]);
+    assert!(!stderr(&out).contains('\u{1b}'), "{:?}", stderr(&out));
 }
 
 #[test]
@@ -383,4 +404,25 @@ fn simulate_refuses_bad_levers_with_exit_2() {
         assert!(err.contains(says), "{args:?}: {err}");
         assert!(stdout(&out).is_empty(), "{args:?}");
     }
+}
+
+/// People read one duration format: `5h 59m` in the header and the alert, never `359m`.
+#[test]
+fn plan_text_spells_durations_one_way() {
+    let out = cronledger(&[
+        "plan",
+        "-f",
+        &example(),
+        "--schedule",
+        "cache-refresh",
+        "--watermark",
+        "2026-11-29T00:00:00Z",
+        "--now",
+        "2026-11-29T06:00:00Z",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("oldest missed 5h 59m ago"), "{text}");
+    assert!(text.contains("window(s) over 5h 59m"), "{text}");
+    assert!(!text.contains("359m"), "{text}");
 }

@@ -4,7 +4,7 @@ use cronledger_core::risk::{assess_change, RiskReport};
 use cronledger_core::window::utc_text;
 use serde::Serialize;
 
-use super::{instant_or_now, load_manifest};
+use super::{instant_or_now, load_local_manifest, DEFAULT_LOCAL_URL};
 use crate::args::{DiffArgs, Format};
 use crate::CliError;
 
@@ -19,8 +19,8 @@ enum Change {
 
 pub fn run(args: DiffArgs) -> Result<ExitCode, CliError> {
     let now = instant_or_now("now", args.now.as_deref())?;
-    let old = load_manifest(&args.old, now)?;
-    let new = load_manifest(&args.new, now)?;
+    let old = load_local_manifest(&args.old, now, DEFAULT_LOCAL_URL)?;
+    let new = load_local_manifest(&args.new, now, DEFAULT_LOCAL_URL)?;
     let mut changes = Vec::new();
     for n in &new {
         match old.iter().find(|o| o.id == n.id) {

@@ -1,14 +1,16 @@
 //! `cronledger local`: the whole system on one machine. Starts the AWS emulators (unless
 //! `AWS_ENDPOINT_URL` points somewhere already), creates a fresh table and lanes, loads the
 //! schedules, and runs the real handlers: the ticker on a minute clock, one poller per lane as
-//! the SQS event source, and a webhook receiver for `http` jobs. Ctrl-C stops it cleanly.
+//! the SQS event source, and a webhook receiver for `http` jobs. Ctrl-C or SIGTERM stops it
+//! cleanly: pollers stop, the summary prints, the emulators stop and their folder goes.
 
+use std::io::{IsTerminal, Write as _};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+use chrono::{DurationRound, TimeDelta, Utc};
 use cronledger_app::api::{Api, ApiConfig, ApiDeps, AuthConfig, Caller};
 use cronledger_app::backfill::BackfillReleaser;
 use cronledger_app::clock::SystemClock;
@@ -17,6 +19,7 @@ use cronledger_app::jobs::{HttpJob, HttpOptions, JobTargets};
 use cronledger_app::kill_switch::KillSwitchCheck;
 use cronledger_app::local::poller::{run_poller, PollerConfig};
 use cronledger_app::local::receiver::{self, Executions};
+use cronledger_app::local::summary::Summary;
 use cronledger_app::reconciler::{AwsSignals, ReconcileEvent, Reconciler, ReconcilerConfig};
 use cronledger_app::ticker::{TickEvent, Ticker, TickerConfig};
 use cronledger_app::worker::{Worker, WorkerConfig};
@@ -24,10 +27,11 @@ use cronledger_aws::config::load_sdk_config;
 use cronledger_aws::lanes::LaneSettings;
 use cronledger_aws::ledger::ChangeMeta;
 use cronledger_aws::{AwsSettings, LedgerStore};
-use cronledger_core::{Lane, RunStatus, Span, ValidationRules};
+use cronledger_core::{Lane, Span, ValidationRules};
+use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::watch;
 
-use super::{load_manifest, stack, CliError};
+use super::{load_local_manifest, stack, CliError};
 use crate::args::LocalArgs;
 
 pub fn run(args: LocalArgs) -> Result<ExitCode, CliError> {
@@ -38,10 +42,45 @@ pub fn run(args: LocalArgs) -> Result<ExitCode, CliError> {
     runtime.block_on(run_local(args))
 }
 
+/// Bad usage: the message on stderr, exit 2.
+fn usage_error(message: String) -> ExitCode {
+    eprintln!("{message}");
+    ExitCode::from(2)
+}
+
 async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
     init_console_logs();
+    // Registered first, so a SIGTERM or Ctrl-C that arrives while the emulators start is
+    // kept and answered with the same clean stop once they are up.
+    let mut stop_signal = StopSignal::register()?;
     let now = Utc::now();
-    let specs = load_manifest(&args.file, now)?;
+    // Everything that can be wrong with the command is checked before anything starts: the
+    // emulators take seconds, and a second instance must not start any.
+    let identity = std::env::var("CRONLEDGER_LOCAL_IDENTITY").unwrap_or_else(|_| "admin".into());
+    let caller = Caller::local(&identity).ok_or_else(|| {
+        CliError::msg(format!(
+            "LOCAL_IDENTITY: CRONLEDGER_LOCAL_IDENTITY `{identity}` is not viewer, operator, admin or NAME:ROLE"
+        ))
+    })?;
+    let addr = SocketAddr::from(([127, 0, 0, 1], args.port));
+    let local_url = format!("http://{addr}");
+    let specs = load_local_manifest(&args.file, now, &local_url)?;
+    // Bound now and kept: the api and the webhook receiver serve on this very socket, so
+    // no other process can take the port between this check and the serving.
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(listener) => listener,
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+            return Ok(usage_error(format!(
+                "LOCAL_PORT_IN_USE: port {} is in use (another cronledger local?); stop it or choose another with --port",
+                args.port
+            )))
+        }
+        Err(e) => {
+            return Ok(usage_error(format!(
+                "LOCAL_PORT_UNAVAILABLE: cannot listen on {addr}: {e}; choose another with --port"
+            )))
+        }
+    };
     let _emulators = stack::emulators("LOCAL")?;
     let name = format!("cronledger-local-{}", now.timestamp());
     let stack = stack::create("LOCAL", &name, 1).await?;
@@ -70,15 +109,8 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
     }
 
     let executions = Executions::default();
-    let addr = SocketAddr::from(([127, 0, 0, 1], args.port));
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();
-    let identity = std::env::var("CRONLEDGER_LOCAL_IDENTITY").unwrap_or_else(|_| "admin".into());
-    let caller = Caller::local(&identity).ok_or_else(|| {
-        CliError::msg(format!(
-            "LOCAL_IDENTITY: CRONLEDGER_LOCAL_IDENTITY `{identity}` is not viewer, operator, admin or NAME:ROLE"
-        ))
-    })?;
     let api = Api::new(ApiDeps {
         store: ledger.clone(),
         ops: ledger.clone(),
@@ -125,7 +157,7 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
         stop_rx.clone(),
     ));
     tasks.spawn(async move {
-        if let Err(e) = receiver::serve(addr, listener_router).await {
+        if let Err(e) = receiver::serve_on(listener, listener_router).await {
             tracing::error!(target: "local", error = %e, "webhook receiver stopped");
         }
     });
@@ -164,18 +196,58 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
     tasks.spawn(tick_every_minute(ticker, stop_rx.clone()));
 
     println!(
-        "cronledger local: table {name}, webhook receiver on http://{addr}/hooks/{{name}}, api on http://{addr}/v1 as `{}` (CRONLEDGER_LOCAL_IDENTITY); Ctrl-C to stop",
+        "cronledger local: table {name}, webhook receiver on {local_url}/hooks/{{name}}, api on {local_url}/v1 as `{}` (CRONLEDGER_LOCAL_IDENTITY); Ctrl-C or SIGTERM to stop",
         caller.principal
     );
     let until = args.run_for.map(|s| Duration::from_secs(s.as_secs()));
     tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
+        signal = stop_signal.received() => {
+            tracing::info!(target: "local", signal, "stopping");
+        }
         () = sleep_or_forever(until) => {}
     }
     let _ = stop_tx.send(true);
     tasks.abort_all();
-    summarize(ledger.as_ref(), &executions).await;
+    while tasks.join_next().await.is_some() {}
+    // Written, not `println!`: a reader that went away (a closed pipe) must not turn the
+    // clean stop into a panic.
+    let _ = match Summary::read(ledger.as_ref(), 1000).await {
+        Ok(summary) => writeln!(
+            std::io::stdout(),
+            "\nsummary: webhook executions {}; {summary}",
+            executions.total()
+        ),
+        Err(e) => writeln!(std::io::stderr(), "summary unavailable: {e}"),
+    };
+    // The emulators stop and their folder goes when `_emulators` drops, on return.
     Ok(ExitCode::SUCCESS)
+}
+
+/// SIGINT (Ctrl-C) and SIGTERM (what `kill`, systemd and containers send): both stop the
+/// runner the same clean way.
+struct StopSignal {
+    interrupt: Signal,
+    terminate: Signal,
+}
+
+impl StopSignal {
+    fn register() -> Result<StopSignal, CliError> {
+        let listen = |kind: SignalKind| {
+            signal(kind).map_err(|e| CliError::msg(format!("LOCAL_RUNTIME: signal handler: {e}")))
+        };
+        Ok(StopSignal {
+            interrupt: listen(SignalKind::interrupt())?,
+            terminate: listen(SignalKind::terminate())?,
+        })
+    }
+
+    /// The name of the first signal received.
+    async fn received(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.interrupt.recv() => "SIGINT",
+            _ = self.terminate.recv() => "SIGTERM",
+        }
+    }
 }
 
 /// A reconciler pass every minute (every five in AWS: locally the demo should show a missed
@@ -251,63 +323,18 @@ async fn tick_every_minute(ticker: Ticker, mut stop: watch::Receiver<bool>) {
     }
 }
 
-/// Prints what ran: runs per status and start delay (started_at - scheduled_for).
-async fn summarize(ledger: &dyn LedgerStore, executions: &Executions) {
-    let mut delays_ms: Vec<i64> = Vec::new();
-    let mut by_status: std::collections::BTreeMap<RunStatus, u32> = Default::default();
-    let mut cursor: Option<String> = None;
-    let schedules = loop {
-        match ledger.list_schedules(100, cursor.as_deref()).await {
-            Ok(page) => {
-                if page.next.is_none() {
-                    break page.items;
-                }
-                cursor = page.next;
-            }
-            Err(e) => {
-                eprintln!("summary unavailable: {e}");
-                return;
-            }
-        }
-    };
-    for schedule in &schedules {
-        let Ok(history) = ledger.run_history(schedule.id(), 1000, None).await else {
-            continue;
-        };
-        for run in history.items {
-            *by_status.entry(run.status).or_default() += 1;
-            if let Some(started) = run.started_at {
-                delays_ms.push(start_delay_ms(run.key.scheduled_for, started));
-            }
-        }
-    }
-    println!(
-        "\nsummary: runs by status {by_status:?}; webhook executions {}",
-        executions.total()
-    );
-    if !delays_ms.is_empty() {
-        delays_ms.sort_unstable();
-        let pct = |p: f64| delays_ms[((delays_ms.len() - 1) as f64 * p).round() as usize];
-        println!(
-            "start delay (started_at - scheduled_for) over {} runs: p50 {} ms, p99 {} ms, max {} ms",
-            delays_ms.len(),
-            pct(0.50),
-            pct(0.99),
-            delays_ms[delays_ms.len() - 1]
-        );
-    }
-}
-
-fn start_delay_ms(scheduled_for: DateTime<Utc>, started: DateTime<Utc>) -> i64 {
-    (started - scheduled_for).num_milliseconds()
-}
-
 fn init_console_logs() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new("warn,local=info,receiver=info,cronledger_app=info")
+        // The batch span names the schedule and run of every worker line about a message.
+        tracing_subscriber::EnvFilter::new(
+            "warn,local=info,receiver=info,cronledger_app=info,cronledger_aws::lanes::batch=info",
+        )
     });
+    // Colour only for a person at a terminal: never in a file or a pipe, nor with NO_COLOR.
+    let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(colour)
         .compact()
         .with_target(false)
         .try_init();

@@ -34,8 +34,33 @@ pub fn read_file(path: &Path) -> Result<String, CliError> {
         .map_err(|e| CliError::msg(format!("FILE_UNREADABLE: {}: {e}", path.display())))
 }
 
-/// Reads and validates a schedules file.
+/// Reads and validates a schedules file as written (what `apply` sends to the api).
 pub fn load_manifest(path: &Path, now: DateTime<Utc>) -> Result<Vec<ScheduleSpec>, CliError> {
     let text = read_file(path)?;
+    Ok(spec::parse_manifest(&text, &ValidationRules::local(), now)?)
+}
+
+/// What an `http` job's url may start with to reach the local runner whatever its `--port`:
+/// `cronledger local` puts its own address there (`http://127.0.0.1:PORT`).
+pub const LOCAL_URL_PLACEHOLDER: &str = "${CRONLEDGER_LOCAL_URL}";
+
+/// The local runner's address on its default port, which the commands that never deploy
+/// (validate, plan, diff, simulate) read the placeholder as.
+pub const DEFAULT_LOCAL_URL: &str = "http://127.0.0.1:8089";
+
+/// A schedules file's text with the local runner's placeholder filled in with `local_url`.
+pub fn read_local_file(path: &Path, local_url: &str) -> Result<String, CliError> {
+    Ok(read_file(path)?.replace(LOCAL_URL_PLACEHOLDER, local_url))
+}
+
+/// Reads and validates a schedules file for a command that runs nothing in AWS: the local
+/// runner's placeholder reads as `local_url`. `apply` uses [`load_manifest`] instead, so a
+/// placeholder never reaches a deployed ledger (the api refuses it as a url).
+pub fn load_local_manifest(
+    path: &Path,
+    now: DateTime<Utc>,
+    local_url: &str,
+) -> Result<Vec<ScheduleSpec>, CliError> {
+    let text = read_local_file(path, local_url)?;
     Ok(spec::parse_manifest(&text, &ValidationRules::local(), now)?)
 }

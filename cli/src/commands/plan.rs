@@ -7,7 +7,7 @@ use cronledger_core::window::utc_text;
 use cronledger_core::{plan, Coverage, Lane, PlanInput, PlannerConfig, Schedule, Span};
 use serde::{Deserialize, Serialize};
 
-use super::{instant, load_manifest, read_file};
+use super::{instant, load_local_manifest, read_file, DEFAULT_LOCAL_URL};
 use crate::args::{Format, PlanArgs};
 use crate::output::Table;
 use crate::CliError;
@@ -60,7 +60,7 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, CliError> {
         .settle
         .parse()
         .map_err(|e| CliError::msg(format!("INVALID_ARGUMENT: --settle: {e}")))?;
-    let specs = load_manifest(&args.file, now)?;
+    let specs = load_local_manifest(&args.file, now, DEFAULT_LOCAL_URL)?;
     let existing: Vec<Existing> = match &args.existing {
         None => Vec::new(),
         Some(path) => serde_json::from_str(&read_file(path)?).map_err(|e| {
@@ -183,7 +183,8 @@ fn print_table(r: &PlanReport<'_>) {
         r.watermark,
         r.through,
         match (r.gap, r.tier) {
-            (Some(gap), Some(tier)) => format!(", oldest missed {gap} ago ({tier:?} tier)"),
+            (Some(gap), Some(tier)) =>
+                format!(", oldest missed {} ago ({tier:?} tier)", gap.humanized()),
             _ => String::new(),
         }
     );

@@ -16,6 +16,10 @@ const MAX_COUNT: usize = 10_000;
 struct FireTime {
     at: String,
     local: String,
+    /// The api's name for the DST note (`POST /v1/preview`), the one to rely on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dst_note: Option<&'static str>,
+    /// The same text under the CLI's first name, kept for the scripts that read it.
     #[serde(skip_serializing_if = "Option::is_none")]
     note: Option<&'static str>,
 }
@@ -45,6 +49,7 @@ pub fn run(args: PreviewArgs) -> Result<ExitCode, CliError> {
             local: at
                 .with_timezone(&timing.tz())
                 .to_rfc3339_opts(SecondsFormat::Secs, false),
+            dst_note: timing.dst_note(at).map(|n| n.describe()),
             note: timing.dst_note(at).map(|n| n.describe()),
         })
         .collect();
@@ -61,7 +66,7 @@ pub fn run(args: PreviewArgs) -> Result<ExitCode, CliError> {
                     (i + 1).to_string(),
                     t.at.clone(),
                     t.local.clone(),
-                    t.note.unwrap_or("").to_string(),
+                    t.dst_note.unwrap_or("").to_string(),
                 ]);
             }
             print!("{table}");

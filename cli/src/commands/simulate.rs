@@ -12,12 +12,12 @@ use cronledger_app::simulate::{
 };
 use cronledger_aws::{LedgerStore, ReleaseStateStore};
 
-use super::{instant, load_manifest, stack, CliError};
+use super::{instant, load_local_manifest, stack, CliError, DEFAULT_LOCAL_URL};
 use crate::args::{Format, SimQueuesArg, SimulateArgs};
 
 pub fn run(args: SimulateArgs) -> Result<ExitCode, CliError> {
     let mut config = config(&args)?;
-    let specs = load_manifest(&args.file, config.from)?;
+    let specs = load_local_manifest(&args.file, config.from, DEFAULT_LOCAL_URL)?;
     // Bad usage (a lever that cannot be pulled, a range or knob out of bounds) is refused
     // before any emulator starts, with exit 2.
     if let Err(e) = levers(&args, &mut config).and_then(|()| config.check(&specs)) {

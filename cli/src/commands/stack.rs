@@ -1,6 +1,7 @@
 //! The AWS side of the commands that run the handlers on this machine (`local`, `simulate`):
 //! the emulators (started through `infra/local/up` unless `AWS_ENDPOINT_URL` points somewhere
-//! already, stopped again on drop), and a fresh table and lanes.
+//! already, stopped again and their temporary folder removed on drop), and a fresh table and
+//! lanes.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,9 +20,14 @@ pub struct Emulators {
 
 impl Drop for Emulators {
     fn drop(&mut self) {
-        let _ = Command::new(self.infra.join("local/down"))
+        let stopped = Command::new(self.infra.join("local/down"))
             .env("CRONLEDGER_LOCAL_DIR", &self.state)
             .status();
+        // The folder (PID files, logs) is this process's alone; it goes once nothing in it
+        // is needed to stop an emulator. Kept when `down` failed, for the PIDs and logs.
+        if stopped.is_ok_and(|s| s.success()) {
+            let _ = std::fs::remove_dir_all(&self.state);
+        }
     }
 }
 

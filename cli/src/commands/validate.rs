@@ -3,7 +3,7 @@ use std::process::ExitCode;
 use cronledger_core::{spec, Issue, ValidationRules};
 use serde_json::json;
 
-use super::{instant_or_now, read_file};
+use super::{instant_or_now, read_local_file, DEFAULT_LOCAL_URL};
 use crate::args::{Format, ValidateArgs};
 use crate::CliError;
 
@@ -13,7 +13,7 @@ pub fn run(args: ValidateArgs) -> Result<ExitCode, CliError> {
     let outcome: Result<Vec<(String, String)>, Vec<Issue>> =
         match (&args.file, &args.cron, &args.tz) {
             (Some(path), _, _) => {
-                let text = read_file(path)?;
+                let text = read_local_file(path, DEFAULT_LOCAL_URL)?;
                 spec::parse_manifest(&text, &rules, now)
                     .map(|specs| {
                         specs

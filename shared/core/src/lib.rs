@@ -3,6 +3,7 @@
 //! No AWS SDK, no async runtime, no wall clock: every function takes the time it needs.
 
 pub mod attempt;
+pub mod delay;
 pub mod error;
 pub mod http_target;
 pub mod policy;
@@ -15,6 +16,7 @@ pub mod tolerance;
 pub mod window;
 
 pub use attempt::{Attempt, AttemptEnd, AttemptOutcome, AttemptStart};
+pub use delay::StartWait;
 pub use error::{Code, Invalid, Issue};
 pub use planner::{
     late_start, plan, plan_backlog, plan_until, planned_with_its_gap, Coverage, LateStart, Plan,

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeSet;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use serde::Serialize;
 
 use crate::error::{Code, Issue};
@@ -85,6 +85,18 @@ impl Coverage {
 
     pub fn covers(&self, t: DateTime<Utc>) -> bool {
         self.all.contains(t)
+    }
+
+    /// The last covered instant at or before `t`.
+    fn last_covered_by(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let point = self.all.points.range(..=t).next_back().copied();
+        let ranges = self
+            .all
+            .ranges
+            .iter()
+            .filter(|(first, _)| *first <= t)
+            .map(|(_, last)| (*last).min(t));
+        point.into_iter().chain(ranges).max()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -241,13 +253,14 @@ pub struct PlanTotals {
 }
 
 impl PlanTotals {
-    fn add<'a>(&mut self, actions: impl Iterator<Item = &'a Action>) {
-        for action in actions {
+    /// Counts each action once per window it decides.
+    fn add<'a>(&mut self, actions: impl Iterator<Item = (u32, &'a Action)>) {
+        for (windows, action) in actions {
             match action {
-                Action::Fire { .. } => self.fire += 1,
-                Action::Skip { .. } => self.skipped += 1,
-                Action::Coalesce { .. } => self.coalesced += 1,
-                Action::Hold { .. } => self.manual += 1,
+                Action::Fire { .. } => self.fire += windows,
+                Action::Skip { .. } => self.skipped += windows,
+                Action::Coalesce { .. } => self.coalesced += windows,
+                Action::Hold { .. } => self.manual += windows,
             }
         }
     }
@@ -349,6 +362,33 @@ struct Missed {
     paused: Option<Reason>,
     /// Already written by a reconciler's plan: decided again for the gap's sake, not written.
     planned: bool,
+    /// Consecutive windows this stands for: 1, or the middle of a long quiet tail (see
+    /// [`QUIET_TAIL`]), whose windows all get one action; `at` is its first, `window` spans all.
+    count: u32,
+}
+
+impl Missed {
+    fn one(index: usize, at: DateTime<Utc>, window: Window) -> Missed {
+        Missed {
+            index,
+            at,
+            window,
+            paused: None,
+            planned: false,
+            count: 1,
+        }
+    }
+}
+
+/// A tail of the range with no recorded window and no pause boundary is counted rather than
+/// walked when it has more windows than this (a century of a minutely job: 52 million).
+/// Its first windows and its last are still planned one by one: they carry the decisions
+/// that differ (the cap's fires, the window the rest coalesce into); the rest are one range.
+const QUIET_TAIL: u64 = 10_000;
+
+/// Windows in `items`, counting what each stands for.
+fn windows_in(items: &[Missed]) -> u32 {
+    items.iter().map(|m| m.count).sum()
 }
 
 pub fn plan(input: PlanInput<'_>) -> Result<Plan, Issue> {
@@ -382,19 +422,60 @@ fn plan_bounded(input: PlanInput<'_>, until: Option<DateTime<Utc>>) -> Result<Pl
         .max(input.watermark);
 
     // One walk over the expected windows: keep the ones the ledger lacks.
+    let timing = schedule.timing();
     let mut totals = PlanTotals::default();
     let mut missed: Vec<Missed> = Vec::new();
-    let mut previous = schedule.timing().prev_before(
-        schedule
-            .timing()
-            .next_after(input.watermark)
-            .unwrap_or(through),
-    );
-    for (index, at) in schedule
-        .timing()
-        .between(input.watermark, through)
-        .enumerate()
-    {
+    let mut previous = timing.prev_before(timing.next_after(input.watermark).unwrap_or(through));
+    // Past this instant nothing is recorded and no pause starts or ends: a long stretch there
+    // is counted, not walked (see [`QUIET_TAIL`]).
+    let quiet_since = quiet_since(&input, through);
+    let head = (spec.max_auto_catch_up as u64)
+        .saturating_add(input.config.range_threshold as u64)
+        .saturating_add(2);
+    let mut tail = Tail::NotYet;
+    let mut cursor = input.watermark;
+    let mut index = 0usize;
+    while let Some(at) = timing.next_after(cursor).filter(|t| *t <= through) {
+        if tail == Tail::NotYet && cursor >= quiet_since {
+            let windows = timing.count_between(cursor, through);
+            tail = if windows > QUIET_TAIL.max(head.saturating_mul(2)) {
+                Tail::Head(head)
+            } else {
+                Tail::Walk
+            };
+        }
+        if tail == Tail::Head(0) {
+            tail = Tail::Walk;
+            // The middle: up to the window before the last, which is walked.
+            let last = timing.prev_before(through + TimeDelta::seconds(1));
+            let middle_end = last.and_then(|l| timing.prev_before(l));
+            if let Some(middle_end) = middle_end.filter(|end| *end >= at) {
+                let count = timing.count_between(cursor, middle_end) as u32;
+                totals.expected += count;
+                missed.push(Missed {
+                    index,
+                    at,
+                    window: Window::new(previous.unwrap_or(at), middle_end),
+                    paused: input
+                        .pauses
+                        .iter()
+                        .find(|p| p.contains(at))
+                        .map(|p| p.reason),
+                    planned: false,
+                    count,
+                });
+                index += count as usize;
+                previous = Some(middle_end);
+                cursor = middle_end;
+                continue;
+            }
+        }
+        if let Tail::Head(left) = &mut tail {
+            *left -= 1;
+        }
+        let this = index;
+        index += 1;
+        cursor = at;
         totals.expected += 1;
         let window = Window::new(previous.unwrap_or(at), at);
         previous = Some(at);
@@ -416,11 +497,12 @@ fn plan_bounded(input: PlanInput<'_>, until: Option<DateTime<Utc>>) -> Result<Pl
             continue;
         }
         missed.push(Missed {
-            index,
+            index: this,
             at,
             window,
             paused,
             planned,
+            count: 1,
         });
     }
 
@@ -440,9 +522,37 @@ fn plan_bounded(input: PlanInput<'_>, until: Option<DateTime<Utc>>) -> Result<Pl
     decided.retain(|(m, _)| !m.planned);
     decided.sort_by_key(|(m, _)| m.index);
 
-    plan.totals.add(decided.iter().map(|(_, a)| a));
+    plan.totals.add(decided.iter().map(|(m, a)| (m.count, a)));
     plan.entries = compress(&decided, input.config.range_threshold);
     Ok(plan)
+}
+
+/// Where the walk is in a range's quiet tail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tail {
+    /// Not in it yet.
+    NotYet,
+    /// In a long one: this many windows still to walk before the middle is counted.
+    Head(u64),
+    /// Walking every window (a short tail, or past the counted middle).
+    Walk,
+}
+
+/// The last instant in the range at which something is recorded or a pause starts or
+/// ends; the watermark when there is none.
+fn quiet_since(input: &PlanInput<'_>, through: DateTime<Utc>) -> DateTime<Utc> {
+    let pause_edges = input
+        .pauses
+        .iter()
+        .flat_map(|p| [Some(p.from), p.until])
+        .flatten()
+        .filter(|t| *t <= through);
+    input
+        .existing
+        .last_covered_by(through)
+        .into_iter()
+        .chain(pause_edges)
+        .fold(input.watermark, DateTime::max)
 }
 
 /// Decides one gap (its windows oldest first, none paused) by the DESIGN catch-up table, and
@@ -473,7 +583,7 @@ fn decide_gap(
         plan.backfill = Some(BackfillProposal {
             first: oldest.at,
             last: latest.at,
-            windows: live.len() as u32,
+            windows: windows_in(&live),
             // Started only when every window may start on its own: a running backfill
             // must not replay windows the cap, the side effects or the gap hold back.
             start_paused: actions.iter().any(|a| !matches!(a, Action::Fire { .. })),
@@ -498,13 +608,7 @@ pub fn plan_backlog(
     let live: Vec<Missed> = waiting
         .iter()
         .enumerate()
-        .map(|(index, &(at, window))| Missed {
-            index,
-            at,
-            window,
-            paused: None,
-            planned: false,
-        })
+        .map(|(index, &(at, window))| Missed::one(index, at, window))
         .collect();
     let first = live.first().map_or(now, |m| m.at);
     let last = live.last().map_or(now, |m| m.at);
@@ -514,7 +618,7 @@ pub fn plan_backlog(
     };
     let mut plan = Plan::undecided(spec, first, last, totals);
     let decided = decide_gap(spec, live, now, &mut plan);
-    plan.totals.add(decided.iter().map(|(_, a)| a));
+    plan.totals.add(decided.iter().map(|(m, a)| (m.count, a)));
     plan.entries = decided
         .into_iter()
         .map(|(m, action)| PlannedEntry {
@@ -566,13 +670,7 @@ pub fn late_start(
         return LateStart::Run;
     }
     let through = now - spec.grace.as_delta();
-    let window = |at| Missed {
-        index: 0,
-        at,
-        window: Window::new(at, at),
-        paused: None,
-        planned: false,
-    };
+    let window = |at| Missed::one(0, at, Window::new(at, at));
     let mut gap = vec![window(scheduled_for)];
     // The last window at or before `through`, if it is a later one than this.
     let latest = schedule
@@ -673,13 +771,20 @@ fn decide(
                 GapTier::Serial => (Lane::Correction, Release::Serial),
                 GapTier::Backfill | GapTier::Beyond => (Lane::Backfill, Release::Throttled),
             };
-            (0..missed.len())
-                .map(|i| match needs_approval {
-                    Some(reason) => Action::Hold { reason },
-                    None if i < cap => Action::Fire { lane, release },
-                    None => Action::Hold {
-                        reason: Reason::CapExceeded,
-                    },
+            // By each item's position among the windows (a counted tail starts past the cap).
+            let mut position = 0usize;
+            missed
+                .iter()
+                .map(|m| {
+                    let i = position;
+                    position += m.count as usize;
+                    match needs_approval {
+                        Some(reason) => Action::Hold { reason },
+                        None if i < cap => Action::Fire { lane, release },
+                        None => Action::Hold {
+                            reason: Reason::CapExceeded,
+                        },
+                    }
                 })
                 .collect()
         }
@@ -702,9 +807,10 @@ fn alert_text(
         .filter(|a| matches!(a, Action::Fire { .. }))
         .count();
     format!(
-        "schedule {} missed {} window(s) over {gap} ({tier:?} tier, policy {}): {fired} released automatically, {held} awaiting approval",
+        "schedule {} missed {} window(s) over {} ({tier:?} tier, policy {}): {fired} released automatically, {held} awaiting approval",
         spec.id,
-        missed.len(),
+        windows_in(missed),
+        gap.humanized(),
         spec.misfire
     )
 }
@@ -726,21 +832,26 @@ fn compress(decided: &[(Missed, Action)], threshold: usize) -> Vec<PlannedEntry>
         if !matches!(action, Action::Fire { .. }) {
             while j < decided.len()
                 && decided[j].1 == action
-                && decided[j].0.index == decided[j - 1].0.index + 1
+                && decided[j].0.index == decided[j - 1].0.index + decided[j - 1].0.count as usize
             {
                 j += 1;
             }
         }
         let run = &decided[i..j];
+        let windows: u32 = run.iter().map(|(m, _)| m.count).sum();
         // A range of one window would only hide a plain entry (and a window that others
         // coalesce into must stay addressable as one), whatever the threshold says.
-        if run.len() > threshold.max(1) {
+        if windows as usize > threshold.max(1) {
             let last = run[run.len() - 1].0;
             out.push(PlannedEntry {
                 scheduled_for: first.at,
                 window: Window::new(first.window.start, last.window.end),
-                range_end: Some(last.at),
-                count: run.len() as u32,
+                range_end: Some(if last.count == 1 {
+                    last.at
+                } else {
+                    last.window.end
+                }),
+                count: windows,
                 action,
             });
         } else {

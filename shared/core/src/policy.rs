@@ -35,7 +35,7 @@ macro_rules! named_enum {
                     $($text => Ok($name::$variant),)+
                     other => Err(format!(
                         "unknown {} `{}`; expected one of {}",
-                        stringify!($name),
+                        $crate::policy::type_in_words(stringify!($name)),
                         other,
                         [$($text),+].join(", ")
                     )),
@@ -95,6 +95,18 @@ named_enum!(
     }
 );
 
+/// A type's name as people say it, for messages: `MisfirePolicy` -> `misfire policy`.
+pub fn type_in_words(name: &str) -> String {
+    let mut words = String::with_capacity(name.len() + 4);
+    for (i, c) in name.chars().enumerate() {
+        if c.is_uppercase() && i > 0 {
+            words.push(' ');
+        }
+        words.extend(c.to_lowercase());
+    }
+    words
+}
+
 impl Priority {
     /// The lane live (on-time) runs of this priority use.
     pub fn live_lane(self) -> Lane {
@@ -117,7 +129,10 @@ mod tests {
         for l in Lane::ALL {
             assert_eq!(l.as_str().parse::<Lane>().unwrap(), *l);
         }
-        assert!("RUN_TWICE".parse::<MisfirePolicy>().is_err());
+        assert_eq!(
+            "RUN_TWICE".parse::<MisfirePolicy>(),
+            Err("unknown misfire policy `RUN_TWICE`; expected one of SKIP, RUN_ONCE, CATCH_UP_ALL, MANUAL".to_string())
+        );
         assert_eq!(Priority::High.live_lane(), Lane::Realtime);
         assert_eq!(Priority::Low.live_lane(), Lane::Normal);
     }

@@ -52,6 +52,25 @@ impl Span {
     }
 }
 
+impl Span {
+    /// For people: every unit from the largest, `5h 59m` or `36524d 5h 12m` (the `Display`
+    /// form is the shortest exact spelling, `359m`, which configuration files use).
+    pub fn humanized(self) -> String {
+        if self.0 == 0 {
+            return "0s".into();
+        }
+        let mut left = self.0;
+        let mut parts = Vec::new();
+        for (unit, suffix) in [(86_400, "d"), (3600, "h"), (60, "m"), (1, "s")] {
+            if left >= unit {
+                parts.push(format!("{}{suffix}", left / unit));
+                left %= unit;
+            }
+        }
+        parts.join(" ")
+    }
+}
+
 impl FromStr for Span {
     type Err = SpanParseError;
 
@@ -160,5 +179,14 @@ mod tests {
         assert_eq!(Span::seconds(90).to_string(), "90s");
         assert_eq!(Span::days(2).to_string(), "2d");
         assert_eq!(Span::ZERO.to_string(), "0s");
+    }
+
+    #[test]
+    fn humanized_spells_every_unit_from_the_largest() {
+        assert_eq!(Span::minutes(359).humanized(), "5h 59m");
+        assert_eq!(Span::hours(5).humanized(), "5h");
+        assert_eq!(Span::seconds(90).humanized(), "1m 30s");
+        assert_eq!(Span::seconds(2 * 86_400 + 1).humanized(), "2d 1s");
+        assert_eq!(Span::ZERO.humanized(), "0s");
     }
 }

@@ -13,7 +13,7 @@
 
 use std::fmt;
 
-use chrono::{DateTime, LocalResult, NaiveDate, NaiveTime, TimeDelta, TimeZone, Utc};
+use chrono::{DateTime, LocalResult, NaiveDate, NaiveTime, Offset, TimeDelta, TimeZone, Utc};
 use chrono_tz::Tz;
 use croner::parser::{CronParser, Seconds, Year};
 use croner::{Cron, JobType};
@@ -198,6 +198,65 @@ impl Timing {
             cursor: after,
             until,
         }
+    }
+
+    /// How many occurrences fall in `(after, until]`, without visiting each one on ordinary
+    /// days: on a day whose UTC offset does not change, an expression fires at the same times
+    /// of day on every day it matches (no field below the day depends on the date), so one
+    /// search finds the day and the count of the first such day counts it. Days with a DST
+    /// change, and the partial first and last days, are walked.
+    pub fn count_between(&self, after: DateTime<Utc>, until: DateTime<Utc>) -> u64 {
+        if let Kind::Rate { every } = &self.kind {
+            let step = every.as_secs() as i64;
+            let k = |t: DateTime<Utc>| t.timestamp().div_euclid(step);
+            return (k(until) - k(after)).max(0) as u64;
+        }
+        let second = TimeDelta::seconds(1);
+        let mut per_day: Option<u64> = None;
+        let mut count = 0;
+        let mut cursor = after;
+        while let Some(first) = self.next_after(cursor).filter(|t| *t <= until) {
+            let day = first.with_timezone(&self.tz).date_naive();
+            let bounds = (
+                self.local_midnight(day),
+                day.succ_opt().and_then(|d| self.local_midnight(d)),
+            );
+            let whole = match bounds {
+                (Some(start), Some(end)) if start > cursor && end <= until => {
+                    self.tz.offset_from_utc_datetime(&start.naive_utc()).fix()
+                        == self
+                            .tz
+                            .offset_from_utc_datetime(&(end - second).naive_utc())
+                            .fix()
+                }
+                _ => false,
+            };
+            match (whole, per_day, bounds.1) {
+                (true, Some(n), Some(end)) => {
+                    count += n;
+                    cursor = end - second;
+                }
+                (true, None, Some(end)) => {
+                    let n = self.between(cursor, end - second).count() as u64;
+                    per_day = Some(n);
+                    count += n;
+                    cursor = end - second;
+                }
+                _ => {
+                    count += 1;
+                    cursor = first;
+                }
+            }
+        }
+        count
+    }
+
+    /// The instant a local day starts (`None` when midnight does not exist that day).
+    fn local_midnight(&self, day: NaiveDate) -> Option<DateTime<Utc>> {
+        self.tz
+            .from_local_datetime(&day.and_time(NaiveTime::MIN))
+            .earliest()
+            .map(|t| t.with_timezone(&Utc))
     }
 
     /// The next `n` occurrences strictly after `after`.
@@ -436,12 +495,97 @@ fn parse_posix_cron(source: &str) -> Result<Cron, String> {
             ));
         }
     }
-    CronParser::builder()
-        .seconds(Seconds::Disallowed)
-        .year(Year::Disallowed)
-        .build()
-        .parse(source)
-        .map_err(|e| format!("`{source}`: {e}"))
+    let parse = |pattern: &str| {
+        CronParser::builder()
+            .seconds(Seconds::Disallowed)
+            .year(Year::Disallowed)
+            .build()
+            .parse(pattern)
+    };
+    parse(source).map_err(|e| {
+        let fields: Vec<&str> = source.split_whitespace().collect();
+        let culprit = culprit_field(&POSIX_FIELDS, &fields, |candidate| {
+            parse(&candidate.join(" ")).is_err()
+        });
+        format!("`{source}`: {}", plain_cron_error(&e, culprit))
+    })
+}
+
+/// A cron field's name and the values it takes, for messages.
+type FieldRule = (&'static str, &'static str);
+
+const POSIX_FIELDS: [FieldRule; 5] = [
+    ("minute", "0-59"),
+    ("hour", "0-23"),
+    ("day-of-month", "1-31, L, W"),
+    ("month", "1-12 or JAN-DEC"),
+    ("day-of-week", "0-7 or SUN-SAT (0 and 7 are Sunday), L, #"),
+];
+
+const EVENTBRIDGE_FIELDS: [FieldRule; 6] = [
+    ("minutes", "0-59"),
+    ("hours", "0-23"),
+    ("day-of-month", "1-31, L, W or ?"),
+    ("month", "1-12 or JAN-DEC"),
+    ("day-of-week", "1-7 or SUN-SAT (1 is Sunday), L, # or ?"),
+    ("year", "1970-2199"),
+];
+
+/// Which field croner refused: the first that still fails with every other field made
+/// neutral (`fails` parses a candidate).
+fn culprit_field<'a>(
+    rules: &[FieldRule],
+    fields: &[&'a str],
+    fails: impl Fn(&[&'a str]) -> bool,
+) -> Option<(FieldRule, &'a str)> {
+    if fields.len() != rules.len() {
+        return None;
+    }
+    (0..fields.len()).find_map(|i| {
+        if matches!(fields[i], "*" | "?") {
+            return None;
+        }
+        let candidate: Vec<&str> = (0..fields.len())
+            .map(|j| neutral_field(rules, fields, i, j))
+            .collect();
+        fails(&candidate).then(|| (rules[i], fields[i]))
+    })
+}
+
+/// Field `j` of a candidate that tests field `i` alone: `i` as written, the others `*`,
+/// except that an EventBridge expression keeps exactly one `?` in its day fields (2 and 4).
+fn neutral_field<'a>(rules: &[FieldRule], fields: &[&'a str], i: usize, j: usize) -> &'a str {
+    let eventbridge = rules.len() == EVENTBRIDGE_FIELDS.len();
+    match j {
+        _ if i == j => fields[j],
+        4 if eventbridge => "?",
+        2 if eventbridge && i == 4 => "?",
+        _ => "*",
+    }
+}
+
+/// Croner's error in plain words, naming the field when it is known; never the library's
+/// own category names ("Component error", "CronPattern").
+fn plain_cron_error(e: &croner::errors::CronError, culprit: Option<(FieldRule, &str)>) -> String {
+    use croner::errors::CronError as E;
+    let detail = match e {
+        E::ComponentError(m) | E::InvalidPattern(m) | E::IllegalCharacters(m) => {
+            m.trim_end_matches('.').to_string()
+        }
+        E::EmptyPattern => "the expression is empty".into(),
+        _ => "the expression cannot be evaluated".into(),
+    };
+    let mut chars = detail.chars();
+    let detail: String = chars
+        .next()
+        .map(|c| c.to_lowercase().chain(chars).collect())
+        .unwrap_or_default();
+    match culprit {
+        Some(((name, takes), value)) => {
+            format!("the {name} field `{value}` is not valid ({detail}); {name} takes {takes}")
+        }
+        None => format!("not a valid expression ({detail})"),
+    }
 }
 
 fn parse_eventbridge_cron(inner: &str) -> Result<Cron, String> {
@@ -460,13 +604,18 @@ fn parse_eventbridge_cron(inner: &str) -> Result<Cron, String> {
     }
     // EventBridge numbers weekdays 1-7 from Sunday, as Quartz does. Croner only takes a
     // year after a seconds field, so pin the seconds to 0.
-    CronParser::builder()
-        .seconds(Seconds::Required)
-        .year(Year::Required)
-        .alternative_weekdays(true)
-        .build()
-        .parse(&format!("0 {inner}"))
-        .map_err(|e| format!("cron({inner}): {e}"))
+    let parse = |fields: &[&str]| {
+        CronParser::builder()
+            .seconds(Seconds::Required)
+            .year(Year::Required)
+            .alternative_weekdays(true)
+            .build()
+            .parse(&format!("0 {}", fields.join(" ")))
+    };
+    parse(&fields).map_err(|e| {
+        let culprit = culprit_field(&EVENTBRIDGE_FIELDS, &fields, |c| parse(c).is_err());
+        format!("cron({inner}): {}", plain_cron_error(&e, culprit))
+    })
 }
 
 /// Plain words for the shapes people write most; croner's own text for the rest.

@@ -698,3 +698,49 @@ fn bad_approval_and_guard_values_get_their_codes() {
         ]
     );
 }
+
+/// Messages are for people: a policy by its name in words, a bad cron field by its name and
+/// the values it takes; no Rust type or library category names.
+#[test]
+fn messages_name_the_field_in_plain_words() {
+    let issues = schedule_issues(
+        with(
+            schedule_value("s", "0 * * * *", "UTC"),
+            "misfire",
+            json!("RUN_TWICE"),
+        ),
+        &ValidationRules::default(),
+    );
+    let text: Vec<&str> = issues.iter().map(|i| i.message.as_str()).collect();
+    assert!(
+        text.iter().any(|m| m.contains(
+            "unknown misfire policy `RUN_TWICE`; expected one of SKIP, RUN_ONCE, CATCH_UP_ALL, MANUAL"
+        )),
+        "{text:?}"
+    );
+    for (expr, says) in [
+        (
+            "61 * * * *",
+            "the minute field `61` is not valid (number out of bounds); minute takes 0-59",
+        ),
+        ("0 25 * * *", "the hour field `25` is not valid"),
+        ("0 0 * 13 *", "the month field `13` is not valid"),
+        (
+            "cron(0 9 ? * MON-FRX *)",
+            "the day-of-week field `MON-FRX` is not valid",
+        ),
+        (
+            "cron(0 9 ? * MON 20X6)",
+            "the year field `20X6` is not valid",
+        ),
+    ] {
+        let issues = validate_timing(expr, "UTC", &ValidationRules::default(), validation_now())
+            .err()
+            .unwrap_or_else(|| panic!("{expr} accepted"));
+        let message = &issues[0].message;
+        assert!(message.contains(says), "{expr}: {message}");
+        for leak in ["Component error", "CronPattern", "CronScheduler", "Policy"] {
+            assert!(!message.contains(leak), "{expr}: {message}");
+        }
+    }
+}

@@ -4,3 +4,4 @@
 
 pub mod poller;
 pub mod receiver;
+pub mod summary;

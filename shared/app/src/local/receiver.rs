@@ -77,6 +77,11 @@ async fn hook(
 
 /// Serves `router` on `addr` until the future is dropped.
 pub async fn serve(addr: SocketAddr, router: Router) -> std::io::Result<()> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
+    serve_on(tokio::net::TcpListener::bind(addr).await?, router).await
+}
+
+/// Serves `router` on a listener already bound (the local runner binds its port before it
+/// starts anything else) until the future is dropped.
+pub async fn serve_on(listener: tokio::net::TcpListener, router: Router) -> std::io::Result<()> {
     axum::serve(listener, router).await
 }

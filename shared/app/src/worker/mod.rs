@@ -23,7 +23,7 @@ use tracing::Instrument;
 use cronledger_aws::lanes::{process_batch, BatchReport, HandlerFailure, SqsRecord};
 use cronledger_aws::ledger::RunChange;
 use cronledger_aws::{LaneMessage, LaneQueue, LedgerStore, StoreError};
-use cronledger_core::{Lane, Reason, Run, Span};
+use cronledger_core::{Lane, Reason, Run, Span, StartWait};
 
 use crate::backoff::Backoff;
 use crate::clock::Clock;
@@ -258,17 +258,38 @@ impl Worker {
             }
         };
         tracing::Span::current().record("attempt", started.attempts);
-        let start_delay_ms = (now - key.scheduled_for).num_milliseconds();
-        tracing::info!(epoch = started.lease_epoch, start_delay_ms, "run started");
+        let wait = StartWait::of(&started, now);
+        match wait {
+            StartWait::Scheduled { ms } => {
+                tracing::info!(
+                    epoch = started.lease_epoch,
+                    start_delay_ms = ms,
+                    "run started"
+                )
+            }
+            StartWait::Released { ms } => tracing::info!(
+                epoch = started.lease_epoch,
+                release_delay_ms = ms,
+                trigger = %started.trigger,
+                "run started"
+            ),
+        }
         self.metrics.count_for(&key.schedule_id, "RunsStarted", 1);
-        if started.attempts == 1 {
-            // The delay of the first attempt only: a retry's backoff is not start latency.
-            self.metrics.put_for(
+        // The first attempt only: a retry's backoff is not start latency.
+        match wait {
+            StartWait::Scheduled { ms } if started.attempts == 1 => self.metrics.put_for(
                 &key.schedule_id,
                 "StartDelay",
                 Unit::Milliseconds,
-                start_delay_ms.max(0) as f64,
-            );
+                ms as f64,
+            ),
+            // Catch-up, backfill and operators' runs: one figure per function, no schedule
+            // dimension (they come in bursts, by design).
+            StartWait::Released { ms } if started.attempts == 1 => {
+                self.metrics
+                    .put("ReleaseDelay", Unit::Milliseconds, ms as f64)
+            }
+            _ => {}
         }
         if self.crashes(CrashPoint::MidJob, &started) {
             // The process "dies": no outcome, the lease runs out, the message comes back.
