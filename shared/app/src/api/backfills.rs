@@ -421,7 +421,6 @@ pub async fn approve(
     answer(&api, &b).await
 }
 
-
 /// Most problem and reported windows one verify page lists (each list; the counts always
 /// cover every window).
 pub const VERIFY_PAGE_MAX: usize = 1000;
