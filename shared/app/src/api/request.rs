@@ -2,11 +2,14 @@
 //! shows (the error's code and message, plus `details.request_id`; its cause only in the
 //! log, at ERROR under the same id) and the answer's size bound.
 
+use std::panic::AssertUnwindSafe;
+
 use axum::body::{to_bytes, Body};
 use axum::extract::Request;
 use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use futures_util::FutureExt;
 use serde_json::{json, Value};
 
 use super::error::ApiError;
@@ -33,8 +36,22 @@ pub async fn scope(mut req: Request, next: Next) -> Response {
         }
     };
     let (method, path) = (req.method().clone(), req.uri().path().to_string());
-    let resp = next.run(req).await;
-    let mut resp = if resp.status().is_server_error() {
+    // A handler that panics (a bug) answers INTERNAL like any other server-side failure,
+    // instead of failing the whole invocation with the panic's text.
+    let resp = match AssertUnwindSafe(next.run(req)).catch_unwind().await {
+        Ok(resp) => resp,
+        Err(panic) => {
+            let cause = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            let error = ApiError::internal(format!("the handler panicked: {cause}"))
+                .with_details(json!({"cause": "HANDLER_PANICKED"}));
+            return with_id(report(&id, method.as_str(), &path, error), &id);
+        }
+    };
+    let resp = if resp.status().is_server_error() {
         let error = resp.extensions().get::<ApiError>().cloned();
         let error = error.unwrap_or_else(|| {
             ApiError::internal(format!("{} answered without an api error", resp.status()))
@@ -43,6 +60,10 @@ pub async fn scope(mut req: Request, next: Next) -> Response {
     } else {
         bounded(&id, method.as_str(), &path, resp).await
     };
+    with_id(resp, &id)
+}
+
+fn with_id(mut resp: Response, id: &RequestId) -> Response {
     if let Ok(value) = HeaderValue::from_str(&id.0) {
         resp.headers_mut().insert(REQUEST_ID_HEADER, value);
     }
@@ -85,5 +106,43 @@ async fn bounded(id: &RequestId, method: &str, path: &str, resp: Response) -> Re
             .with_details(json!({"cause": "RESPONSE_TOO_LARGE"}));
             report(id, method, path, error)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::routing::get;
+    use axum::Router;
+    use tower::ServiceExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panicking_handler_answers_internal_with_a_request_id_and_no_panic_text() {
+        async fn broken() -> &'static str {
+            panic!("secret detail of a bug")
+        }
+        let app = Router::new()
+            .route("/broken", get(broken))
+            .layer(axum::middleware::from_fn(scope));
+        let resp = app
+            .clone()
+            .oneshot(Request::get("/broken").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 500);
+        assert!(resp.headers().contains_key(REQUEST_ID_HEADER));
+        let body = to_bytes(resp.into_body(), 1 << 16).await.unwrap();
+        let body: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(body["code"], "INTERNAL");
+        assert_eq!(body["details"]["cause"], "HANDLER_PANICKED");
+        assert!(body["details"]["request_id"].is_string());
+        assert!(!body.to_string().contains("secret detail"), "{body}");
+        // The router still answers after a panic.
+        let again = app
+            .oneshot(Request::get("/broken").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(again.status(), 500);
     }
 }
