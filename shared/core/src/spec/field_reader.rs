@@ -96,21 +96,7 @@ impl FieldReader<'_> {
         name: &str,
         default: P,
     ) -> P {
-        match self.obj.get(name) {
-            None | Some(Value::Null) => default,
-            Some(Value::String(s)) => s.parse().unwrap_or_else(|e| {
-                self.issues.push(Issue::new(
-                    Code::ScheduleInvalidField,
-                    (self.field)(name),
-                    e,
-                ));
-                default
-            }),
-            Some(_) => {
-                self.wrong_type(name, "a name");
-                default
-            }
-        }
+        self.one_of(name, default, Code::ScheduleInvalidField)
     }
 
     pub(super) fn policy<P: std::str::FromStr<Err = String>>(
@@ -118,14 +104,20 @@ impl FieldReader<'_> {
         name: &str,
         default: P,
     ) -> P {
+        self.one_of(name, default, Code::ScheduleUnknownPolicy)
+    }
+
+    /// A name out of a fixed set; a name outside it is recorded under `code`.
+    fn one_of<P: std::str::FromStr<Err = String>>(
+        &mut self,
+        name: &str,
+        default: P,
+        code: Code,
+    ) -> P {
         match self.obj.get(name) {
             None | Some(Value::Null) => default,
             Some(Value::String(s)) => s.parse().unwrap_or_else(|e| {
-                self.issues.push(Issue::new(
-                    Code::ScheduleUnknownPolicy,
-                    (self.field)(name),
-                    e,
-                ));
+                self.issues.push(Issue::new(code, (self.field)(name), e));
                 default
             }),
             Some(_) => {
