@@ -12,6 +12,7 @@ pub mod item;
 pub mod keys;
 pub mod lanes;
 pub mod ledger;
+pub mod memory;
 pub mod meter;
 pub mod ops;
 pub mod table;
@@ -25,6 +26,7 @@ pub use ledger::{
     AuditAction, AuditEntry, ChangeMeta, Created, Fire, FireOutcome, LedgerStore, OperatorAction,
     Page, Pause, RecentRuns, RunChange, ScheduleState, StoredSchedule,
 };
+pub use memory::MemoryStore;
 pub use meter::{metered, MeterSnapshot, RequestMeter, Usage};
 pub use ops::{
     ApprovalReason, Backfill, BackfillLimits, BackfillState, IdempotencyClaim, KillSwitch,

@@ -1,0 +1,407 @@
+//! The ledger in process memory, with DynamoDB's conditional semantics: what `cronledger
+//! simulate` runs on by default (the emulator serves one request at a time, so a fleet's day
+//! would take hours), held to [`crate::dynamo::DynamoLedger`] by one conformance suite that
+//! runs every store test against both.
+//!
+//! Every operation takes the one lock, checks its conditions and applies all its writes
+//! before releasing it: a transaction is all-or-nothing and every read is strongly
+//! consistent (reads DynamoDB serves eventually consistent may only be fresher here).
+//! Consumed capacity is charged by DynamoDB's published rules (see [`capacity`]), so the
+//! request meter means the same on both stores.
+
+mod capacity;
+mod ops;
+mod runs;
+mod schedules;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use cronledger_core::{Attempt, Lane, Run, RunKey, RunStatus, ScheduleSpec};
+
+use crate::control::{ReleaseState, ReleaseStateStore};
+use crate::error::StoreError;
+use crate::ledger::{
+    AuditEntry, ChangeMeta, Created, Fire, FireOutcome, LedgerStore, OperatorAction, Page,
+    RecentRuns, RunChange, StoredSchedule,
+};
+use crate::meter::{metered, RequestMeter};
+use crate::ops::{Backfill, IdempotencyClaim, KillSwitch, OpsStore, SystemAuditEntry};
+
+pub use capacity::Request;
+
+/// The ledger's items, typed. Each field is one kind of item of the DynamoDB table; the
+/// indexes are answered by scanning or ranging over these maps.
+#[derive(Debug, Default)]
+pub(crate) struct Tables {
+    /// By schedule id.
+    pub schedules: BTreeMap<String, StoredSchedule>,
+    /// By schedule id, oldest first.
+    pub audit: BTreeMap<String, Vec<AuditEntry>>,
+    /// By schedule id, then by the run's sort key (`keys::run_sk`), so a schedule's runs
+    /// range in the table's order.
+    pub runs: BTreeMap<String, BTreeMap<String, StoredRun>>,
+    pub claims: HashMap<String, IdempotencyClaim>,
+    pub backfills: BTreeMap<String, Backfill>,
+    pub system_audit: Vec<SystemAuditEntry>,
+    pub kill_switch: Option<KillSwitch>,
+    pub release_states: HashMap<Lane, ReleaseState>,
+}
+
+/// A run as stored: the run and the attempts its item records.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct StoredRun {
+    pub run: Run,
+    pub attempts: Vec<Attempt>,
+}
+
+/// The in-memory ledger. Cheap to share behind an `Arc`.
+#[derive(Debug)]
+pub struct MemoryStore {
+    tables: Mutex<Tables>,
+    meter: RequestMeter,
+    shards: u32,
+}
+
+impl MemoryStore {
+    /// An empty ledger with the `due` and `active` indexes sharded `shards` ways (as a
+    /// DynamoDB ledger built with the same count), charging `meter`.
+    pub fn new(shards: u32, meter: RequestMeter) -> MemoryStore {
+        MemoryStore {
+            tables: Mutex::new(Tables::default()),
+            meter,
+            shards: shards.max(1),
+        }
+    }
+
+    pub fn shards(&self) -> u32 {
+        self.shards
+    }
+
+    pub fn meter(&self) -> &RequestMeter {
+        &self.meter
+    }
+
+    /// The one lock every operation holds from its first read to its last write. Still usable
+    /// after a panicking holder: every operation checks before it writes, so a panic leaves
+    /// no half-applied change.
+    pub(crate) fn tables(&self) -> MutexGuard<'_, Tables> {
+        self.tables.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[async_trait]
+impl LedgerStore for MemoryStore {
+    async fn create_schedule(
+        &self,
+        spec: ScheduleSpec,
+        meta: ChangeMeta,
+    ) -> Result<StoredSchedule, StoreError> {
+        metered("create_schedule", async {
+            self.create_schedule_impl(spec, meta)
+        })
+        .await
+    }
+
+    async fn update_schedule(
+        &self,
+        spec: ScheduleSpec,
+        expected_version: u64,
+        meta: ChangeMeta,
+    ) -> Result<StoredSchedule, StoreError> {
+        metered("update_schedule", async {
+            self.update_schedule_impl(spec, expected_version, meta)
+        })
+        .await
+    }
+
+    async fn pause_schedule(
+        &self,
+        id: &str,
+        expected_version: Option<u64>,
+        meta: ChangeMeta,
+    ) -> Result<StoredSchedule, StoreError> {
+        metered("pause_schedule", async {
+            self.pause_impl(id, expected_version, meta)
+        })
+        .await
+    }
+
+    async fn resume_schedule(
+        &self,
+        id: &str,
+        expected_version: Option<u64>,
+        meta: ChangeMeta,
+    ) -> Result<StoredSchedule, StoreError> {
+        metered("resume_schedule", async {
+            self.resume_impl(id, expected_version, meta)
+        })
+        .await
+    }
+
+    async fn archive_schedule(
+        &self,
+        id: &str,
+        expected_version: Option<u64>,
+        meta: ChangeMeta,
+    ) -> Result<StoredSchedule, StoreError> {
+        metered("archive_schedule", async {
+            self.archive_impl(id, expected_version, meta)
+        })
+        .await
+    }
+
+    async fn get_schedule(&self, id: &str) -> Result<StoredSchedule, StoreError> {
+        metered("get_schedule", async { self.get_schedule_impl(id) }).await
+    }
+
+    async fn list_schedules(
+        &self,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<Page<StoredSchedule>, StoreError> {
+        metered("list_schedules", async {
+            self.list_schedules_impl(limit, cursor)
+        })
+        .await
+    }
+
+    async fn audit_log(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError> {
+        metered("audit_log", async { self.audit_log_impl(id) }).await
+    }
+
+    async fn schedule_spec_at(&self, id: &str, version: u64) -> Result<ScheduleSpec, StoreError> {
+        metered("schedule_spec_at", async {
+            self.schedule_spec_at_impl(id, version)
+        })
+        .await
+    }
+
+    async fn record_operator_action(
+        &self,
+        action: &OperatorAction,
+    ) -> Result<AuditEntry, StoreError> {
+        metered("record_operator_action", async {
+            self.record_operator_action_impl(action)
+        })
+        .await
+    }
+
+    async fn due_schedules(
+        &self,
+        shard: u32,
+        until: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<StoredSchedule>, StoreError> {
+        metered("due_schedules", async {
+            self.due_schedules_impl(shard, until, limit)
+        })
+        .await
+    }
+
+    async fn fire(&self, fire: &Fire) -> Result<FireOutcome, StoreError> {
+        metered("fire", async { self.fire_impl(fire) }).await
+    }
+
+    async fn fire_all(&self, fires: &[Fire]) -> Result<bool, StoreError> {
+        metered("fire_all", async { self.fire_all_impl(fires) }).await
+    }
+
+    async fn advance_next_run(
+        &self,
+        id: &str,
+        expected: DateTime<Utc>,
+        next: Option<DateTime<Utc>>,
+    ) -> Result<bool, StoreError> {
+        metered("advance_next_run", async {
+            self.advance_next_run_impl(id, expected, next)
+        })
+        .await
+    }
+
+    async fn advance_watermark(
+        &self,
+        id: &str,
+        expected: DateTime<Utc>,
+        through: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        metered("advance_watermark", async {
+            self.advance_watermark_impl(id, expected, through)
+        })
+        .await
+    }
+
+    async fn create_run(&self, run: &Run) -> Result<Created, StoreError> {
+        metered("create_run", async { self.create_run_impl(run) }).await
+    }
+
+    async fn get_run(&self, key: &RunKey) -> Result<Run, StoreError> {
+        metered("get_run", async { self.get_run_impl(key) }).await
+    }
+
+    async fn get_run_with_attempts(&self, key: &RunKey) -> Result<(Run, Vec<Attempt>), StoreError> {
+        metered("get_run_with_attempts", async {
+            self.get_run_with_attempts_impl(key)
+        })
+        .await
+    }
+
+    async fn transition_run(&self, key: &RunKey, change: &RunChange) -> Result<Run, StoreError> {
+        metered("transition_run", async {
+            self.transition_run_impl(key, change)
+        })
+        .await
+    }
+
+    async fn active_runs(
+        &self,
+        shard: u32,
+        status: Option<RunStatus>,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<Page<Run>, StoreError> {
+        metered("active_runs", async {
+            self.active_runs_impl(shard, status, limit, cursor)
+        })
+        .await
+    }
+
+    async fn recent_runs(
+        &self,
+        schedule_id: &str,
+        limit: u32,
+        at: Option<DateTime<Utc>>,
+    ) -> Result<RecentRuns, StoreError> {
+        metered("recent_runs", async {
+            self.recent_runs_impl(schedule_id, limit, at)
+        })
+        .await
+    }
+
+    async fn schedule_with_recent_runs(
+        &self,
+        schedule_id: &str,
+        limit: u32,
+        at: Option<DateTime<Utc>>,
+    ) -> Result<(StoredSchedule, RecentRuns), StoreError> {
+        metered("schedule_with_recent_runs", async {
+            self.schedule_with_recent_runs_impl(schedule_id, limit, at)
+        })
+        .await
+    }
+
+    async fn running_before(
+        &self,
+        schedule_id: &str,
+        before: DateTime<Utc>,
+    ) -> Result<Vec<Run>, StoreError> {
+        metered("running_before", async {
+            self.running_before_impl(schedule_id, before)
+        })
+        .await
+    }
+
+    async fn pending_live_runs(
+        &self,
+        shard: u32,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<Run>, StoreError> {
+        metered("pending_live_runs", async {
+            self.pending_live_runs_impl(shard, from, to, limit)
+        })
+        .await
+    }
+
+    async fn run_history(
+        &self,
+        schedule_id: &str,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<Page<Run>, StoreError> {
+        metered("run_history", async {
+            self.run_history_impl(schedule_id, limit, cursor)
+        })
+        .await
+    }
+
+    async fn runs_between(
+        &self,
+        schedule_id: &str,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<Vec<Run>, StoreError> {
+        metered("runs_between", async {
+            self.runs_between_impl(schedule_id, from, to)
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl OpsStore for MemoryStore {
+    async fn claim_idempotency(
+        &self,
+        claim: &IdempotencyClaim,
+    ) -> Result<Option<IdempotencyClaim>, StoreError> {
+        metered("claim_idempotency", async { self.claim_impl(claim) }).await
+    }
+
+    async fn create_backfill(&self, backfill: &Backfill) -> Result<Backfill, StoreError> {
+        metered("create_backfill", async {
+            self.create_backfill_impl(backfill)
+        })
+        .await
+    }
+
+    async fn get_backfill(&self, id: &str) -> Result<Backfill, StoreError> {
+        metered("get_backfill", async { self.get_backfill_impl(id) }).await
+    }
+
+    async fn put_backfill(&self, backfill: &Backfill) -> Result<Option<Backfill>, StoreError> {
+        metered("put_backfill", async { self.put_backfill_impl(backfill) }).await
+    }
+
+    async fn open_backfills(&self) -> Result<Vec<Backfill>, StoreError> {
+        metered("open_backfills", async { self.open_backfills_impl() }).await
+    }
+
+    async fn append_system_audit(&self, entry: &SystemAuditEntry) -> Result<(), StoreError> {
+        metered("append_system_audit", async {
+            self.append_system_audit_impl(entry)
+        })
+        .await
+    }
+
+    async fn system_audit(&self, limit: u32) -> Result<Vec<SystemAuditEntry>, StoreError> {
+        metered("system_audit", async { self.system_audit_impl(limit) }).await
+    }
+
+    async fn kill_switch(&self) -> Result<Option<KillSwitch>, StoreError> {
+        metered("kill_switch", async { self.kill_switch_impl() }).await
+    }
+
+    async fn put_kill_switch(&self, state: &KillSwitch) -> Result<(), StoreError> {
+        metered("put_kill_switch", async {
+            self.put_kill_switch_impl(state)
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl ReleaseStateStore for MemoryStore {
+    async fn release_state(&self, lane: Lane) -> Result<Option<ReleaseState>, StoreError> {
+        metered("release_state", async { self.release_state_impl(lane) }).await
+    }
+
+    async fn put_release_state(&self, state: &ReleaseState) -> Result<bool, StoreError> {
+        metered("put_release_state", async {
+            self.put_release_state_impl(state)
+        })
+        .await
+    }
+}
