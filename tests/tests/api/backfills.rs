@@ -1,0 +1,173 @@
+//! Backfills through the api: concurrency measured, pause/resume, cancel, and verify finding a
+//! punched hole.
+
+use super::*;
+
+#[tokio::test]
+async fn a_backfill_respects_its_concurrency_pauses_resumes_and_verify_finds_a_hole() {
+    let api = ApiEnv::new(t(NOW)).await;
+    // Without side effects: history before the schedule existed needs no admin's approval.
+    let mut doc = schedule_doc("hist", "*/10 * * * *");
+    doc["side_effects"] = json!(false);
+    create(&api, doc).await;
+    let range = json!({"from": "2026-03-10T08:00:00Z", "to": "2026-03-10T10:00:00Z", "concurrency": 2, "batch_size": 5, "rate_per_minute": 100});
+
+    // A dry run: the plan and its size, nothing written.
+    let mut dry = range.clone();
+    dry["dry_run"] = json!(true);
+    let plan = api
+        .post(OPERATOR, "/v1/schedules/hist/backfills", Some(dry))
+        .await;
+    assert_eq!(plan.status, StatusCode::OK, "{:?}", plan.body);
+    assert_eq!(plan.body["size"], 13);
+    assert!(api
+        .env
+        .ledger
+        .ledger
+        .runs_between("hist", t("2026-03-10T00:00:00Z"), t(NOW))
+        .await
+        .expect("runs")
+        .is_empty());
+    use cronledger_aws::LedgerStore;
+
+    let created = api
+        .post(OPERATOR, "/v1/schedules/hist/backfills", Some(range))
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{:?}", created.body);
+    let id = created.body["id"].as_str().unwrap_or("").to_string();
+    let progress_path = format!("/v1/backfills/{id}");
+
+    let in_flight = |runs: &[cronledger_core::Run]| {
+        runs.iter()
+            .filter(|r| {
+                matches!(&r.key.origin, Origin::Backfill(b) if *b == id) && r.status.is_active()
+            })
+            .count()
+    };
+    let mut max_in_flight = 0;
+    let mut passes = 0;
+    let mut paused_once = false;
+    loop {
+        passes += 1;
+        assert!(passes < 40, "the backfill did not finish");
+        api.env.clock.advance(TimeDelta::minutes(1));
+        let report = api.release().await;
+        let runs = api
+            .env
+            .store
+            .runs_between("hist", t("2026-03-10T08:00:00Z"), t("2026-03-10T10:00:00Z"))
+            .await
+            .expect("runs");
+        let now_in_flight = in_flight(&runs);
+        max_in_flight = max_in_flight.max(now_in_flight);
+        assert!(
+            now_in_flight <= 2,
+            "{now_in_flight} backfill runs in flight, allowed 2"
+        );
+        if passes == 2 && !paused_once {
+            // Paused: the next pass releases nothing, even with room.
+            let p = api
+                .post(
+                    OPERATOR,
+                    &format!("{progress_path}/pause"),
+                    Some(json!({"note": "month end"})),
+                )
+                .await;
+            assert_eq!(p.body["state"], "PAUSED", "{:?}", p.body);
+            drain(&api, Lane::Backfill).await;
+            api.env.clock.advance(TimeDelta::minutes(1));
+            assert_eq!(api.release().await.released, 0);
+            let r = api
+                .post(OPERATOR, &format!("{progress_path}/resume"), None)
+                .await;
+            assert_eq!(r.body["state"], "RUNNING");
+            paused_once = true;
+            continue;
+        }
+        if report.finished.contains(&id) {
+            break;
+        }
+        drain(&api, Lane::Backfill).await;
+    }
+    assert_eq!(
+        max_in_flight, 2,
+        "the measured concurrency reached its limit and never passed it"
+    );
+    let progress = api.get(VIEWER, &progress_path).await;
+    assert_eq!(progress.body["state"], "DONE", "{:?}", progress.body);
+    assert_eq!(progress.body["succeeded"], 13);
+    assert_eq!(progress.body["failed"], 0);
+    assert!(progress.body["rate_per_minute"]
+        .as_f64()
+        .is_some_and(|r| r > 0.0));
+
+    let verify_path = format!("/v1/backfills/{id}/verify");
+    let clean = api.get(VIEWER, &verify_path).await;
+    assert_eq!(clean.body["complete"], true, "{:?}", clean.body);
+    assert_eq!(clean.body["expected_windows"], 13);
+
+    // Punch a hole: delete one window's run straight from the table.
+    let hole = cronledger_core::RunKey {
+        schedule_id: "hist".into(),
+        scheduled_for: t("2026-03-10T09:10:00Z"),
+        origin: Origin::Backfill(id.clone()),
+    };
+    api.env
+        .ledger
+        .clients
+        .dynamodb
+        .delete_item()
+        .table_name(&api.env.ledger.table)
+        .key(
+            keys::PK,
+            aws_sdk_dynamodb::types::AttributeValue::S(keys::schedule_pk("hist")),
+        )
+        .key(
+            keys::SK,
+            aws_sdk_dynamodb::types::AttributeValue::S(keys::run_sk(&hole)),
+        )
+        .send()
+        .await
+        .expect("delete one run");
+    let found = api.get(VIEWER, &verify_path).await;
+    assert_eq!(found.body["complete"], false);
+    assert_eq!(found.body["missing"], 1);
+    assert_eq!(
+        found.body["problems"][0]["scheduled_for"],
+        "2026-03-10T09:10:00Z"
+    );
+    assert_eq!(found.body["problems"][0]["problem"], "MISSING");
+
+    // Reprocess missing: a new backfill plans exactly the hole.
+    let refill = api
+        .post(OPERATOR, "/v1/schedules/hist/backfills", Some(json!({"from": "2026-03-10T08:00:00Z", "to": "2026-03-10T10:00:00Z", "reprocess": "missing", "dry_run": true})))
+        .await;
+    assert_eq!(refill.body["windows"], json!(["2026-03-10T09:10:00Z"]));
+
+    // Cancel: a second backfill's unstarted runs end CANCELLED.
+    let all = api
+        .post(OPERATOR, "/v1/schedules/hist/backfills", Some(json!({"from": "2026-03-10T08:00:00Z", "to": "2026-03-10T09:00:00Z", "reprocess": "all", "concurrency": 3})))
+        .await;
+    let second = all.body["id"].as_str().unwrap_or("").to_string();
+    api.env.clock.advance(TimeDelta::minutes(1));
+    assert_eq!(api.release().await.released, 3);
+    let listed = api.get(VIEWER, "/v1/backfills").await;
+    assert_eq!(listed.body["items"].as_array().map(Vec::len), Some(1));
+    let cancelled = api
+        .post(OPERATOR, &format!("/v1/backfills/{second}/cancel"), None)
+        .await;
+    assert_eq!(cancelled.body["state"], "CANCELLED", "{:?}", cancelled.body);
+    assert_eq!(
+        cancelled.body["skipped"].as_u64().map(|s| s >= 3),
+        Some(true)
+    );
+    let again = api
+        .post(OPERATOR, &format!("/v1/backfills/{second}/resume"), None)
+        .await;
+    assert_eq!(
+        (again.status, again.code()),
+        (StatusCode::CONFLICT, "BACKFILL_STATE_CONFLICT")
+    );
+    let unknown = api.get(VIEWER, "/v1/backfills/nope").await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+}
