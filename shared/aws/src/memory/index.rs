@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound::{Excluded, Included, Unbounded};
 
 use chrono::{DateTime, Utc};
-use cronledger_core::{Run, RunKey};
+use cronledger_core::{RunKey, RunStatus};
 
 use crate::keys;
 use crate::ledger::StoredSchedule;
@@ -28,28 +28,29 @@ pub(crate) struct ActiveIndex {
     shards: BTreeMap<u32, BTreeMap<String, RunLocation>>,
 }
 
-/// The `active` index key of a run, when it is in the index (non-terminal runs only).
-fn active_entry(run: &Run, shards: u32) -> Option<(u32, String)> {
-    run.status.is_active().then(|| {
+/// The `active` index key of a run in `status`, when it is in the index (non-terminal
+/// runs only).
+fn active_entry(key: &RunKey, status: RunStatus, shards: u32) -> Option<(u32, String)> {
+    status.is_active().then(|| {
         (
-            keys::shard_of(&run.key.schedule_id, shards),
-            keys::active_sk(run.status, &run.key),
+            keys::shard_of(&key.schedule_id, shards),
+            keys::active_sk(status, key),
         )
     })
 }
 
 impl ActiveIndex {
-    /// Moves a run's entry from where `before` put it to where `after` puts it (either may
-    /// be absent: a new run, or a run leaving the index).
+    /// Moves a run's entry from where its status `before` put it to where `after` puts it
+    /// (either may be absent: a new run, or a run leaving the index).
     pub fn replace(
         &mut self,
         key: &RunKey,
-        before: Option<&Run>,
-        after: Option<&Run>,
+        before: Option<RunStatus>,
+        after: Option<RunStatus>,
         shards: u32,
     ) {
-        let old = before.and_then(|run| active_entry(run, shards));
-        let new = after.and_then(|run| active_entry(run, shards));
+        let old = before.and_then(|status| active_entry(key, status, shards));
+        let new = after.and_then(|status| active_entry(key, status, shards));
         if old == new {
             return;
         }

@@ -46,6 +46,8 @@ pub(crate) struct Tables {
     pub runs: BTreeMap<String, BTreeMap<String, StoredRun>>,
     /// The `active` index over `runs`, kept by every run write (see [`index`]).
     pub active: index::ActiveIndex,
+    /// The runs' encoded items, for capacity charges (see `runs::RunItems`).
+    pub run_items: runs::RunItems,
     pub claims: HashMap<String, IdempotencyClaim>,
     pub backfills: BTreeMap<String, Backfill>,
     pub system_audit: Vec<SystemAuditEntry>,

@@ -8,15 +8,18 @@
 mod change;
 mod charges;
 
+pub(super) use charges::RunItems;
+
 use std::collections::BTreeMap;
 use std::ops::Bound::{Excluded, Included, Unbounded};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use cronledger_core::{Attempt, Run, RunKey, RunStatus, Trigger};
 
 use self::change::{apply_change, as_stored, refusal};
 use super::capacity::Request;
-use super::index;
+use super::index::{self, ActiveIndex};
 use super::{MemoryStore, StoredRun, Tables};
 use crate::codec::schedule as schedule_codec;
 use crate::cursor;
@@ -164,11 +167,24 @@ impl MemoryStore {
         self.charge_call("PutItem");
         if let Some(existing) = stored_run(&tables, &run.key) {
             // The existing item comes back with the failed condition: no second request.
-            self.charge_run_write("PutItem", Some(existing), None, Request::Standard);
+            let item = self.stored_item(&tables.run_items, existing);
+            self.charge_run_write(
+                &tables.run_items,
+                "PutItem",
+                Some(item),
+                None,
+                Request::Standard,
+            );
             return Ok(Created::Existing(existing.run.clone()));
         }
-        let stored = insert_run(&mut tables, run, self.shards);
-        self.charge_run_write("PutItem", None, Some(stored), Request::Standard);
+        let Tables {
+            runs,
+            active,
+            run_items,
+            ..
+        } = &mut *tables;
+        let stored = insert_run(runs, active, run, self.shards);
+        self.charge_run_write(run_items, "PutItem", None, Some(stored), Request::Standard);
         Ok(Created::New(run.clone()))
     }
 
@@ -183,7 +199,7 @@ impl MemoryStore {
         let tables = self.tables();
         self.charge_call("GetItem");
         let found = stored_run(&tables, key);
-        self.charge_run_reads("GetItem", None, found.as_slice(), true);
+        self.charge_run_reads(&tables.run_items, "GetItem", None, found.as_slice(), true);
         match found {
             Some(stored) => Ok((
                 stored.run.clone(),
@@ -208,7 +224,12 @@ impl MemoryStore {
         let to = change.target()?;
         let mut tables = self.tables();
         self.charge_call("UpdateItem");
-        let Tables { runs, active, .. } = &mut *tables;
+        let Tables {
+            runs,
+            active,
+            run_items,
+            ..
+        } = &mut *tables;
         let Some(stored) = runs
             .get_mut(&key.schedule_id)
             .and_then(|by_sk| by_sk.get_mut(&keys::run_sk(key)))
@@ -221,13 +242,21 @@ impl MemoryStore {
             return Err(StoreError::RunNotFound(key.to_string()));
         };
         if let Some(refusal) = refusal(key, change, &stored.run) {
-            self.charge_run_write("UpdateItem", Some(stored), None, Request::Standard);
+            let item = self.stored_item(run_items, stored);
+            self.charge_run_write(run_items, "UpdateItem", Some(item), None, Request::Standard);
             return Err(refusal);
         }
-        let before = stored.clone();
+        let before = self.stored_item(run_items, stored);
+        let was = stored.run.status;
         apply_change(stored, change, to);
-        active.replace(key, Some(&before.run), Some(&stored.run), self.shards);
-        self.charge_run_write("UpdateItem", Some(&before), Some(stored), Request::Standard);
+        active.replace(key, Some(was), Some(stored.run.status), self.shards);
+        self.charge_run_write(
+            run_items,
+            "UpdateItem",
+            Some(before),
+            Some(stored),
+            Request::Standard,
+        );
         Ok(stored.run.clone())
     }
 
@@ -244,7 +273,13 @@ impl MemoryStore {
         let entries = tables.active.from(shard, &prefix, after.as_deref());
         let (read, last) = read_page(resolve(&tables, entries), page_limit(limit));
         self.charge_call("Query");
-        self.charge_run_reads("Query", Some(keys::ACTIVE_INDEX), &read, false);
+        self.charge_run_reads(
+            &tables.run_items,
+            "Query",
+            Some(keys::ACTIVE_INDEX),
+            &read,
+            false,
+        );
         Ok(Page {
             items: read.iter().map(|stored| stored.run.clone()).collect(),
             next: last.map(|(sk, stored)| active_cursor(shard, sk, &stored.run.key)),
@@ -260,7 +295,7 @@ impl MemoryStore {
         let tables = self.tables();
         let (read, last) = read_page(newest_first(&tables, schedule_id), page_limit(limit));
         self.charge_call("Query");
-        self.charge_run_reads("Query", None, &read, true);
+        self.charge_run_reads(&tables.run_items, "Query", None, &read, true);
         Ok(recent_runs_of(&read, last.map(|(_, stored)| stored), at))
     }
 
@@ -278,18 +313,16 @@ impl MemoryStore {
         let runs_page = page - usize::from(schedule.is_some());
         let (read, last) = read_page(newest_first(&tables, schedule_id), runs_page);
         self.charge_call("Query");
-        let mut items: Vec<Item> = schedule
-            .and_then(|s| schedule_codec::encode(s).ok())
-            .into_iter()
+        let schedule_item = schedule.and_then(|s| schedule_codec::encode(s).ok());
+        let run_items: Vec<Arc<Item>> = read
+            .iter()
+            .map(|stored| self.stored_item(&tables.run_items, stored))
             .collect();
-        items.extend(read.iter().map(|stored| self.run_item(stored)));
-        self.charge_read(
-            "Query",
-            None,
-            &items.iter().collect::<Vec<_>>(),
-            true,
-            Request::Standard,
-        );
+        let items: Vec<&Item> = schedule_item
+            .iter()
+            .chain(run_items.iter().map(Arc::as_ref))
+            .collect();
+        self.charge_read("Query", None, &items, true, Request::Standard);
         let Some(schedule) = schedule else {
             return Err(StoreError::ScheduleNotFound(schedule_id.to_string()));
         };
@@ -316,7 +349,7 @@ impl MemoryStore {
         let read: Vec<&StoredRun> = resolve(&tables, tables.active.range(shard, &low, &high))
             .map(|(_, r)| r)
             .collect();
-        self.charge_query_pages(Some(keys::ACTIVE_INDEX), &read, false);
+        self.charge_query_pages(&tables.run_items, Some(keys::ACTIVE_INDEX), &read, false);
         Ok(read
             .into_iter()
             .filter(|r| r.run.key.schedule_id == schedule_id && r.run.key.scheduled_for < before)
@@ -341,7 +374,13 @@ impl MemoryStore {
         let entries = tables.active.range(shard, &low, &high);
         let (read, _) = read_page(resolve(&tables, entries), page_limit(limit));
         self.charge_call("Query");
-        self.charge_run_reads("Query", Some(keys::ACTIVE_INDEX), &read, false);
+        self.charge_run_reads(
+            &tables.run_items,
+            "Query",
+            Some(keys::ACTIVE_INDEX),
+            &read,
+            false,
+        );
         Ok(read
             .into_iter()
             .map(|stored| &stored.run)
@@ -368,7 +407,7 @@ impl MemoryStore {
         });
         let (read, last) = read_page(runs, page_limit(limit));
         self.charge_call("Query");
-        self.charge_run_reads("Query", None, &read, true);
+        self.charge_run_reads(&tables.run_items, "Query", None, &read, true);
         Ok(Page {
             items: read.iter().map(|stored| stored.run.clone()).collect(),
             next: last.map(|(sk, _)| {
@@ -399,7 +438,7 @@ impl MemoryStore {
             })
             .map(|(_, stored)| stored)
             .collect();
-        self.charge_query_pages(None, &read, true);
+        self.charge_query_pages(&tables.run_items, None, &read, true);
         Ok(read
             .into_iter()
             .map(|stored| &stored.run)
@@ -412,8 +451,15 @@ impl MemoryStore {
 impl MemoryStore {
     /// Writes a fire whose conditions held: the run, and the schedule moved on.
     fn apply_fire(&self, tables: &mut Tables, fire: &Fire) {
-        let stored = insert_run(tables, &fire.run, self.shards);
+        let Tables {
+            runs,
+            active,
+            run_items,
+            ..
+        } = tables;
+        let stored = insert_run(runs, active, &fire.run, self.shards);
         self.charge_run_write(
+            run_items,
             "TransactWriteItems",
             None,
             Some(stored),
@@ -452,10 +498,15 @@ fn stored_run<'a>(tables: &'a Tables, key: &RunKey) -> Option<&'a StoredRun> {
 }
 
 /// Stores a new run as a round trip through its item would give it back, and indexes it.
-fn insert_run<'a>(tables: &'a mut Tables, run: &Run, shards: u32) -> &'a StoredRun {
+fn insert_run<'a>(
+    runs: &'a mut BTreeMap<String, BTreeMap<String, StoredRun>>,
+    active: &mut ActiveIndex,
+    run: &Run,
+    shards: u32,
+) -> &'a StoredRun {
     let run = as_stored(run);
-    tables.active.replace(&run.key, None, Some(&run), shards);
-    let by_sk = tables.runs.entry(run.key.schedule_id.clone()).or_default();
+    active.replace(&run.key, None, Some(run.status), shards);
+    let by_sk = runs.entry(run.key.schedule_id.clone()).or_default();
     let sk = keys::run_sk(&run.key);
     by_sk.entry(sk).or_insert(StoredRun {
         run,

@@ -457,3 +457,61 @@ fn pending_live_runs_and_running_before_read_the_active_index() {
         .expect("other")
         .is_empty());
 }
+
+/// A fleet's day through the store alone, as the ticker and the worker drive it (due read,
+/// batched fires, enqueue, admission read, start, success): where the store's time goes at
+/// fleet size. Prints what it measured; run with `--ignored` on an optimised build.
+#[test]
+#[ignore = "a measurement, not a check"]
+fn a_fleet_day_through_the_store() {
+    let schedules = 1000;
+    let minutes = 1440;
+    let store = store();
+    let ids: Vec<String> = (0..schedules).map(|i| format!("fleet-{i:04}")).collect();
+    for id in &ids {
+        with_schedule(&store, id, minute(1));
+    }
+    let template = run("fleet-0000", minute(1), "t");
+    let started = std::time::Instant::now();
+    for m in 1..=minutes {
+        let at = minute(m);
+        let due = store.due_schedules_impl(0, at, 10_000).expect("due");
+        assert_eq!(due.len(), schedules);
+        let fires: Vec<Fire> = due
+            .iter()
+            .map(|s| {
+                let mut run = template.clone();
+                run.key.schedule_id = s.id().to_string();
+                run.key.scheduled_for = at;
+                Fire {
+                    run,
+                    expected_next_run_at: at,
+                    next_run_at: Some(at + Duration::minutes(1)),
+                }
+            })
+            .collect();
+        for batch in fires.chunks(50) {
+            assert!(store.fire_all_impl(batch).expect("fire"));
+        }
+        for fire in &fires {
+            let key = &fire.run.key;
+            let enqueue = RunChange::new(RunEvent::Enqueue, RunStatus::Pending, 0, at);
+            store.transition_run_impl(key, &enqueue).expect("enqueue");
+            store
+                .schedule_with_recent_runs_impl(&key.schedule_id, 10, Some(at))
+                .expect("admission");
+            store
+                .transition_run_impl(key, &start(RunStatus::Queued, 0, at, "w"))
+                .expect("start");
+            let done = RunChange::new(RunEvent::Succeed, RunStatus::Running, 1, at);
+            store.transition_run_impl(key, &done).expect("succeed");
+        }
+    }
+    let runs = schedules as i64 * minutes;
+    let elapsed = started.elapsed();
+    eprintln!(
+        "{runs} runs in {:.1}s ({:.2} us per run)",
+        elapsed.as_secs_f64(),
+        elapsed.as_secs_f64() * 1e6 / runs as f64
+    );
+}
