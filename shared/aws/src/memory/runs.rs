@@ -272,14 +272,7 @@ impl MemoryStore {
         let tables = self.tables();
         let entries = tables.active.from(shard, &prefix, after.as_deref());
         let (read, last) = read_page(resolve(&tables, entries), page_limit(limit));
-        self.charge_call("Query");
-        self.charge_run_reads(
-            &tables.run_items,
-            "Query",
-            Some(keys::ACTIVE_INDEX),
-            &read,
-            false,
-        );
+        self.charge_query_page(&tables.run_items, Some(keys::ACTIVE_INDEX), &read);
         Ok(Page {
             items: read.iter().map(|stored| stored.run.clone()).collect(),
             next: last.map(|(sk, stored)| active_cursor(shard, sk, &stored.run.key)),
@@ -294,8 +287,7 @@ impl MemoryStore {
     ) -> Result<RecentRuns, StoreError> {
         let tables = self.tables();
         let (read, last) = read_page(newest_first(&tables, schedule_id), page_limit(limit));
-        self.charge_call("Query");
-        self.charge_run_reads(&tables.run_items, "Query", None, &read, true);
+        self.charge_query_page(&tables.run_items, None, &read);
         Ok(recent_runs_of(&read, last.map(|(_, stored)| stored), at))
     }
 
@@ -349,7 +341,7 @@ impl MemoryStore {
         let read: Vec<&StoredRun> = resolve(&tables, tables.active.range(shard, &low, &high))
             .map(|(_, r)| r)
             .collect();
-        self.charge_query_pages(&tables.run_items, Some(keys::ACTIVE_INDEX), &read, false);
+        self.charge_query_pages(&tables.run_items, Some(keys::ACTIVE_INDEX), &read);
         Ok(read
             .into_iter()
             .filter(|r| r.run.key.schedule_id == schedule_id && r.run.key.scheduled_for < before)
@@ -373,14 +365,7 @@ impl MemoryStore {
         let tables = self.tables();
         let entries = tables.active.range(shard, &low, &high);
         let (read, _) = read_page(resolve(&tables, entries), page_limit(limit));
-        self.charge_call("Query");
-        self.charge_run_reads(
-            &tables.run_items,
-            "Query",
-            Some(keys::ACTIVE_INDEX),
-            &read,
-            false,
-        );
+        self.charge_query_page(&tables.run_items, Some(keys::ACTIVE_INDEX), &read);
         Ok(read
             .into_iter()
             .map(|stored| &stored.run)
@@ -406,8 +391,7 @@ impl MemoryStore {
             by_sk.range::<str, _>((Unbounded, upper)).rev()
         });
         let (read, last) = read_page(runs, page_limit(limit));
-        self.charge_call("Query");
-        self.charge_run_reads(&tables.run_items, "Query", None, &read, true);
+        self.charge_query_page(&tables.run_items, None, &read);
         Ok(Page {
             items: read.iter().map(|stored| stored.run.clone()).collect(),
             next: last.map(|(sk, _)| {
@@ -438,7 +422,7 @@ impl MemoryStore {
             })
             .map(|(_, stored)| stored)
             .collect();
-        self.charge_query_pages(&tables.run_items, None, &read, true);
+        self.charge_query_pages(&tables.run_items, None, &read);
         Ok(read
             .into_iter()
             .map(|stored| &stored.run)

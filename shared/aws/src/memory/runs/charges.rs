@@ -122,6 +122,18 @@ impl MemoryStore {
         self.charge_read(operation, index, &items, consistent, Request::Standard);
     }
 
+    /// One Query request that read `read`: strongly consistent on the table, eventually
+    /// on an index (the only way DynamoDB serves them), as the DynamoDB store asks.
+    pub(super) fn charge_query_page(
+        &self,
+        items: &RunItems,
+        index: Option<&'static str>,
+        read: &[&StoredRun],
+    ) {
+        self.charge_call("Query");
+        self.charge_run_reads(items, "Query", index, read, index.is_none());
+    }
+
     /// A query followed page by page to its end: one request per page of up to 1,000
     /// items, and one more after a full last page (it said there might be more).
     pub(super) fn charge_query_pages(
@@ -129,13 +141,11 @@ impl MemoryStore {
         items: &RunItems,
         index: Option<&'static str>,
         read: &[&StoredRun],
-        consistent: bool,
     ) {
         let mut pages = read.chunks(QUERY_PAGE);
         loop {
             let page = pages.next().unwrap_or_default();
-            self.charge_call("Query");
-            self.charge_run_reads(items, "Query", index, page, consistent);
+            self.charge_query_page(items, index, page);
             if page.len() < QUERY_PAGE {
                 return;
             }
