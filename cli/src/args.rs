@@ -115,8 +115,19 @@ pub struct SimulateArgs {
     /// simulation without a round trip per call) or in the emulator's SQS queues.
     #[arg(long, value_enum, default_value = "memory")]
     pub queues: SimQueuesArg,
+    /// Where the ledger lives: in this process (the default: the same conditions and
+    /// capacity accounting as DynamoDB, no emulator, a fleet's day in seconds) or in a fresh
+    /// table of the emulator's DynamoDB.
+    #[arg(long, value_enum, default_value = "memory")]
+    pub store: SimStoreArg,
     #[arg(long, value_enum, default_value = "json")]
     pub format: Format,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SimStoreArg {
+    Memory,
+    Dynamodb,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -6,6 +6,8 @@
 mod levers;
 #[path = "simulate/safety.rs"]
 mod safety;
+#[path = "simulate/stores.rs"]
+mod stores;
 
 use std::sync::Arc;
 

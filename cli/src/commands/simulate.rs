@@ -10,10 +10,19 @@ use cronledger_app::simulate::{
     lane_settings, parse_instant, simulate, Outage, ScheduleAt, SimQueues, SimulateError,
     SimulationConfig, SimulationEnv, SimulationReport,
 };
-use cronledger_aws::{LedgerStore, ReleaseStateStore};
+use cronledger_aws::{
+    AwsClients, AwsSettings, LedgerStore, MemoryStore, OpsStore, ReleaseStateStore, RequestMeter,
+};
 
 use super::{instant, load_local_manifest, stack, CliError, DEFAULT_LOCAL_URL};
-use crate::args::{Format, SimQueuesArg, SimulateArgs};
+use crate::args::{Format, SimQueuesArg, SimStoreArg, SimulateArgs};
+
+/// The ledger behind each store trait the simulation uses.
+type Stores = (
+    Arc<dyn LedgerStore>,
+    Arc<dyn ReleaseStateStore>,
+    Arc<dyn OpsStore>,
+);
 
 pub fn run(args: SimulateArgs) -> Result<ExitCode, CliError> {
     let mut config = config(&args)?;
@@ -24,37 +33,61 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode, CliError> {
         eprintln!("{e}");
         return Ok(ExitCode::from(2));
     }
-    let _emulators = stack::emulators("SIMULATE")?;
+    // The emulators only for what lives there: the default (ledger and lanes in this
+    // process) needs none.
+    let on_emulators = args.store == SimStoreArg::Dynamodb || args.queues == SimQueuesArg::Sqs;
+    let _emulators = if on_emulators {
+        stack::emulators("SIMULATE")?
+    } else {
+        None
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| CliError::msg(format!("SIMULATE_RUNTIME: {e}")))?;
     let report = runtime.block_on(async {
         let name = format!("cronledger-sim-{}", Utc::now().timestamp_millis());
-        let stack = stack::create("SIMULATE", &name, 1).await?;
-        let store: Arc<dyn LedgerStore> = stack.ledger.clone();
-        let control: Arc<dyn ReleaseStateStore> = stack.ledger.clone();
-        // In-process queues need no SQS at all.
-        let sqs = match args.queues {
-            SimQueuesArg::Memory => None,
-            SimQueuesArg::Sqs => {
-                Some(stack::create_lanes("SIMULATE", &stack, &name, lane_settings()).await?)
+        let clients = if on_emulators {
+            Some(AwsClients::from_env(&AwsSettings::default()).await)
+        } else {
+            None
+        };
+        let meter = clients
+            .as_ref()
+            .map_or_else(RequestMeter::new, |c| c.meter.clone());
+        let (store, control, ops): Stores = match args.store {
+            SimStoreArg::Memory => {
+                let memory = Arc::new(MemoryStore::new(1, meter.clone()));
+                (memory.clone(), memory.clone(), memory)
             }
+            SimStoreArg::Dynamodb => {
+                let stack = stack::create("SIMULATE", &name, 1).await?;
+                (stack.ledger.clone(), stack.ledger.clone(), stack.ledger)
+            }
+        };
+        // In-process queues need no SQS at all.
+        let sqs = match (args.queues, &clients) {
+            (SimQueuesArg::Sqs, Some(clients)) => {
+                Some(stack::lanes_on("SIMULATE", clients, &name, lane_settings()).await?)
+            }
+            _ => None,
         };
         let queues = sqs.clone().map_or_else(SimQueues::memory, SimQueues::Sqs);
         let env = SimulationEnv {
             store,
             control,
-            ops: stack.ledger.clone(),
+            ops,
             queues,
             shards: 1,
-            meter: Some(stack.clients.meter.clone()),
+            meter: Some(meter),
         };
         let report = simulate(&env, specs, &config)
             .await
             .map_err(|e| CliError::msg(e.to_string()));
         // The emulators may be someone else's: leave no table or queues behind.
-        let _ = cronledger_aws::TableDefinition::delete(&stack.clients.dynamodb, &name).await;
+        if let (SimStoreArg::Dynamodb, Some(clients)) = (args.store, &clients) {
+            let _ = cronledger_aws::TableDefinition::delete(&clients.dynamodb, &name).await;
+        }
         if let Some(lanes) = sqs {
             let _ = lanes.delete_all().await;
         }

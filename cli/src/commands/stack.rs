@@ -96,7 +96,17 @@ pub async fn create_lanes(
     name: &str,
     settings: LaneSettings,
 ) -> Result<Arc<SqsLanes>, CliError> {
-    let lanes = SqsLanes::create(stack.clients.sqs.clone(), name, settings)
+    lanes_on(code, &stack.clients, name, settings).await
+}
+
+/// The five lanes named after `name`, on `clients` (a stack without a table of its own).
+pub async fn lanes_on(
+    code: &str,
+    clients: &AwsClients,
+    name: &str,
+    settings: LaneSettings,
+) -> Result<Arc<SqsLanes>, CliError> {
+    let lanes = SqsLanes::create(clients.sqs.clone(), name, settings)
         .await
         .map_err(|e| setup_error(code, "create lanes", &e))?;
     Ok(Arc::new(lanes))

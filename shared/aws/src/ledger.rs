@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use cronledger_core::run::RunResult;
+use cronledger_core::run::{is_initial, transition, RunResult};
 use cronledger_core::{Attempt, Lane, Reason, Run, RunEvent, RunKey, RunStatus, ScheduleSpec};
 use serde::{Deserialize, Serialize};
 
@@ -252,6 +252,38 @@ impl RunChange {
     /// Whether this change opens a new lease epoch.
     pub fn opens_epoch(&self) -> bool {
         matches!(self.event, RunEvent::Start | RunEvent::Reclaim)
+    }
+
+    /// The status the change leads to, or why no store may apply it (refused before any
+    /// request): an event the table does not allow, a start without a lease, a re-pin
+    /// by anything but a retry.
+    pub fn target(&self) -> Result<RunStatus, StoreError> {
+        let to = transition(self.from, self.event)?;
+        if self.opens_epoch() && self.lease.is_none() {
+            return Err(StoreError::InvalidRequest(format!(
+                "{} needs a lease for the new epoch",
+                self.event
+            )));
+        }
+        if self.schedule_version.is_some() && self.event != RunEvent::Retry {
+            return Err(StoreError::InvalidRequest(format!(
+                "only RETRY re-pins a run's schedule version, not {}",
+                self.event
+            )));
+        }
+        Ok(to)
+    }
+}
+
+/// Refuses a run no writer may create: only the statuses a run begins in are stored new.
+pub fn check_new_run(run: &Run) -> Result<(), StoreError> {
+    if is_initial(run.status) {
+        Ok(())
+    } else {
+        Err(StoreError::InvalidRequest(format!(
+            "a run cannot be created {}",
+            run.status
+        )))
     }
 }
 

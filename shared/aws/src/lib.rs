@@ -15,6 +15,7 @@ pub mod ledger;
 pub mod memory;
 pub mod meter;
 pub mod ops;
+mod schedule_change;
 pub mod table;
 
 pub use config::{AwsClients, AwsSettings};

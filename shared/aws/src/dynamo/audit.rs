@@ -12,6 +12,7 @@ use crate::error::StoreError;
 use crate::item::key;
 use crate::keys::{self, PK};
 use crate::ledger::{AuditEntry, OperatorAction};
+use crate::schedule_change as change;
 
 impl DynamoLedger {
     /// Reads the current version (so the entry sorts after that version's change), then puts
@@ -22,17 +23,7 @@ impl DynamoLedger {
         action: &OperatorAction,
     ) -> Result<AuditEntry, StoreError> {
         let version = self.get_schedule_impl(&action.schedule_id).await?.version;
-        let entry = AuditEntry {
-            schedule_id: action.schedule_id.clone(),
-            version,
-            action: action.action,
-            actor: action.actor.clone(),
-            reason: action.reason.clone(),
-            at: action.at,
-            before: None,
-            after: serde_json::Value::Null,
-            details: Some(action.details.clone()),
-        };
+        let entry = change::operator_entry(action, version);
         let tag = RandomState::new().hash_one((&action.actor, action.at.timestamp_micros()));
         let sk = keys::operator_audit_sk(
             version,

@@ -1,9 +1,9 @@
 //! The ledger on one DynamoDB table.
 
 mod audit;
-mod control;
+pub(crate) mod control;
 mod expr;
-mod ops;
+pub(crate) mod ops;
 mod runs;
 mod schedules;
 

@@ -30,12 +30,12 @@ const VERSION: &str = "version";
 const STATE: &str = "state";
 const SCHEDULE_ID: &str = "schedule_id";
 /// The `active` index partition of open backfills.
-const OPEN_BACKFILLS_PK: &str = "BACKFILLS";
+pub(crate) const OPEN_BACKFILLS_PK: &str = "BACKFILLS";
 const SYSTEM_PK: &str = "SYSTEM";
 const KILL_SWITCH_SK: &str = "KILL_SWITCH";
 const KILL_SWITCH_TYPE: &str = "KILL_SWITCH";
 
-fn claim_item(claim: &IdempotencyClaim) -> Result<Item, StoreError> {
+pub(crate) fn claim_item(claim: &IdempotencyClaim) -> Result<Item, StoreError> {
     Ok(ItemWriter::new()
         .s(PK, keys::idempotency_pk(&claim.key))
         .s(SK, CLAIM_SK)
@@ -45,7 +45,7 @@ fn claim_item(claim: &IdempotencyClaim) -> Result<Item, StoreError> {
         .build())
 }
 
-fn backfill_item(b: &Backfill) -> Result<Item, StoreError> {
+pub(crate) fn backfill_item(b: &Backfill) -> Result<Item, StoreError> {
     let mut w = ItemWriter::new()
         .s(PK, keys::backfill_pk(&b.id))
         .s(SK, STATE_SK)
@@ -62,13 +62,50 @@ fn backfill_item(b: &Backfill) -> Result<Item, StoreError> {
     Ok(w.build())
 }
 
-fn decode_backfill(item: &Item) -> Result<Backfill, StoreError> {
+pub(crate) fn decode_backfill(item: &Item) -> Result<Backfill, StoreError> {
     let r = ItemReader::new(item);
     r.expect_type(TYPE, BACKFILL_TYPE)?;
     let mut b: Backfill = r.json(DOC)?;
     // The attribute is the truth the conditions test.
     b.version = r.n(VERSION)?;
     Ok(b)
+}
+
+pub(crate) fn decode_claim(item: &Item) -> Result<IdempotencyClaim, StoreError> {
+    let r = ItemReader::new(item);
+    r.expect_type(TYPE, IDEM_TYPE)?;
+    r.json(DOC)
+}
+
+/// A system audit item, under a fresh random tag (see [`system_audit_sk`]).
+pub(crate) fn system_audit_item(e: &SystemAuditEntry) -> Result<Item, StoreError> {
+    Ok(ItemWriter::new()
+        .s(PK, SYSTEM_PK)
+        .s(SK, system_audit_sk(e.at, &e.action))
+        .s(TYPE, SYSTEM_AUDIT_TYPE)
+        .s(DOC, to_json(e)?)
+        .build())
+}
+
+pub(crate) fn decode_system_audit(item: &Item) -> Result<SystemAuditEntry, StoreError> {
+    let r = ItemReader::new(item);
+    r.expect_type(TYPE, SYSTEM_AUDIT_TYPE)?;
+    r.json(DOC)
+}
+
+pub(crate) fn kill_switch_item(state: &KillSwitch) -> Result<Item, StoreError> {
+    Ok(ItemWriter::new()
+        .s(PK, SYSTEM_PK)
+        .s(SK, KILL_SWITCH_SK)
+        .s(TYPE, KILL_SWITCH_TYPE)
+        .s(DOC, to_json(state)?)
+        .build())
+}
+
+pub(crate) fn decode_kill_switch(item: &Item) -> Result<KillSwitch, StoreError> {
+    let r = ItemReader::new(item);
+    r.expect_type(TYPE, KILL_SWITCH_TYPE)?;
+    r.json(DOC)
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
@@ -101,9 +138,7 @@ impl DynamoLedger {
                 return Ok(None);
             }
             if let Some(item) = self.get_item(key(pk.clone(), CLAIM_SK)).await? {
-                let r = ItemReader::new(&item);
-                r.expect_type(TYPE, IDEM_TYPE)?;
-                return Ok(Some(r.json(DOC)?));
+                return decode_claim(&item).map(Some);
             }
             // Expired and deleted between the two calls: try again.
         }
@@ -174,12 +209,7 @@ impl DynamoLedger {
     }
 
     async fn append_system_audit_impl(&self, e: &SystemAuditEntry) -> Result<(), StoreError> {
-        let item = ItemWriter::new()
-            .s(PK, SYSTEM_PK)
-            .s(SK, system_audit_sk(e.at, &e.action))
-            .s(TYPE, SYSTEM_AUDIT_TYPE)
-            .s(DOC, to_json(e)?)
-            .build();
+        let item = system_audit_item(e)?;
         let mut cond = Expr::new();
         cond.not_exists(PK);
         if self.put_if(item, &cond).await? {
@@ -196,14 +226,7 @@ impl DynamoLedger {
         cond.eq(PK, s(SYSTEM_PK))
             .begins_with(SK, s(keys::AUDIT_PREFIX));
         let (items, _) = self.query_page(None, &cond, limit, None, false).await?;
-        items
-            .iter()
-            .map(|item| {
-                let r = ItemReader::new(item);
-                r.expect_type(TYPE, SYSTEM_AUDIT_TYPE)?;
-                r.json(DOC)
-            })
-            .collect()
+        items.iter().map(decode_system_audit).collect()
     }
 }
 
@@ -215,18 +238,11 @@ impl DynamoLedger {
         else {
             return Ok(None);
         };
-        let r = ItemReader::new(&item);
-        r.expect_type(TYPE, KILL_SWITCH_TYPE)?;
-        Ok(Some(r.json(DOC)?))
+        decode_kill_switch(&item).map(Some)
     }
 
     async fn put_kill_switch_impl(&self, state: &KillSwitch) -> Result<(), StoreError> {
-        let item = ItemWriter::new()
-            .s(PK, SYSTEM_PK)
-            .s(SK, KILL_SWITCH_SK)
-            .s(TYPE, KILL_SWITCH_TYPE)
-            .s(DOC, to_json(state)?)
-            .build();
+        let item = kill_switch_item(state)?;
         self.put_conditional(item, None, None, None).await?;
         Ok(())
     }

@@ -9,7 +9,6 @@ use aws_sdk_dynamodb::types::{
     TransactWriteItem,
 };
 use chrono::{DateTime, Utc};
-use cronledger_core::run::{is_initial, transition};
 use cronledger_core::{
     Attempt, AttemptEnd, AttemptOutcome, AttemptStart, Run, RunEvent, RunKey, RunStatus, Trigger,
 };
@@ -23,13 +22,13 @@ use crate::error::StoreError;
 use crate::item::{key, n, s, time, Item};
 use crate::keys::{self, GSI2PK, GSI2SK, PK, SK};
 use crate::ledger::{
-    Created, Fire, FireOutcome, Page, RecentRuns, RunChange, StoredSchedule,
+    check_new_run, Created, Fire, FireOutcome, Page, RecentRuns, RunChange, StoredSchedule,
     MAX_FIRES_PER_TRANSACTION,
 };
 
 impl DynamoLedger {
     pub(super) async fn create_run_impl(&self, run: &Run) -> Result<Created, StoreError> {
-        check_new(run)?;
+        check_new_run(run)?;
         let mut absent = Expr::new();
         absent.not_exists(PK);
         let sent = self
@@ -87,20 +86,8 @@ impl DynamoLedger {
         run_key: &RunKey,
         change: &RunChange,
     ) -> Result<Run, StoreError> {
-        // Refused before any I/O: an event the table does not allow, or a start without a lease.
-        let to = transition(change.from, change.event)?;
-        if change.opens_epoch() && change.lease.is_none() {
-            return Err(StoreError::InvalidRequest(format!(
-                "{} needs a lease for the new epoch",
-                change.event
-            )));
-        }
-        if change.schedule_version.is_some() && change.event != RunEvent::Retry {
-            return Err(StoreError::InvalidRequest(format!(
-                "only RETRY re-pins a run's schedule version, not {}",
-                change.event
-            )));
-        }
+        // Refused before any I/O.
+        let to = change.target()?;
         let expr = self.transition_expr(run_key, change, to)?;
         let sent = self
             .client
@@ -253,7 +240,7 @@ impl DynamoLedger {
     /// on if unchanged (and the schedule still at the run's version).
     fn fire_items(&self, fire: &Fire) -> Result<[TransactWriteItem; 2], StoreError> {
         let run = &fire.run;
-        check_new(run)?;
+        check_new_run(run)?;
         let id = &run.key.schedule_id;
         let mut absent = Expr::new();
         absent.not_exists(PK);
@@ -483,17 +470,6 @@ fn run_item_key(run_key: &RunKey) -> Item {
         keys::schedule_pk(&run_key.schedule_id),
         keys::run_sk(run_key),
     )
-}
-
-fn check_new(run: &Run) -> Result<(), StoreError> {
-    if is_initial(run.status) {
-        Ok(())
-    } else {
-        Err(StoreError::InvalidRequest(format!(
-            "a run cannot be created {}",
-            run.status
-        )))
-    }
 }
 
 fn decode_all(items: &[Item]) -> Result<Vec<Run>, StoreError> {

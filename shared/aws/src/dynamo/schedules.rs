@@ -3,7 +3,7 @@
 use aws_sdk_dynamodb::operation::query::QueryOutput;
 use aws_sdk_dynamodb::types::{Put, ReturnConsumedCapacity, TransactWriteItem, Update};
 use chrono::{DateTime, Utc};
-use cronledger_core::{Schedule, ScheduleSpec};
+use cronledger_core::ScheduleSpec;
 
 use super::{unless_condition_failed, DynamoLedger, Expr, TxError, CHANGE_TRIES};
 use crate::codec::schedule as codec;
@@ -11,16 +11,8 @@ use crate::cursor;
 use crate::error::StoreError;
 use crate::item::{key, n, s, time, Item};
 use crate::keys::{self, GSI1PK, GSI1SK, GSI3PK, PK, SK};
-use crate::ledger::{
-    AuditAction, AuditEntry, ChangeMeta, Page, PastTiming, Pause, ScheduleState, StoredSchedule,
-    PAUSE_HISTORY,
-};
-
-/// The first occurrence strictly after `at` under `spec`'s timing.
-fn next_after(spec: &ScheduleSpec, at: DateTime<Utc>) -> Result<Option<DateTime<Utc>>, StoreError> {
-    let schedule = Schedule::new(spec.clone()).map_err(StoreError::ScheduleInvalid)?;
-    Ok(schedule.timing().next_after(at))
-}
+use crate::ledger::{AuditAction, AuditEntry, ChangeMeta, Page, ScheduleState, StoredSchedule};
+use crate::schedule_change as change;
 
 impl DynamoLedger {
     pub(super) async fn create_schedule_impl(
@@ -28,19 +20,7 @@ impl DynamoLedger {
         spec: ScheduleSpec,
         meta: ChangeMeta,
     ) -> Result<StoredSchedule, StoreError> {
-        let schedule = StoredSchedule {
-            next_run_at: next_after(&spec, meta.at)?,
-            shard: keys::shard_of(&spec.id, self.shards),
-            spec,
-            version: 1,
-            state: ScheduleState::Active,
-            // Windows before the schedule existed were never expected.
-            reconciled_through: meta.at,
-            pauses: Vec::new(),
-            past_timings: Vec::new(),
-            created_at: meta.at,
-            updated_at: meta.at,
-        };
+        let schedule = change::created(spec, &meta, self.shards)?;
         let mut absent = Expr::new();
         absent.not_exists(PK);
         let items = vec![
@@ -68,34 +48,7 @@ impl DynamoLedger {
             Some(expected_version),
             &meta,
             AuditAction::Update,
-            |current| {
-                let timing_changed =
-                    spec.cron != current.spec.cron || spec.timezone != current.spec.timezone;
-                let next_run_at = match current.next_run_at {
-                    // Same timing: the ticker's position stays as it is.
-                    Some(next) if !timing_changed && current.spec.enabled => Some(next),
-                    // New timing (or re-enabled): from now on; older windows are the
-                    // reconciler's, and a recorded window can never be recorded twice.
-                    _ => next_after(&spec, meta.at)?,
-                };
-                // The old expression still judges its windows up to now (see `PastTiming`);
-                // entries the watermark has passed are done.
-                let mut past_timings: Vec<PastTiming> =
-                    current.past_timings_ahead().cloned().collect();
-                if timing_changed && meta.at > current.reconciled_through {
-                    past_timings.push(PastTiming {
-                        cron: current.spec.cron.clone(),
-                        timezone: current.spec.timezone.name().to_string(),
-                        until: meta.at,
-                    });
-                }
-                Ok(StoredSchedule {
-                    spec: spec.clone(),
-                    next_run_at,
-                    past_timings,
-                    ..current.clone()
-                })
-            },
+            |current| change::updated(current, &spec, &meta),
         )
         .await
     }
@@ -107,25 +60,7 @@ impl DynamoLedger {
         meta: ChangeMeta,
     ) -> Result<StoredSchedule, StoreError> {
         self.change(id, expected_version, &meta, AuditAction::Pause, |current| {
-            if current.state != ScheduleState::Active {
-                return Err(StoreError::InvalidRequest(format!(
-                    "schedule `{id}` is {}, only an ACTIVE schedule can be paused",
-                    current.state
-                )));
-            }
-            let mut pauses = current.pauses.clone();
-            pauses.push(Pause {
-                from: meta.at,
-                until: None,
-                actor: meta.actor.clone(),
-                note: meta.reason.clone(),
-            });
-            let keep_from = pauses.len().saturating_sub(PAUSE_HISTORY);
-            Ok(StoredSchedule {
-                state: ScheduleState::Paused,
-                pauses: pauses.split_off(keep_from),
-                ..current.clone()
-            })
+            change::paused(current, &meta)
         })
         .await
     }
@@ -141,25 +76,7 @@ impl DynamoLedger {
             expected_version,
             &meta,
             AuditAction::Resume,
-            |current| {
-                if current.state != ScheduleState::Paused {
-                    return Err(StoreError::InvalidRequest(format!(
-                        "schedule `{id}` is {}, only a PAUSED schedule can be resumed",
-                        current.state
-                    )));
-                }
-                let mut pauses = current.pauses.clone();
-                if let Some(open) = pauses.iter_mut().rev().find(|p| p.until.is_none()) {
-                    open.until = Some(meta.at);
-                }
-                Ok(StoredSchedule {
-                    state: ScheduleState::Active,
-                    pauses,
-                    // Windows during the pause are the reconciler's (PAUSED skips).
-                    next_run_at: next_after(&current.spec, meta.at)?,
-                    ..current.clone()
-                })
-            },
+            |current| change::resumed(current, &meta),
         )
         .await
     }
@@ -175,12 +92,7 @@ impl DynamoLedger {
             expected_version,
             &meta,
             AuditAction::Archive,
-            |current| {
-                Ok(StoredSchedule {
-                    state: ScheduleState::Archived,
-                    ..current.clone()
-                })
-            },
+            change::archived,
         )
         .await
     }
@@ -201,18 +113,7 @@ impl DynamoLedger {
     ) -> Result<StoredSchedule, StoreError> {
         for _ in 0..CHANGE_TRIES {
             let current = self.get_schedule_impl(id).await?;
-            // Without an expected version the change applies to whatever is current.
-            let expected = expected_version.unwrap_or(current.version);
-            if current.version != expected {
-                return Err(StoreError::VersionConflict {
-                    id: id.to_string(),
-                    expected,
-                    actual: current.version,
-                });
-            }
-            if current.state == ScheduleState::Archived {
-                return Err(StoreError::ScheduleArchived(id.to_string()));
-            }
+            change::check_changeable(&current, expected_version)?;
             let mut next = apply(&current)?;
             next.version = current.version + 1;
             next.updated_at = meta.at;
@@ -257,17 +158,7 @@ impl DynamoLedger {
         after: &StoredSchedule,
         meta: &ChangeMeta,
     ) -> Result<TransactWriteItem, StoreError> {
-        let entry = AuditEntry {
-            schedule_id: after.id().to_string(),
-            version: after.version,
-            action,
-            actor: meta.actor.clone(),
-            reason: meta.reason.clone(),
-            at: meta.at,
-            before: before.map(codec::audit_view),
-            after: codec::audit_view(after),
-            details: meta.details.clone(),
-        };
+        let entry = change::change_entry(action, before, after, meta);
         // One entry per version, ever: a second writer at the same version fails here too.
         let mut absent = Expr::new();
         absent.not_exists(PK);

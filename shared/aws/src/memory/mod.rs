@@ -10,6 +10,7 @@
 //! request meter means the same on both stores.
 
 mod capacity;
+mod index;
 mod ops;
 mod runs;
 mod schedules;
@@ -43,6 +44,10 @@ pub(crate) struct Tables {
     /// By schedule id, then by the run's sort key (`keys::run_sk`), so a schedule's runs
     /// range in the table's order.
     pub runs: BTreeMap<String, BTreeMap<String, StoredRun>>,
+    /// The `active` index over `runs`, kept by every run write (see [`index`]).
+    pub active: index::ActiveIndex,
+    /// The runs' encoded items, for capacity charges (see `runs::RunItems`).
+    pub run_items: runs::RunItems,
     pub claims: HashMap<String, IdempotencyClaim>,
     pub backfills: BTreeMap<String, Backfill>,
     pub system_audit: Vec<SystemAuditEntry>,

@@ -1,0 +1,400 @@
+//! The ticker's transaction, batches of fires, and the run listings.
+
+use chrono::{DateTime, Duration, Utc};
+use cronledger_aws::keys::shard_of;
+use cronledger_aws::{Fire, FireOutcome, RunChange, StoreError};
+use cronledger_core::{RunEvent, RunStatus};
+use cronledger_tests::{manual_run, scheduled_run, spec, t, SHARDS};
+
+use crate::{conformance, due_ids, meta, Backend};
+
+/// A lost fire as (who wrote the existing run, whether the schedule had moved).
+fn lost(outcome: Result<FireOutcome, StoreError>) -> (Option<String>, bool) {
+    match outcome.expect("fire") {
+        FireOutcome::Lost {
+            existing,
+            schedule_moved,
+        } => (existing.and_then(|r| r.replay_group_id), schedule_moved),
+        FireOutcome::Created => panic!("expected a lost race, the run was created"),
+    }
+}
+
+conformance! {
+    async fn only_a_retry_re_pins_a_run_to_another_schedule_version(env: Env) {
+        let ledger = &env.ledger;
+        let t0 = t("2026-03-01T00:00:00Z");
+        let spec = spec("repin", "*/5 * * * *");
+        let run = scheduled_run(&spec, t0 + Duration::minutes(5), t0, "ticker");
+        ledger.create_run(&run).await.expect("run");
+        let at = t0 + Duration::minutes(5);
+        let step = |event, from, epoch| RunChange::new(event, from, epoch, at);
+
+        let mut enqueue = step(RunEvent::Enqueue, RunStatus::Pending, 0);
+        enqueue.schedule_version = Some(2);
+        let refused = ledger.transition_run(&run.key, &enqueue).await;
+        assert_eq!(
+            refused.map_err(|e| e.code()).err(),
+            Some("STORE_INVALID_REQUEST")
+        );
+        enqueue.schedule_version = None;
+        ledger
+            .transition_run(&run.key, &enqueue)
+            .await
+            .expect("enqueue");
+        let start =
+            step(RunEvent::Start, RunStatus::Queued, 0).with_lease("w", at + Duration::minutes(1));
+        ledger
+            .transition_run(&run.key, &start)
+            .await
+            .expect("start");
+        let fail = step(RunEvent::Fail, RunStatus::Running, 1);
+        let failed = ledger.transition_run(&run.key, &fail).await.expect("fail");
+        assert_eq!(
+            failed.schedule_version, 1,
+            "a plain change keeps the version"
+        );
+
+        let mut retry = step(RunEvent::Retry, RunStatus::Failed, 1);
+        retry.schedule_version = Some(3);
+        let reopened = ledger
+            .transition_run(&run.key, &retry)
+            .await
+            .expect("retry");
+        assert_eq!(
+            (reopened.status, reopened.schedule_version),
+            (RunStatus::Pending, 3)
+        );
+        // The window and business inputs stay as created.
+        assert_eq!(
+            (&reopened.window, reopened.business_date, &reopened.cron),
+            (&run.window, run.business_date, &run.cron)
+        );
+        assert_eq!(ledger.get_run(&run.key).await.expect("get"), reopened);
+    }
+
+    async fn the_ticker_writes_the_run_and_moves_the_schedule_in_one_transaction(env: Env) {
+        let ledger = &env.ledger;
+        let t0 = t("2026-03-01T00:00:00Z");
+        let id = "tick";
+        let schedule = ledger
+            .create_schedule(spec(id, "* * * * *"), meta("alice", t0))
+            .await
+            .expect("create");
+        let first = t0 + Duration::minutes(1);
+        assert_eq!(schedule.next_run_at, Some(first));
+
+        let fire_at = |at: DateTime<Utc>, expected: DateTime<Utc>, writer: &str| Fire {
+            run: scheduled_run(&schedule.spec, at, at, writer),
+            expected_next_run_at: expected,
+            next_run_at: Some(at + Duration::minutes(1)),
+        };
+
+        // Ticker A wins the first minute; one request for the fired run.
+        let before = env.meter.snapshot().scope("fire");
+        let won = ledger
+            .fire(&fire_at(first, first, "a"))
+            .await
+            .expect("fire");
+        assert_eq!(won, FireOutcome::Created);
+        let cost = env.meter.snapshot().scope("fire");
+        assert_eq!(cost.calls - before.calls, 1, "one request per fired run");
+        // Two items in a transaction cost 2 x 2 write units. DynamoDB Local reports them
+        // and the memory store charges by the same rules; moto reports no capacity at all.
+        if env.backend == Backend::Memory
+            || std::env::var("CRONLEDGER_DYNAMODB_BACKEND").as_deref() == Ok("dynamodb-local")
+        {
+            assert!(cost.write_units - before.write_units >= 4.0, "{cost:?}");
+        }
+        let moved = ledger.get_schedule(id).await.expect("get");
+        assert_eq!(moved.next_run_at, Some(first + Duration::minutes(1)));
+        assert_eq!(due_ids(&env, id, first).await, Vec::<String>::new());
+
+        // Ticker B read the same due entry: it loses both conditions, and learns what exists.
+        let b = ledger.fire(&fire_at(first, first, "b")).await;
+        assert_eq!(lost(b), (Some("a".into()), true));
+
+        // The reconciler wrote the next minute first: the ticker learns it, nothing moves, and
+        // it then advances the schedule alone (once).
+        let second = first + Duration::minutes(1);
+        ledger
+            .create_run(&scheduled_run(&schedule.spec, second, second, "reconciler"))
+            .await
+            .expect("reconciler run");
+        let a = ledger.fire(&fire_at(second, second, "a")).await;
+        assert_eq!(lost(a), (Some("reconciler".into()), false));
+        let third = second + Duration::minutes(1);
+        assert!(ledger
+            .advance_next_run(id, second, Some(third))
+            .await
+            .expect("advance"));
+        assert!(!ledger
+            .advance_next_run(id, second, Some(third))
+            .await
+            .expect("again"));
+
+        // An edit between the ticker's read and its write: the ticker's version is stale, so
+        // nothing is written, not even the run.
+        let mut edited = schedule.spec.clone();
+        edited.owner = Some("someone-else".into());
+        ledger
+            .update_schedule(edited, 1, meta("bob", third))
+            .await
+            .expect("edit");
+        let a = ledger.fire(&fire_at(third, third, "a")).await;
+        assert_eq!(lost(a), (None, true));
+        let runs = ledger.runs_between(id, third, third).await.expect("runs");
+        assert!(runs.is_empty(), "no run written by a losing transaction");
+
+        // The reconciler's watermark only moves forward, and only from where it was read.
+        assert!(ledger
+            .advance_watermark(id, t0, third)
+            .await
+            .expect("watermark"));
+        assert!(!ledger
+            .advance_watermark(id, t0, third)
+            .await
+            .expect("stale"));
+        let back = ledger.advance_watermark(id, third, t0).await;
+        assert_eq!(back.unwrap_err().code(), "STORE_INVALID_REQUEST");
+        // The edit did not undo the ticker's position.
+        assert_eq!(
+            ledger.get_schedule(id).await.expect("get").next_run_at,
+            Some(third)
+        );
+    }
+
+    async fn a_batch_of_fires_writes_every_run_and_advance_or_nothing(env: Env) {
+        let ledger = &env.ledger;
+        let t0 = t("2026-03-01T00:00:00Z");
+        let first = t0 + Duration::minutes(1);
+        let mut schedules = Vec::new();
+        for id in ["b1", "b2", "b3"] {
+            let created = ledger
+                .create_schedule(spec(id, "* * * * *"), meta("alice", t0))
+                .await
+                .expect("create");
+            schedules.push(created);
+        }
+        let fires_at = |at: DateTime<Utc>| -> Vec<Fire> {
+            schedules
+                .iter()
+                .map(|s| Fire {
+                    run: scheduled_run(&s.spec, at, at, "batch"),
+                    expected_next_run_at: at,
+                    next_run_at: Some(at + Duration::minutes(1)),
+                })
+                .collect()
+        };
+        let before = env.meter.snapshot().scope("fire_all");
+        assert!(ledger.fire_all(&fires_at(first)).await.expect("batch"));
+        let cost = env.meter.snapshot().scope("fire_all");
+        assert_eq!(
+            cost.calls - before.calls,
+            1,
+            "one request for three fired runs"
+        );
+        for s in &schedules {
+            let runs = ledger
+                .runs_between(s.id(), first, first)
+                .await
+                .expect("runs");
+            assert_eq!(runs.len(), 1);
+            let moved = ledger.get_schedule(s.id()).await.expect("get");
+            assert_eq!(moved.next_run_at, Some(first + Duration::minutes(1)));
+        }
+
+        // The reconciler recorded b2's next minute first: the whole batch is refused and none
+        // of its runs or advances is written; each fire then learns its own fate alone.
+        let second = first + Duration::minutes(1);
+        ledger
+            .create_run(&scheduled_run(
+                &schedules[1].spec,
+                second,
+                second,
+                "reconciler",
+            ))
+            .await
+            .expect("reconciler run");
+        assert!(!ledger.fire_all(&fires_at(second)).await.expect("refused"));
+        for (s, expected_runs) in schedules.iter().zip([0, 1, 0]) {
+            let runs = ledger
+                .runs_between(s.id(), second, second)
+                .await
+                .expect("runs");
+            assert_eq!(runs.len(), expected_runs, "{}", s.id());
+            let unmoved = ledger.get_schedule(s.id()).await.expect("get");
+            assert_eq!(unmoved.next_run_at, Some(second), "{}", s.id());
+        }
+        let alone = ledger.fire(&fires_at(second)[0]).await.expect("alone");
+        assert_eq!(alone, FireOutcome::Created);
+
+        let too_many: Vec<Fire> = (0..51).map(|_| fires_at(second)[2].clone()).collect();
+        let refused = ledger.fire_all(&too_many).await;
+        assert_eq!(refused.unwrap_err().code(), "STORE_INVALID_REQUEST");
+    }
+
+    async fn runs_list_newest_first_by_window_range_and_while_active(env: Env) {
+        let ledger = &env.ledger;
+        let id = "hist";
+        let spec = spec(id, "* * * * *");
+        let t0 = t("2026-03-01T00:00:00Z");
+        let minute = |m: i64| t0 + Duration::minutes(m);
+        for m in 0..25 {
+            let run = scheduled_run(&spec, minute(m), minute(m), "ticker");
+            assert!(ledger.create_run(&run).await.expect("create").is_new());
+        }
+        let base = scheduled_run(&spec, minute(10), minute(30), "operator");
+        for request in ["req-1", "req-2"] {
+            let manual = manual_run(&base, request);
+            assert!(ledger.create_run(&manual).await.expect("manual").is_new());
+        }
+
+        // Found, not overwritten: the stored run comes back.
+        let again = scheduled_run(&spec, minute(3), minute(40), "late");
+        let found = ledger.create_run(&again).await.expect("again");
+        assert!(!found.is_new());
+        assert_eq!(found.run().replay_group_id.as_deref(), Some("ticker"));
+
+        // Created in a status a run cannot start in: refused before any I/O.
+        let mut running = again.clone();
+        running.status = RunStatus::Running;
+        assert_eq!(
+            ledger.create_run(&running).await.unwrap_err().code(),
+            "STORE_INVALID_REQUEST"
+        );
+
+        // History: newest first, in pages, 27 in all.
+        let mut seen = Vec::new();
+        let mut cursor = None;
+        for _ in 0..10 {
+            let page = ledger
+                .run_history(id, 10, cursor.as_deref())
+                .await
+                .expect("history");
+            seen.extend(page.items.into_iter().map(|r| r.key));
+            cursor = page.next;
+            if cursor.is_none() {
+                break;
+            }
+        }
+        assert_eq!(seen.len(), 27);
+        assert!(
+            seen.windows(2).all(|w| w[0].sort_key() > w[1].sort_key()),
+            "newest first"
+        );
+        assert_eq!(seen[0].scheduled_for, minute(24));
+        let bad = ledger.run_history(id, 10, Some("not-a-cursor")).await;
+        assert_eq!(bad.unwrap_err().code(), "STORE_BAD_CURSOR");
+
+        // A window range, operator runs included, in one request.
+        let before = env.meter.snapshot().scope("runs_between").calls;
+        let range = ledger
+            .runs_between(id, minute(5), minute(10))
+            .await
+            .expect("range");
+        assert_eq!(
+            env.meter.snapshot().scope("runs_between").calls - before,
+            1
+        );
+        let times: Vec<_> = range.iter().map(|r| r.key.scheduled_for).collect();
+        assert_eq!(
+            times,
+            [5, 6, 7, 8, 9, 10, 10, 10].map(minute),
+            "expected and operator runs of [5, 10]"
+        );
+
+        // Active runs: all 27 are PENDING; one skipped leaves, one enqueued changes status.
+        let shard = shard_of(id, SHARDS);
+        let active = |status| async move {
+            ledger
+                .active_runs(shard, status, 100, None)
+                .await
+                .expect("active")
+                .items
+        };
+        assert_eq!(active(None).await.len(), 27);
+        let skip = RunChange::new(RunEvent::Skip, RunStatus::Pending, 0, minute(30));
+        ledger.transition_run(&seen[0], &skip).await.expect("skip");
+        let enqueue = RunChange::new(RunEvent::Enqueue, RunStatus::Pending, 0, minute(30));
+        let queued = ledger
+            .transition_run(&seen[1], &enqueue)
+            .await
+            .expect("enqueue");
+        assert_eq!(queued.queued_at, Some(minute(30)));
+        assert_eq!(active(None).await.len(), 26);
+        let queued_now: Vec<_> = active(Some(RunStatus::Queued))
+            .await
+            .into_iter()
+            .map(|r| r.key)
+            .collect();
+        assert_eq!(queued_now, [seen[1].clone()]);
+        assert_eq!(active(Some(RunStatus::Pending)).await.len(), 25);
+    }
+
+    async fn recent_runs_sends_only_runs_in_flight_and_at_the_instant_and_says_how_far_it_read(env: Env) {
+        let ledger = &env.ledger;
+        let id = "recent";
+        let spec = spec(id, "* * * * *");
+        let t0 = t("2026-03-01T00:00:00Z");
+        let minute = |m: i64| t0 + Duration::minutes(m);
+        // Minutes 0..30: every fifth PENDING, the rest SKIPPED; an operator's run at minute 20.
+        for m in 0..30 {
+            let mut run = scheduled_run(&spec, minute(m), minute(m), "ticker");
+            if m % 5 != 0 {
+                run.status = RunStatus::Skipped;
+            }
+            ledger.create_run(&run).await.expect("create");
+        }
+        let mut operator = manual_run(&scheduled_run(&spec, minute(20), minute(20), "op"), "req");
+        operator.status = RunStatus::Skipped;
+        ledger.create_run(&operator).await.expect("manual");
+
+        let minutes = |runs: &[cronledger_core::Run]| -> Vec<i64> {
+            runs.iter()
+                .map(|r| (r.key.scheduled_for - t0).num_minutes())
+                .collect()
+        };
+        // The newest 10 are minutes 29..21 and the operator's run at 20 (it sorts after minute 20's
+        // own key): in flight only 25; at 20, both runs of that instant too.
+        let recent = ledger.recent_runs(id, 10, None).await.expect("recent");
+        assert_eq!(minutes(&recent.runs), [25]);
+        assert!(!recent.complete);
+        assert_eq!(recent.oldest_read, Some(minute(20)));
+        let at_20 = ledger
+            .recent_runs(id, 12, Some(minute(20)))
+            .await
+            .expect("recent at 20");
+        assert_eq!(minutes(&at_20.runs), [25, 20, 20]);
+        assert_eq!(at_20.oldest_read, Some(minute(19)));
+        // Read to the end: complete, every run in flight.
+        let all = ledger.recent_runs(id, 100, None).await.expect("all");
+        assert!(all.complete);
+        assert_eq!(minutes(&all.runs), [25, 20, 15, 10, 5, 0]);
+
+        // With the schedule, in one query: the same pages. The runs have no schedule item yet.
+        let err = ledger
+            .schedule_with_recent_runs(id, 12, Some(minute(20)))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::ScheduleNotFound(_)), "{err}");
+        ledger
+            .create_schedule(spec.clone(), meta("op", t0))
+            .await
+            .expect("schedule");
+        let scope = "schedule_with_recent_runs";
+        let before = env.meter.snapshot().scope(scope).attempts;
+        let (stored, with_schedule) = ledger
+            .schedule_with_recent_runs(id, 12, Some(minute(20)))
+            .await
+            .expect("schedule with recent");
+        let requests = env.meter.snapshot().scope(scope).attempts - before;
+        assert_eq!(requests, 1);
+        assert_eq!(stored.id(), id);
+        assert_eq!(with_schedule, at_20);
+        let (_, everything) = ledger
+            .schedule_with_recent_runs(id, 100, None)
+            .await
+            .expect("everything");
+        assert_eq!(everything, all);
+    }
+}
