@@ -1,8 +1,9 @@
 //! A schedule ready to evaluate: its spec plus the parsed expression (parsed once).
 
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
 
 use crate::error::Issue;
+use crate::jitter;
 use crate::run::{Origin, Run, RunKey, RunStatus, Trigger};
 use crate::spec::ScheduleSpec;
 use crate::timing::Timing;
@@ -27,6 +28,38 @@ impl Schedule {
 
     pub fn timing(&self) -> &Timing {
         &self.timing
+    }
+
+    /// How long after each occurrence the ticker fires it: the schedule's fixed offset inside
+    /// `[0, jitter)` (zero without jitter). See [`crate::jitter`].
+    pub fn fire_offset(&self) -> TimeDelta {
+        self.spec.jitter.map_or(TimeDelta::zero(), |j| {
+            jitter::offset(&self.spec.id, j).as_delta()
+        })
+    }
+
+    /// When the ticker fires the occurrence at `scheduled_for` (what `next_run_at` holds).
+    /// The run keeps `scheduled_for`, its window and its key; lateness counts from here.
+    pub fn fire_time(&self, scheduled_for: DateTime<Utc>) -> DateTime<Utc> {
+        scheduled_for + self.fire_offset()
+    }
+
+    /// The occurrence a fire time (a stored `next_run_at`) stands for.
+    pub fn occurrence_at(&self, fire_time: DateTime<Utc>) -> DateTime<Utc> {
+        fire_time - self.fire_offset()
+    }
+
+    /// The fire time of the first occurrence strictly after `at`: where the ticker starts
+    /// when a schedule is created, resumed or its timing changes at `at`.
+    pub fn next_fire_after(&self, at: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        self.timing.next_after(at).map(|t| self.fire_time(t))
+    }
+
+    /// `now` on the schedule's nominal clock: a jittered schedule is judged exactly as an
+    /// unjittered one would be `fire_offset` earlier (a window is late, missed or in its
+    /// grace counting from its fire time, never from its nominal instant).
+    pub fn nominal_now(&self, now: DateTime<Utc>) -> DateTime<Utc> {
+        now - self.fire_offset()
     }
 
     /// The business window an occurrence covers: `[previous occurrence, scheduled_for)`.
@@ -93,6 +126,7 @@ impl Schedule {
             job_id: None,
             result: None,
             forced: false,
+            retention: self.spec.retention,
         }
     }
 }
