@@ -55,6 +55,27 @@ impl Schedule {
         self.timing.next_after(at).map(|t| self.fire_time(t))
     }
 
+    /// Where the ticker stands (`next_run_at`) after the spec changed at `at` from
+    /// `before`, whose stored position was `current`. Same timing, jitter and enabled: where
+    /// it was. Only the jitter changed: the same occurrence at its new fire time, so the edit
+    /// loses no window. New timing, re-enabled or no position: the first occurrence after
+    /// `at` (older windows are the reconciler's; a recorded one is never recorded twice).
+    pub fn next_fire_after_edit(
+        &self,
+        before: &Schedule,
+        current: Option<DateTime<Utc>>,
+        at: DateTime<Utc>,
+    ) -> Option<DateTime<Utc>> {
+        let timing_changed =
+            self.spec.cron != before.spec.cron || self.spec.timezone != before.spec.timezone;
+        match current {
+            Some(next) if !timing_changed && before.spec.enabled => {
+                Some(self.fire_time(before.occurrence_at(next)))
+            }
+            _ => self.next_fire_after(at),
+        }
+    }
+
     /// `now` on the schedule's nominal clock: a jittered schedule is judged exactly as an
     /// unjittered one would be `fire_offset` earlier (a window is late, missed or in its
     /// grace counting from its fire time, never from its nominal instant).
