@@ -91,7 +91,8 @@ async fn an_edit_of_the_jitter_keeps_the_pending_occurrence_at_its_new_fire_time
     let meta = cronledger_aws::ledger::ChangeMeta {
         actor: "tests".into(),
         at: hour + TimeDelta::minutes(1),
-        reason: None,
+        reason: "jitter removed".into(),
+        details: None,
     };
     let edited = env
         .store
@@ -215,22 +216,22 @@ async fn a_run_carries_its_ttl_from_its_end_once_terminal_and_a_failure_longer()
     );
 
     // Born terminal: a missed window is kept longer, a paused skip by the retention.
-    let mut missed = run_at(4);
-    missed.status = RunStatus::Skipped;
-    missed.reason = Some(Reason::Missed);
-    env.ledger.create_run(&missed).await.expect("create");
-    assert_eq!(
-        raw_expires_at(&env, &missed.key).await,
-        epoch(missed.updated_at, KEPT_LONGER.as_delta())
-    );
-    let mut paused = run_at(5);
-    paused.status = RunStatus::Skipped;
-    paused.reason = Some(Reason::Paused);
-    env.ledger.create_run(&paused).await.expect("create");
-    assert_eq!(
-        raw_expires_at(&env, &paused.key).await,
-        epoch(paused.updated_at, TimeDelta::days(30))
-    );
+    let born = [
+        (4, Reason::Missed, KEPT_LONGER.as_delta()),
+        (5, Reason::Paused, TimeDelta::days(30)),
+    ];
+    for (hour, reason, horizon) in born {
+        let mut skipped = run_at(hour);
+        skipped.status = RunStatus::Skipped;
+        skipped.reason = Some(reason);
+        env.ledger.create_run(&skipped).await.expect("create");
+        assert_eq!(
+            raw_expires_at(&env, &skipped.key).await,
+            epoch(skipped.updated_at, horizon),
+            "{reason}"
+        );
+    }
+    let paused = run_at(5);
     // The retention rides on the run: read back as written.
     assert_eq!(
         env.ledger
