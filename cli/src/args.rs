@@ -177,6 +177,12 @@ pub struct PreviewArgs {
     pub count: usize,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
+    /// The schedule's `jitter` (e.g. 5m): shows its offset and jittered fire times.
+    #[arg(long, requires = "id")]
+    pub jitter: Option<String>,
+    /// The schedule's id, which the jitter offset is derived from.
+    #[arg(long, requires = "jitter")]
+    pub id: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -8,15 +8,15 @@ pub struct Table {
 }
 
 impl Table {
-    pub fn new<const N: usize>(header: [&str; N]) -> Table {
+    pub fn new<'a>(header: impl IntoIterator<Item = &'a str>) -> Table {
         Table {
-            header: header.iter().map(|h| h.to_string()).collect(),
+            header: header.into_iter().map(str::to_string).collect(),
             rows: Vec::new(),
         }
     }
 
-    pub fn row<const N: usize>(&mut self, cells: [String; N]) {
-        self.rows.push(cells.to_vec());
+    pub fn row(&mut self, cells: impl IntoIterator<Item = String>) {
+        self.rows.push(cells.into_iter().collect());
     }
 }
 

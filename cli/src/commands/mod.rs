@@ -9,7 +9,8 @@ pub mod validate;
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
-use cronledger_core::{spec, ScheduleSpec, ValidationRules};
+use cronledger_core::jitter::{find_herd, HerdRule};
+use cronledger_core::{spec, Issue, Schedule, ScheduleSpec, ValidationRules};
 
 pub use crate::CliError;
 
@@ -32,6 +33,26 @@ pub fn instant_or_now(flag: &str, text: Option<&str>) -> Result<DateTime<Utc>, C
 pub fn read_file(path: &Path) -> Result<String, CliError> {
     std::fs::read_to_string(path)
         .map_err(|e| CliError::msg(format!("FILE_UNREADABLE: {}: {e}", path.display())))
+}
+
+/// What `validate` and `apply` warn about in a whole manifest (never an error): a herd of
+/// schedules firing on the same minute without `jitter` (see [`HerdRule`]).
+pub fn fleet_warnings(specs: &[ScheduleSpec], now: DateTime<Utc>) -> Vec<Issue> {
+    let fleet: Vec<Schedule> = specs
+        .iter()
+        .filter_map(|s| Schedule::new(s.clone()).ok())
+        .collect();
+    find_herd(&fleet, now, &HerdRule::default())
+        .map(|herd| herd.warning())
+        .into_iter()
+        .collect()
+}
+
+/// Warnings for people, on stderr so that stdout stays the command's answer.
+pub fn print_warnings(warnings: &[Issue]) {
+    for w in warnings {
+        eprintln!("warning: {}: {}", w.code, w.message);
+    }
 }
 
 /// Reads and validates a schedules file as written (what `apply` sends to the api).

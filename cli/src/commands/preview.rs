@@ -1,7 +1,7 @@
 use std::process::ExitCode;
 
-use chrono::SecondsFormat;
-use cronledger_core::{spec, ValidationRules};
+use chrono::{DateTime, SecondsFormat, Utc};
+use cronledger_core::{jitter, spec, Span, Timing, ValidationRules};
 use serde::Serialize;
 
 use super::instant_or_now;
@@ -22,6 +22,33 @@ struct FireTime {
     /// The same text under the CLI's first name, kept for the scripts that read it.
     #[serde(skip_serializing_if = "Option::is_none")]
     note: Option<&'static str>,
+    /// With `--jitter`: when the ticker fires this occurrence (`at` plus the offset).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fire_at: Option<String>,
+    /// With `--jitter`: the schedule's offset in seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    offset_seconds: Option<u64>,
+}
+
+/// The schedule's jitter offset (`--jitter` with `--id`), validated as a manifest's would be.
+fn offset_of(
+    args: &PreviewArgs,
+    timing: &Timing,
+    after: DateTime<Utc>,
+) -> Result<Option<Span>, CliError> {
+    let (Some(jitter), Some(id)) = (&args.jitter, &args.id) else {
+        return Ok(None);
+    };
+    let jitter: Span = jitter
+        .parse()
+        .map_err(|e| CliError::msg(format!("SCHEDULE_INVALID_DURATION: --jitter: {e}")))?;
+    let min_gap = timing
+        .calendar_stats(after, ValidationRules::default().horizon_days)
+        .min_gap;
+    if let Some(issue) = jitter::check(jitter, min_gap, "jitter") {
+        return Err(CliError::msg(format!("{}: {}", issue.code, issue.message)));
+    }
+    Ok(Some(jitter::offset(id, jitter)))
 }
 
 pub fn run(args: PreviewArgs) -> Result<ExitCode, CliError> {
@@ -41,6 +68,7 @@ pub fn run(args: PreviewArgs) -> Result<ExitCode, CliError> {
                     .collect(),
             )
         })?;
+    let offset = offset_of(&args, &timing, after)?;
     let times: Vec<FireTime> = timing
         .next_n(after, args.count)
         .into_iter()
@@ -51,6 +79,8 @@ pub fn run(args: PreviewArgs) -> Result<ExitCode, CliError> {
                 .to_rfc3339_opts(SecondsFormat::Secs, false),
             dst_note: timing.dst_note(at).map(|n| n.describe()),
             note: timing.dst_note(at).map(|n| n.describe()),
+            fire_at: offset.map(|o| (at + o.as_delta()).to_rfc3339_opts(SecondsFormat::Secs, true)),
+            offset_seconds: offset.map(Span::as_secs),
         })
         .collect();
     match args.format {
@@ -60,14 +90,22 @@ pub fn run(args: PreviewArgs) -> Result<ExitCode, CliError> {
         ),
         Format::Text | Format::Table => {
             println!("{}", timing.describe());
-            let mut table = Table::new(["#", "UTC", "local", "note"]);
+            if let (Some(offset), Some(id)) = (offset, &args.id) {
+                println!(
+                    "jitter: `{id}` fires {offset} after each occurrence (the run keeps the occurrence as its window and key)"
+                );
+            }
+            // The jittered fire time gets its own column only when there is one.
+            let mut header = vec!["#", "UTC", "local", "note"];
+            if offset.is_some() {
+                header.insert(3, "fires at (UTC)");
+            }
+            let mut table = Table::new(header);
             for (i, t) in times.iter().enumerate() {
-                table.row([
-                    (i + 1).to_string(),
-                    t.at.clone(),
-                    t.local.clone(),
-                    t.dst_note.unwrap_or("").to_string(),
-                ]);
+                let mut row = vec![(i + 1).to_string(), t.at.clone(), t.local.clone()];
+                row.extend(t.fire_at.clone());
+                row.push(t.dst_note.unwrap_or("").to_string());
+                table.row(row);
             }
             print!("{table}");
         }

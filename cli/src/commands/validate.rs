@@ -3,19 +3,21 @@ use std::process::ExitCode;
 use cronledger_core::{spec, Issue, ValidationRules};
 use serde_json::json;
 
-use super::{instant_or_now, read_local_file, DEFAULT_LOCAL_URL};
+use super::{fleet_warnings, instant_or_now, print_warnings, read_local_file, DEFAULT_LOCAL_URL};
 use crate::args::{Format, ValidateArgs};
 use crate::CliError;
 
 pub fn run(args: ValidateArgs) -> Result<ExitCode, CliError> {
     let now = instant_or_now("now", args.now.as_deref())?;
     let rules = ValidationRules::local();
+    let mut warnings = Vec::new();
     let outcome: Result<Vec<(String, String)>, Vec<Issue>> =
         match (&args.file, &args.cron, &args.tz) {
             (Some(path), _, _) => {
                 let text = read_local_file(path, DEFAULT_LOCAL_URL)?;
                 spec::parse_manifest(&text, &rules, now)
                     .map(|specs| {
+                        warnings = fleet_warnings(&specs, now);
                         specs
                             .into_iter()
                             .map(|s| {
@@ -44,7 +46,7 @@ pub fn run(args: ValidateArgs) -> Result<ExitCode, CliError> {
                 .collect();
             println!(
                 "{}",
-                json!({"valid": true, "schedules": items, "issues": []})
+                json!({"valid": true, "schedules": items, "issues": [], "warnings": warnings})
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -52,6 +54,7 @@ pub fn run(args: ValidateArgs) -> Result<ExitCode, CliError> {
             for (id, described) in valid {
                 println!("OK {id}: {described}");
             }
+            print_warnings(&warnings);
             Ok(ExitCode::SUCCESS)
         }
         (Err(issues), Format::Json) => {

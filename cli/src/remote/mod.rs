@@ -18,7 +18,7 @@ use self::args::{
     RunCommand, RunsArgs,
 };
 use self::client::{segment, Client};
-use crate::commands::{load_manifest, read_file};
+use crate::commands::{fleet_warnings, load_manifest, print_warnings, read_file};
 use crate::output::Table;
 use crate::CliError;
 
@@ -352,7 +352,10 @@ async fn apply(a: ApplyArgs) -> Result<ExitCode, CliError> {
     let now = chrono::Utc::now();
     // Validate locally first (same rules as the api), then read the file as plain documents;
     // the validated specs (defaults filled in) are what the api stores, so they compare.
-    let specs: BTreeMap<String, Value> = load_manifest(&a.file, now)?
+    let validated = load_manifest(&a.file, now)?;
+    let warnings = fleet_warnings(&validated, now);
+    print_warnings(&warnings);
+    let specs: BTreeMap<String, Value> = validated
         .into_iter()
         .map(|spec| {
             (
@@ -423,7 +426,7 @@ async fn apply(a: ApplyArgs) -> Result<ExitCode, CliError> {
             }
         })
         .collect();
-    let out = json!({"plan": plan, "not_in_file": gone, "applied": false});
+    let out = json!({"plan": plan, "not_in_file": gone, "applied": false, "warnings": warnings});
     if a.remote.format == OutputFormat::Table {
         let mut t = Table::new(["ACTION", "SCHEDULE", "VERSION", "RISK", "FINDINGS"]);
         for p in &plan {

@@ -11,13 +11,16 @@ use crate::ledger::{
     StoredSchedule, PAUSE_HISTORY,
 };
 
-/// The first occurrence strictly after `at` under `spec`'s timing.
+fn compiled(spec: &ScheduleSpec) -> Result<Schedule, StoreError> {
+    Schedule::new(spec.clone()).map_err(StoreError::ScheduleInvalid)
+}
+
+/// The fire time (`next_run_at`) of the first occurrence strictly after `at` under `spec`.
 pub(crate) fn next_after(
     spec: &ScheduleSpec,
     at: DateTime<Utc>,
 ) -> Result<Option<DateTime<Utc>>, StoreError> {
-    let schedule = Schedule::new(spec.clone()).map_err(StoreError::ScheduleInvalid)?;
-    Ok(schedule.timing().next_after(at))
+    Ok(compiled(spec)?.next_fire_after(at))
 }
 
 /// A new schedule at version 1.
@@ -48,13 +51,8 @@ pub(crate) fn updated(
     meta: &ChangeMeta,
 ) -> Result<StoredSchedule, StoreError> {
     let timing_changed = spec.cron != current.spec.cron || spec.timezone != current.spec.timezone;
-    let next_run_at = match current.next_run_at {
-        // Same timing: the ticker's position stays as it is.
-        Some(next) if !timing_changed && current.spec.enabled => Some(next),
-        // New timing (or re-enabled): from now on; older windows are the reconciler's, and
-        // a recorded window can never be recorded twice.
-        _ => next_after(spec, meta.at)?,
-    };
+    let next_run_at =
+        compiled(spec)?.next_fire_after_edit(&compiled(&current.spec)?, current.next_run_at, meta.at);
     // The old expression still judges its windows up to now (see `PastTiming`); entries the
     // watermark has passed are done.
     let mut past_timings: Vec<PastTiming> = current.past_timings_ahead().cloned().collect();

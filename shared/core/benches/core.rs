@@ -58,6 +58,8 @@ fn spec(id: String, cron: &str, misfire: MisfirePolicy) -> ScheduleSpec {
         catch_up: Default::default(),
         approval: Default::default(),
         approval_timeout: cronledger_core::spec::defaults::approval_timeout(),
+        jitter: None,
+        retention: cronledger_core::spec::defaults::retention(),
         job: JobSpec::Noop {
             duration: Span::ZERO,
             fail_times: 0,

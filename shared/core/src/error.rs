@@ -50,6 +50,12 @@ pub enum Code {
     RunInvalidTransition,
     /// A planner input that cannot be planned (for example `now` before the watermark).
     PlanInvalidInput,
+    /// `jitter` is zero, over an hour, or not shorter than the schedule's shortest interval.
+    ScheduleInvalidJitter,
+    /// `retention` is outside 7 to 400 days.
+    ScheduleInvalidRetention,
+    /// A warning, never an error: many schedules fire on the same minute without `jitter`.
+    Herd,
 }
 
 impl Code {
@@ -83,6 +89,9 @@ impl Code {
             Code::HttpAuthSecretOutsidePrefix => "HTTP_AUTH_SECRET_OUTSIDE_PREFIX",
             Code::RunInvalidTransition => "RUN_INVALID_TRANSITION",
             Code::PlanInvalidInput => "PLAN_INVALID_INPUT",
+            Code::ScheduleInvalidJitter => "SCHEDULE_INVALID_JITTER",
+            Code::ScheduleInvalidRetention => "SCHEDULE_INVALID_RETENTION",
+            Code::Herd => "HERD",
         }
     }
 }

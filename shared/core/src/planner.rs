@@ -329,6 +329,8 @@ impl Plan {
         run.replay_group_id = self.replay_group_id.clone();
         run.range_end = entry.range_end;
         run.count = entry.count;
+        run.retention =
+            crate::retention::for_entry(schedule.spec.retention, entry.range_end.is_some());
         run.coalesced_into = match entry.action {
             Action::Coalesce { into } => Some(into),
             _ => None,
@@ -415,6 +417,11 @@ fn plan_bounded(input: PlanInput<'_>, until: Option<DateTime<Utc>>) -> Result<Pl
             ),
         ));
     }
+    // A jittered schedule is judged from its fire times: on its nominal clock.
+    let input = PlanInput {
+        now: schedule.nominal_now(input.now),
+        ..input
+    };
     let hold_back = input.config.settle.max(spec.grace).as_delta();
     let horizon = input.now - hold_back;
     let through = until
@@ -605,6 +612,7 @@ pub fn plan_backlog(
     now: DateTime<Utc>,
 ) -> Plan {
     let spec = &schedule.spec;
+    let now = schedule.nominal_now(now);
     let live: Vec<Missed> = waiting
         .iter()
         .enumerate()
@@ -665,6 +673,7 @@ pub fn late_start(
     now: DateTime<Utc>,
 ) -> LateStart {
     let spec = &schedule.spec;
+    let now = schedule.nominal_now(now);
     let late = Span::from_delta(now - scheduled_for);
     if late <= spec.grace {
         return LateStart::Run;
@@ -704,7 +713,7 @@ pub fn planned_with_its_gap(
     now: DateTime<Utc>,
 ) -> bool {
     let spec = &schedule.spec;
-    let late = Span::from_delta(now - scheduled_for);
+    let late = Span::from_delta(schedule.nominal_now(now) - scheduled_for);
     spec.misfire == MisfirePolicy::CatchUpAll
         && late > spec.grace
         && tier_of(late, spec) != GapTier::Immediate

@@ -148,6 +148,33 @@ pub fn assess_change(
             format!("priority {} -> {}", old.priority, new.priority),
         );
     }
+    if old.jitter != new.jitter {
+        // The offset comes from the id, so only the jitter itself moves it.
+        let offset = |spec: &ScheduleSpec| {
+            spec.jitter
+                .map_or(crate::Span::ZERO, |j| crate::jitter::offset(&spec.id, j))
+        };
+        let name = |j: Option<crate::Span>| j.map_or("none".to_string(), |j| j.to_string());
+        raise(
+            RiskLevel::Low,
+            format!(
+                "jitter {} -> {}: fires {} after each occurrence instead of {} (windows and keys do not move)",
+                name(old.jitter),
+                name(new.jitter),
+                offset(new),
+                offset(old)
+            ),
+        );
+    }
+    if old.retention != new.retention {
+        raise(
+            RiskLevel::Low,
+            format!(
+                "retention {} -> {}: runs that end from now on stay that long (runs already ended keep theirs)",
+                old.retention, new.retention
+            ),
+        );
+    }
 
     let switch = switch_windows(&old_timing, &new_timing, now, last_fired);
     if let Some(gap) = switch.gap {

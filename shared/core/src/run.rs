@@ -348,6 +348,14 @@ pub struct Run {
     /// idempotency key already succeeded (no ALREADY_DONE skip).
     #[serde(default)]
     pub forced: bool,
+    /// How long the ledger keeps the run once it ends, fixed at creation (the schedule's
+    /// `retention`; longer for range records): see [`crate::retention`].
+    #[serde(default = "default_retention")]
+    pub retention: crate::span::Span,
+}
+
+fn default_retention() -> crate::span::Span {
+    crate::retention::DEFAULT_RETENTION
 }
 
 /// The stable ledger format (DESIGN "Manifest and ledger formats").

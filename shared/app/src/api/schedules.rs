@@ -347,6 +347,10 @@ fn preview(
     let timing = Timing::parse(&spec.cron, spec.timezone).map_err(|i| ApiError::issues(&[i]))?;
     let count = count.unwrap_or(10).clamp(1, api.deps().config.preview_max);
     let after = after.unwrap_or_else(|| api.now());
+    // `jitter`: each occurrence fires this much later (its window and key stay).
+    let offset = cronledger_core::Schedule::new(spec.clone())
+        .map(|s| s.fire_offset())
+        .unwrap_or_default();
     let times: Vec<Value> = timing
         .next_n(after, count)
         .into_iter()
@@ -357,6 +361,7 @@ fn preview(
                 "local": t.with_timezone(&spec.timezone).format("%Y-%m-%d %H:%M:%S %Z").to_string(),
                 "dst": note,
                 "dst_note": note.map(|n| n.describe()),
+                "fire_at": utc_text(t + offset),
             })
         })
         .collect();
@@ -366,6 +371,7 @@ fn preview(
         "timezone": spec.timezone.name(),
         "describe": timing.describe(),
         "after": utc_text(after),
+        "jitter_offset_seconds": offset.num_seconds(),
         "fire_times": times,
     })))
 }

@@ -148,7 +148,8 @@ impl Reconciler {
             .get(&stored)
             .map_err(|e| ReconcileError::Plan(e.to_string()))?;
         let hold_back = self.config.planner.settle.max(schedule.spec.grace);
-        let horizon = now - hold_back.as_delta();
+        // A jittered window is judged from its fire time (the planner does the same).
+        let horizon = schedule.nominal_now(now) - hold_back.as_delta();
         if horizon <= stored.reconciled_through {
             return Ok(Vec::new());
         }
@@ -270,11 +271,18 @@ impl Reconciler {
         report: &mut ReconcileReport,
     ) -> Result<StoredSchedule, ReconcileError> {
         for _ in 0..FENCE_TRIES {
+            // `next_run_at` is a fire time: its occurrence is inside the horizon when the
+            // fire time is at or before the horizon's.
             let next = match stored.next_run_at {
-                Some(next) if next <= horizon && stored.state == ScheduleState::Active => next,
+                Some(next)
+                    if next <= schedule.fire_time(horizon)
+                        && stored.state == ScheduleState::Active =>
+                {
+                    next
+                }
                 _ => return Ok(stored),
             };
-            let after = schedule.timing().next_after(horizon);
+            let after = schedule.next_fire_after(horizon);
             if self
                 .store
                 .advance_next_run(stored.id(), next, after)

@@ -6,6 +6,10 @@
 //! (the same writes and conditions; if any fails, nothing is written and each is fired
 //! alone). Windows older than their grace period are not fired here; the ticker only moves
 //! past them and leaves them to the reconciler's misfire policy.
+//!
+//! `next_run_at` is a fire time: the occurrence plus the schedule's jitter offset (zero
+//! without `jitter`). The run is recorded under the occurrence (its window and key do not
+//! move); the message is due, and the grace counts, from the fire time.
 
 mod redispatch;
 
@@ -359,7 +363,7 @@ impl Ticker {
             let fire = Fire {
                 run,
                 expected_next_run_at: expected,
-                next_run_at: schedule.timing().next_after(expected),
+                next_run_at: next_fire(&schedule, expected),
             };
             prepared.push((stored, fire, send));
         }
@@ -378,11 +382,11 @@ impl Ticker {
                 rest.push(stored);
             }
             if send {
-                to_send.push(fire.run);
+                to_send.push((fire.run, fire.expected_next_run_at));
             }
         }
         let sent: Vec<bool> = stream::iter(to_send)
-            .map(|run| async move { self.enqueue(&run, now).await })
+            .map(|(run, fire_at)| async move { self.enqueue(&run, fire_at, now).await })
             .buffer_unordered(self.config.concurrency.max(1))
             .collect()
             .await;
@@ -428,7 +432,7 @@ impl Ticker {
             if expected > until {
                 break;
             }
-            let next = schedule.timing().next_after(expected);
+            let next = next_fire(&schedule, expected);
             if now - expected > grace {
                 // Too late to fire on time: the reconciler applies the misfire policy.
                 match self
@@ -468,16 +472,17 @@ impl Ticker {
         report
     }
 
-    /// The run a window gets: PENDING for its lane, SKIPPED while paused, and for a window
-    /// already due the overlap policy's word (SKIPPED, or waiting behind QUEUE_NEW). The flag
-    /// says whether it is sent.
+    /// The run the window fired at `fire_at` gets (recorded under its occurrence): PENDING
+    /// for its lane, SKIPPED while paused, and for a window already due the overlap policy's
+    /// word (SKIPPED, or waiting behind QUEUE_NEW). The flag says whether it is sent.
     async fn window_run(
         &self,
         stored: &StoredSchedule,
         schedule: &cronledger_core::Schedule,
-        scheduled_for: DateTime<Utc>,
+        fire_at: DateTime<Utc>,
         now: DateTime<Utc>,
     ) -> Result<(Run, bool), StoreError> {
+        let scheduled_for = schedule.occurrence_at(fire_at);
         let mut run = new_run(
             schedule,
             stored.version,
@@ -496,7 +501,7 @@ impl Ticker {
             run.status = RunStatus::ManualRequired;
             run.reason = Some(Reason::ApprovalRequired);
             send = false;
-        } else if schedule.spec.overlap != OverlapPolicy::Allow && scheduled_for <= now {
+        } else if schedule.spec.overlap != OverlapPolicy::Allow && fire_at <= now {
             // Only a window already due can overlap anything now; a window inside the
             // lookahead is judged by the worker when it starts, when the earlier run may be done.
             let active = self.active_runs_of(stored.id()).await?;
@@ -530,23 +535,21 @@ impl Ticker {
         tracing::info!(run = %run.key, status = %run.status, "run created");
     }
 
-    /// Records one window and hands it to its lane. `Ok(false)` when another ticker moved
-    /// the schedule first (it owns the rest of this schedule's tick).
+    /// Records the window fired at `fire_at` and hands it to its lane. `Ok(false)` when
+    /// another ticker moved the schedule first (it owns the rest of this schedule's tick).
     async fn fire_window(
         &self,
         stored: &StoredSchedule,
         schedule: &cronledger_core::Schedule,
-        scheduled_for: DateTime<Utc>,
+        fire_at: DateTime<Utc>,
         next: Option<DateTime<Utc>>,
         now: DateTime<Utc>,
         report: &mut TickReport,
     ) -> Result<bool, StoreError> {
-        let (run, send) = self
-            .window_run(stored, schedule, scheduled_for, now)
-            .await?;
+        let (run, send) = self.window_run(stored, schedule, fire_at, now).await?;
         let fire = Fire {
             run,
-            expected_next_run_at: scheduled_for,
+            expected_next_run_at: fire_at,
             next_run_at: next,
         };
         match self.store.fire(&fire).await? {
@@ -564,19 +567,19 @@ impl Ticker {
                 report.lost_race += 1;
                 return self
                     .store
-                    .advance_next_run(stored.id(), scheduled_for, next)
+                    .advance_next_run(stored.id(), fire_at, next)
                     .await;
             }
         }
         if send {
-            report.count_send(self.enqueue(&fire.run, now).await);
+            report.count_send(self.enqueue(&fire.run, fire_at, now).await);
         }
         Ok(true)
     }
 
-    /// Sends a PENDING run to its lane and marks it QUEUED. A failure leaves it PENDING for
-    /// the reconciler to send; it never loses the run.
-    async fn enqueue(&self, run: &Run, now: DateTime<Utc>) -> bool {
+    /// Sends a PENDING run to its lane, due at `fire_at`, and marks it QUEUED. A failure
+    /// leaves it PENDING for the reconciler to send; it never loses the run.
+    async fn enqueue(&self, run: &Run, fire_at: DateTime<Utc>, now: DateTime<Utc>) -> bool {
         let crash = |point| {
             self.faults
                 .as_ref()
@@ -588,7 +591,7 @@ impl Ticker {
         let Some(lane) = run.lane else {
             return false;
         };
-        let delay = (run.key.scheduled_for - self.send_clock.now())
+        let delay = (fire_at - self.send_clock.now())
             .to_std()
             .unwrap_or(Duration::ZERO);
         let message = LaneMessage::next_attempt(run, lane);
@@ -630,6 +633,14 @@ impl Ticker {
     async fn active_runs_of(&self, schedule_id: &str) -> Result<Vec<ActiveRun>, StoreError> {
         crate::overlap::active_runs_of(self.store.as_ref(), schedule_id).await
     }
+}
+
+/// The fire time after the one at `fire_at`: the next occurrence plus the offset.
+fn next_fire(
+    schedule: &cronledger_core::Schedule,
+    fire_at: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    schedule.next_fire_after(schedule.occurrence_at(fire_at))
 }
 
 #[cfg(test)]

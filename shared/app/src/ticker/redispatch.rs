@@ -3,6 +3,7 @@
 
 use chrono::{DateTime, TimeDelta, Utc};
 use cronledger_aws::StoreError;
+use cronledger_core::jitter::MAX_JITTER;
 
 use super::{TickReport, Ticker};
 use crate::runs::claim_and_send;
@@ -10,7 +11,8 @@ use crate::runs::claim_and_send;
 /// A live run still PENDING this long after its window was not sent (see
 /// [`Ticker::redispatch_lost`]).
 const SEND_DEADLINE: TimeDelta = TimeDelta::seconds(30);
-/// How far back a tick looks for lost dispatches; older ones are the reconciler's.
+/// How far back a tick looks for lost dispatches (by window, so a jittered run's fire time
+/// is up to [`MAX_JITTER`] later); older ones are the reconciler's.
 const REDISPATCH_HORIZON: TimeDelta = TimeDelta::hours(1);
 /// Runs read per shard per tick for that check.
 const REDISPATCH_LIMIT: u32 = 100;
@@ -38,7 +40,7 @@ impl Ticker {
         now: DateTime<Utc>,
         report: &mut TickReport,
     ) {
-        let from = now - REDISPATCH_HORIZON;
+        let from = now - REDISPATCH_HORIZON - MAX_JITTER.as_delta();
         let to = now - SEND_DEADLINE;
         let pending = match self
             .store
@@ -54,6 +56,16 @@ impl Ticker {
         for run in pending {
             // Parked on purpose (QUEUE_NEW, a backlog's plan, a pause) or sent already.
             if run.reason.is_some() || run.job_id.is_some() {
+                continue;
+            }
+            // A jittered run is due at its fire time, not its window: not lost before then.
+            let due = self
+                .schedules
+                .last_seen(&run.key.schedule_id)
+                .map_or(run.key.scheduled_for, |s| {
+                    s.fire_time(run.key.scheduled_for)
+                });
+            if due > to {
                 continue;
             }
             let Some(lane) = run.lane else { continue };

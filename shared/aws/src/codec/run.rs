@@ -1,12 +1,13 @@
 //! Run items: one attribute per field, so condition expressions can test status, lease
 //! epoch and the rest directly.
 
+use cronledger_core::retention::DEFAULT_RETENTION;
 use cronledger_core::run::{Lease, Origin, RunResult};
-use cronledger_core::{IdempotencyKey, Run, RunKey, RunStatus, Window};
+use cronledger_core::{IdempotencyKey, Run, RunKey, RunStatus, Span, Window};
 
 use crate::error::StoreError;
 use crate::item::{Item, ItemReader, ItemWriter};
-use crate::keys::{self, GSI2PK, GSI2SK, PK, SK};
+use crate::keys::{self, EXPIRES_AT, GSI2PK, GSI2SK, PK, SK};
 
 pub const TYPE: &str = "type";
 pub const RUN_TYPE: &str = "RUN";
@@ -47,6 +48,8 @@ pub const RESULT_ERROR_CODE: &str = "result_error_code";
 pub const RESULT_MESSAGE: &str = "result_message";
 /// Present (true) only on runs an operator forced.
 pub const FORCED: &str = "forced";
+/// The run's retention in seconds: a terminal transition adds it to its end for the TTL.
+pub const RETENTION_SECONDS: &str = "retention_seconds";
 
 /// The full item for a new run; active runs carry the sparse `active` index keys.
 pub fn encode(run: &Run, shards: u32) -> Item {
@@ -93,7 +96,9 @@ pub fn encode(run: &Run, shards: u32) -> Item {
         .opt_n(RESULT_COUNT, result.count)
         .opt_s(RESULT_CHECKSUM, result.checksum)
         .opt_s(RESULT_ERROR_CODE, result.error_code)
-        .opt_s(RESULT_MESSAGE, result.message);
+        .opt_s(RESULT_MESSAGE, result.message)
+        .n(RETENTION_SECONDS, run.retention.as_secs())
+        .opt_n(EXPIRES_AT, run.expires_at().map(|t| t.timestamp()));
     if run.forced {
         w = w.bool(FORCED, true);
     }
@@ -160,6 +165,9 @@ pub fn decode(item: &Item) -> Result<Run, StoreError> {
         job_id: r.opt_s(JOB_ID)?.map(str::to_string),
         result: (result != RunResult::default()).then_some(result),
         forced: r.opt_bool(FORCED)?.unwrap_or(false),
+        retention: r
+            .opt_n(RETENTION_SECONDS)?
+            .map_or(DEFAULT_RETENTION, Span::seconds),
     })
 }
 

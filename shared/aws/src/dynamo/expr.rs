@@ -47,6 +47,26 @@ impl Expr {
         self
     }
 
+    /// `attr = base + if_not_exists(addend, default)`: a sum with a number the item holds
+    /// (or `default` on items written before it had one).
+    pub fn set_sum(
+        &mut self,
+        attr: &str,
+        base: AttributeValue,
+        addend: &str,
+        default: AttributeValue,
+    ) -> &mut Expr {
+        let (n, b, a, d) = (
+            self.name(attr),
+            self.value(base),
+            self.name(addend),
+            self.value(default),
+        );
+        self.set
+            .push(format!("{n} = {b} + if_not_exists({a}, {d})"));
+        self
+    }
+
     /// `attr = attr + by`
     pub fn add(&mut self, attr: &str, by: u64) -> &mut Expr {
         let (n, v) = (

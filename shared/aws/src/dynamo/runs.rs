@@ -9,6 +9,7 @@ use aws_sdk_dynamodb::types::{
     TransactWriteItem,
 };
 use chrono::{DateTime, Utc};
+use cronledger_core::retention::{self, DEFAULT_RETENTION, KEPT_LONGER};
 use cronledger_core::{
     Attempt, AttemptEnd, AttemptOutcome, AttemptStart, Run, RunEvent, RunKey, RunStatus, Trigger,
 };
@@ -20,7 +21,7 @@ use crate::codec::schedule as schedule_codec;
 use crate::codec::schedule::VERSION;
 use crate::error::StoreError;
 use crate::item::{key, n, s, time, Item};
-use crate::keys::{self, GSI2PK, GSI2SK, PK, SK};
+use crate::keys::{self, EXPIRES_AT, GSI2PK, GSI2SK, PK, SK};
 use crate::ledger::{
     check_new_run, Created, Fire, FireOutcome, Page, RecentRuns, RunChange, StoredSchedule,
     MAX_FIRES_PER_TRANSACTION,
@@ -206,6 +207,25 @@ impl DynamoLedger {
         }
         if to.is_terminal() {
             e.set(codec::COMPLETED_AT, at);
+            // The TTL (see `cronledger_core::retention`): from the end, by the run's own
+            // retention, or the longer horizon of what explains trouble.
+            let ended = n(change.at.timestamp());
+            if retention::kept_longer(to, change.reason) {
+                e.set(
+                    EXPIRES_AT,
+                    n(change.at.timestamp() + KEPT_LONGER.as_delta().num_seconds()),
+                );
+            } else {
+                e.set_sum(
+                    EXPIRES_AT,
+                    ended,
+                    codec::RETENTION_SECONDS,
+                    n(DEFAULT_RETENTION.as_secs()),
+                );
+            }
+        } else {
+            // Moving again (an operator's retry of a FAILED run): nothing may expire it.
+            e.remove(EXPIRES_AT);
         }
         e.set_opt(codec::COALESCED_INTO, change.coalesced_into.map(time));
         // An operator's retry with the current definition: the next attempts execute that

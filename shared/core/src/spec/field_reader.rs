@@ -73,19 +73,26 @@ impl FieldReader<'_> {
     }
 
     pub(super) fn span_or(&mut self, name: &str, default: Span) -> Span {
+        self.optional_span(name).unwrap_or(default)
+    }
+
+    /// A duration, `None` when absent (or unreadable: the problem is recorded).
+    pub(super) fn optional_span(&mut self, name: &str) -> Option<Span> {
         match self.obj.get(name) {
-            None | Some(Value::Null) => default,
-            Some(Value::String(s)) => s.parse().unwrap_or_else(|e| {
-                self.issues.push(Issue::new(
-                    Code::ScheduleInvalidDuration,
-                    (self.field)(name),
-                    format!("{name}: {e}"),
-                ));
-                default
-            }),
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => s
+                .parse()
+                .map_err(|e| {
+                    self.issues.push(Issue::new(
+                        Code::ScheduleInvalidDuration,
+                        (self.field)(name),
+                        format!("{name}: {e}"),
+                    ));
+                })
+                .ok(),
             Some(_) => {
                 self.wrong_type(name, "a duration string like 30m");
-                default
+                None
             }
         }
     }

@@ -216,6 +216,16 @@ pub struct ScheduleSpec {
         skip_serializing_if = "defaults::is_approval_timeout"
     )]
     pub approval_timeout: Span,
+    /// Each occurrence fires at a fixed offset in `[0, jitter)` after it (see
+    /// [`crate::jitter`]); `None`: on the occurrence itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter: Option<Span>,
+    /// How long a finished run stays in the ledger (see [`crate::retention`]).
+    #[serde(
+        default = "defaults::retention",
+        skip_serializing_if = "defaults::is_retention"
+    )]
+    pub retention: Span,
     pub job: JobSpec,
 }
 
@@ -256,6 +266,13 @@ pub mod defaults {
     /// Left out of serialized specs when default, so specs stored before it stay the same.
     pub fn is_approval_timeout(span: &Span) -> bool {
         *span == approval_timeout()
+    }
+    pub fn retention() -> Span {
+        crate::retention::DEFAULT_RETENTION
+    }
+    /// Left out when default, as `approval_timeout` is.
+    pub fn is_retention(span: &Span) -> bool {
+        *span == retention()
     }
 }
 
@@ -357,6 +374,8 @@ const KNOWN_FIELDS: &[&str] = &[
     "catch_up",
     "approval",
     "approval_timeout",
+    "jitter",
+    "retention",
     "job",
 ];
 
@@ -500,6 +519,11 @@ pub fn validate_schedule(
     let max_attempts = reader.u32_or("max_attempts", defaults::max_attempts());
     let approval = reader.named("approval", Approval::None);
     let approval_timeout = reader.span_or("approval_timeout", defaults::approval_timeout());
+    let jitter = reader.optional_span("jitter");
+    let retention = reader.span_or("retention", defaults::retention());
+    reader
+        .issues
+        .extend(crate::retention::check(retention, &field("retention")));
     if approval_timeout == Span::ZERO {
         reader.issues.push(Issue::new(
             Code::ScheduleInvalidField,
@@ -560,7 +584,11 @@ pub fn validate_schedule(
                 issues.push(issue);
             }
             Ok(timing) if timezone.is_some() => {
-                check_calendar(&timing, job.as_ref(), rules, now, &field, &mut issues)
+                let min_gap =
+                    check_calendar(&timing, job.as_ref(), rules, now, &field, &mut issues);
+                if let Some(jitter) = jitter {
+                    issues.extend(crate::jitter::check(jitter, min_gap, &field("jitter")));
+                }
             }
             Ok(_) => {}
         }
@@ -587,6 +615,8 @@ pub fn validate_schedule(
                 catch_up,
                 approval,
                 approval_timeout,
+                jitter,
+                retention,
                 job,
             })
         }
@@ -628,6 +658,8 @@ pub fn validate_timing(
     }
 }
 
+/// Checks that the expression fires again, and not more often than the floor; returns its
+/// shortest interval between occurrences (when it fires twice within the horizon).
 fn check_calendar(
     timing: &Timing,
     job: Option<&JobSpec>,
@@ -635,7 +667,7 @@ fn check_calendar(
     now: DateTime<Utc>,
     field: &dyn Fn(&str) -> String,
     issues: &mut Vec<Issue>,
-) {
+) -> Option<Span> {
     if timing.next_after(now).is_none() {
         issues.push(Issue::new(
             Code::ScheduleNeverFires,
@@ -646,7 +678,7 @@ fn check_calendar(
                 now.to_rfc3339()
             ),
         ));
-        return;
+        return None;
     }
     let floor = job
         .and_then(|j| rules.min_interval_by_type.get(j.type_name()))
@@ -666,6 +698,7 @@ fn check_calendar(
             ),
         ));
     }
+    stats.min_gap
 }
 
 pub fn valid_id(id: &str) -> bool {
