@@ -2,6 +2,8 @@
 //! on a virtual clock, with outages, racing tickers, crashes and duplicate deliveries; the
 //! operator's levers in [`levers`].
 
+#[path = "simulate/cost.rs"]
+mod cost;
 #[path = "simulate/levers.rs"]
 mod levers;
 #[path = "simulate/safety.rs"]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use chrono::Utc;
 use cronledger_app::faults::CrashPoint;
 use cronledger_app::simulate::{
-    lane_settings, parse_instant, simulate, Outage, ScheduleAt, SimQueues, SimulateError,
+    lane_settings, parse_instant, simulate, Costing, Outage, ScheduleAt, SimQueues, SimulateError,
     SimulationConfig, SimulationEnv, SimulationReport,
 };
 use cronledger_aws::{
@@ -227,4 +227,47 @@ fn print_table(report: &SimulationReport) {
         let by_kind: Vec<String> = st.calls.iter().map(|(k, n)| format!("{k} {n}")).collect();
         println!("{total} emulator calls: {}", by_kind.join(", "));
     }
+    print_cost(&st.cost);
+}
+
+/// The cost block: what was consumed, and the bill per million runs by item.
+fn print_cost(cost: &Costing) {
+    let c = &cost.capacity;
+    if c.runs == 0 {
+        return;
+    }
+    println!(
+        "\ncapacity: {} runs, {:.1} WRU, {:.1} RRU, {} SQS requests, {} Lambda invocations, \
+         {:.2} GB-s, {} log bytes, {} custom metrics",
+        c.runs,
+        c.wru,
+        c.rru,
+        c.sqs_requests,
+        c.lambda_invocations,
+        c.lambda_gb_seconds,
+        c.log_bytes,
+        c.custom_metrics
+    );
+    let b = &cost.cost_per_million_runs;
+    let items = [
+        ("DynamoDB writes", b.dynamodb_writes),
+        ("DynamoDB reads", b.dynamodb_reads),
+        ("DynamoDB storage (30 days)", b.dynamodb_storage),
+        ("SQS", b.sqs),
+        ("Lambda requests", b.lambda_requests),
+        ("Lambda compute (arm64)", b.lambda_compute),
+        ("Logs ingestion", b.logs_ingestion),
+        ("Logs storage", b.logs_storage),
+        ("Custom metrics", b.custom_metrics),
+        ("EventBridge Scheduler", b.scheduler),
+    ];
+    println!("cost per million runs (USD, us-east-1 on-demand prices):");
+    for (item, usd) in items {
+        println!("  {item:<28} {usd:>10.4}");
+    }
+    println!("  {:<28} {:>10.4}", "total", b.total);
+    println!(
+        "fixed monthly cost (no runs): {:.2} USD",
+        cost.monthly_fixed_usd.total_usd
+    );
 }

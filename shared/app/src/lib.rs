@@ -5,6 +5,7 @@ pub mod api;
 pub mod backfill;
 pub mod backoff;
 pub mod clock;
+pub mod cost;
 pub mod deployment;
 pub mod faults;
 pub mod jobs;

@@ -28,7 +28,7 @@ pub use ledger::{
     Page, Pause, RecentRuns, RunChange, ScheduleState, StoredSchedule,
 };
 pub use memory::MemoryStore;
-pub use meter::{metered, MeterSnapshot, RequestMeter, Usage};
+pub use meter::{metered, CapacityTarget, MeterSnapshot, RequestMeter, Units, Usage};
 pub use ops::{
     ApprovalReason, Backfill, BackfillLimits, BackfillState, IdempotencyClaim, KillSwitch,
     OpsStore, PauseConditions, Reprocess, SystemAuditEntry,

@@ -55,7 +55,9 @@ impl JobHandler for VirtualNoop {
         let instant = match job {
             JobSpec::Noop { duration, .. } => {
                 if !duration.as_std().is_zero() {
+                    let started = std::time::Instant::now();
                     self.time.sleep(duration.as_delta()).await;
+                    super::bill::note_virtual_wait(started.elapsed());
                 }
                 let mut instant = job.clone();
                 if let JobSpec::Noop { duration, .. } = &mut instant {

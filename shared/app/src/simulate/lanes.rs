@@ -25,7 +25,10 @@ use cronledger_aws::{LaneError, LaneMessage, LaneQueue};
 use cronledger_core::Lane;
 use futures_util::future::join_all;
 use tokio::task::JoinSet;
+use tracing::instrument::WithSubscriber;
+use tracing::Instrument;
 
+use super::bill::{self, Bill};
 use super::queues::SimQueues;
 use super::time::VirtualTime;
 use crate::worker::Worker;
@@ -56,6 +59,9 @@ pub struct LaneCounters {
     pub duplicates_sent: AtomicU64,
     pub deliveries: AtomicU64,
     pub redelivered: AtomicU64,
+    /// What the deployed functions and event sources would be billed for (SQS requests as
+    /// they make them, worker invocations, logs, metrics).
+    pub bill: Bill,
 }
 
 pub struct SimLanes {
@@ -177,6 +183,9 @@ impl SimLanes {
                 .filter_map(|lane| state.finished.remove(&lane).map(|r| (lane, r)))
                 .collect()
         };
+        // The event source deletes a batch with one request per 10 messages.
+        let requests: usize = finished.iter().map(|(_, r)| r.len().div_ceil(10)).sum();
+        self.counters.bill.sqs(requests as u64);
         let deletes = finished
             .iter()
             .map(|(lane, receipts)| self.queues.delete_batch(*lane, receipts));
@@ -221,6 +230,7 @@ impl SimLanes {
             for lane in lanes {
                 while self.state().visible.get(&lane).is_some_and(|n| *n > 0) {
                     let received = self.queues.receive(lane).await?;
+                    self.counters.bill.sqs(1);
                     {
                         let mut state = self.state();
                         let n = state.visible.entry(lane).or_default();
@@ -238,10 +248,13 @@ impl SimLanes {
                         let record = SqsRecord::from(&message);
                         self.counters.deliveries.fetch_add(1, Ordering::Relaxed);
                         self.time.enter();
-                        tasks.spawn(async move {
-                            lanes.deliver(&worker, lane, record).await;
-                            lanes.time.leave();
-                        });
+                        tasks.spawn(
+                            async move {
+                                lanes.deliver(&worker, lane, record).await;
+                                lanes.time.leave();
+                            }
+                            .with_current_subscriber(),
+                        );
                     }
                 }
             }
@@ -253,7 +266,16 @@ impl SimLanes {
     /// part: delete what it finished, hide what it kept until its virtual time.
     async fn deliver(&self, worker: &Worker, lane: Lane, record: SqsRecord) {
         let records = [record];
-        let report = worker.handle_batch(lane, &records).await;
+        let started = self.time.now();
+        let (report, handler) = bill::handler_time(
+            worker
+                .handle_batch(lane, &records)
+                .instrument(bill::invocation_span()),
+        )
+        .await;
+        let job = (self.time.now() - started).to_std().unwrap_or_default();
+        self.counters.bill.invocation("worker", job, handler);
+        self.counters.bill.flush_metrics(worker.metrics(), "worker");
         let record = &records[0];
         let keep = report.outcomes.iter().any(|(_, o)| o.keeps_message());
         let asked = self.state().asked.remove(&record.receipt_handle);
@@ -277,6 +299,8 @@ impl SimLanes {
 #[async_trait]
 impl LaneQueue for SimLanes {
     async fn send(&self, message: &LaneMessage, delay: Duration) -> Result<String, LaneError> {
+        // One SendMessage as deployed, delayed or not (held here only for the virtual clock).
+        self.counters.bill.sqs(1);
         if delay.is_zero() {
             return self.send_now(message).await;
         }
@@ -296,6 +320,7 @@ impl LaneQueue for SimLanes {
         code: &str,
         detail: &str,
     ) -> Result<(), LaneError> {
+        self.counters.bill.sqs(1);
         self.queues.dead_letter(lane, body, code, detail).await
     }
 
@@ -306,6 +331,7 @@ impl LaneQueue for SimLanes {
         receipt_handle: &str,
         timeout: Duration,
     ) -> Result<(), LaneError> {
+        self.counters.bill.sqs(1);
         let at = later(self.time.now(), timeout);
         self.state().asked.insert(receipt_handle.to_string(), at);
         Ok(())

@@ -18,7 +18,9 @@
 //! covers the windows in `(from, to]` only.
 
 mod agenda;
+mod bill;
 mod config;
+mod costing;
 mod crash;
 mod entries;
 mod job;
@@ -46,6 +48,8 @@ use cronledger_core::{JobSpec, Lane, Run, Schedule, ScheduleSpec, Span};
 use futures_util::future::join_all;
 use serde::Serialize;
 use tokio::task::JoinSet;
+use tracing::instrument::WithSubscriber;
+use tracing::Instrument;
 
 use crate::backfill::BackfillReleaser;
 use crate::faults::CrashPoint;
@@ -56,7 +60,9 @@ use crate::ticker::{DueSchedules, TickEvent, Ticker, TickerConfig};
 use crate::worker::{Worker, WorkerConfig};
 
 use agenda::{Agenda, MINUTE, PASS_EVERY};
+pub use bill::{Bill, FunctionUsage, MEMORY_MB};
 pub use config::{parse_instant, Outage, ScheduleAt, SimulationConfig};
+pub use costing::{CostDetail, Costing};
 pub use crash::{Crash, SimFaults};
 pub use entries::SimulatedEntry;
 pub use job::{Execution, ExecutionLog, VirtualNoop};
@@ -159,6 +165,9 @@ pub struct SimulationStats {
     /// Emulator calls by store or lane operation (empty without a meter).
     pub calls: BTreeMap<String, u64>,
     pub wall_ms: u64,
+    /// `capacity`, `cost_per_million_runs`, `prices`, `monthly_fixed_usd`, `cost_detail`.
+    #[serde(flatten)]
+    pub cost: Costing,
 }
 
 /// Queue depths straight from the queues; no CloudWatch alarms.
@@ -345,95 +354,124 @@ pub async fn simulate(
         errors: Vec::new(),
         calls: BTreeMap::new(),
         wall_ms: 0,
+        cost: Costing::default(),
     };
     let calls_before = env.meter.as_ref().map(RequestMeter::snapshot);
     let mut errors: Vec<String> = Vec::new();
     let mut tasks: JoinSet<()> = JoinSet::new();
+    let bill = lanes.counters.bill.clone();
 
-    loop {
-        let t = [Some(agenda.next()), time.next_timer(), lanes.next_event()]
-            .into_iter()
-            .flatten()
-            .min()
-            .unwrap_or(agenda.next());
-        if t > hard_end {
-            break;
-        }
-        time.set(t);
-        time.wake_due();
-        time.idle().await;
-        lanes.release_due().await?;
-        for lever in agenda.levers_due(t) {
-            levers.pull(lever, t, &mut errors).await?;
-        }
-        // The kill switch stops what an outage stops; it differs in why (and in the report).
-        let up = !down(t) && !levers.kill_switch_on();
-        let working = up && !workers_down(t);
-        let is_tick = t == agenda.next_tick;
-        let is_pass = t == agenda.next_pass;
-        if is_tick {
-            agenda.next_tick += MINUTE;
-            if up {
-                let event = TickEvent {
-                    time: t,
-                    shards: None,
-                };
-                let due = join_all(tickers.iter().map(|ticker| ticker.due(&event))).await;
-                // Firing windows inside the lookahead touches nothing a worker reads or
-                // writes, so it goes alongside this instant's deliveries (about a third of a
-                // simulated minute's round trips). A window already due is checked against
-                // the schedule's running work, and a reconciler pass reads the whole ledger:
-                // those wait, so the simulation stays repeatable.
-                let alongside =
-                    working && !is_pass && !due.iter().any(DueSchedules::fires_due_windows);
-                let fire = join_all(
-                    tickers
+    // The handlers' log lines are counted as the deployed functions would write them.
+    let looped: Result<(), SimulateError> = async {
+        loop {
+            let t = [Some(agenda.next()), time.next_timer(), lanes.next_event()]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(agenda.next());
+            if t > hard_end {
+                break;
+            }
+            time.set(t);
+            time.wake_due();
+            time.idle().await;
+            lanes.release_due().await?;
+            for lever in agenda.levers_due(t) {
+                levers.pull(lever, t, &mut errors).await?;
+            }
+            // The kill switch stops what an outage stops; it differs in why (and in the report).
+            let up = !down(t) && !levers.kill_switch_on();
+            let working = up && !workers_down(t);
+            let is_tick = t == agenda.next_tick;
+            let is_pass = t == agenda.next_pass;
+            if is_tick {
+                agenda.next_tick += MINUTE;
+                if up {
+                    let event = TickEvent {
+                        time: t,
+                        shards: None,
+                    };
+                    let invocation = bill::invocation_span();
+                    let ticked = std::time::Instant::now();
+                    let due = join_all(tickers.iter().map(|ticker| ticker.due(&event)))
+                        .instrument(invocation.clone())
+                        .await;
+                    // Firing windows inside the lookahead touches nothing a worker reads or
+                    // writes, so it goes alongside this instant's deliveries (about a third of a
+                    // simulated minute's round trips). A window already due is checked against
+                    // the schedule's running work, and a reconciler pass reads the whole ledger:
+                    // those wait, so the simulation stays repeatable.
+                    let alongside =
+                        working && !is_pass && !due.iter().any(DueSchedules::fires_due_windows);
+                    let fire = join_all(
+                        tickers
+                            .iter()
+                            .zip(due)
+                            .map(|(ticker, due)| ticker.fire(due)),
+                    )
+                    .instrument(invocation);
+                    let reports = if alongside {
+                        let (reports, drained) =
+                            tokio::join!(fire, lanes.drain(&workers, &mut tasks));
+                        drained?;
+                        reports
+                    } else {
+                        fire.await
+                    };
+                    stats.ticks += 1;
+                    // Alongside deliveries, the measured time includes theirs: an upper bound.
+                    let each = ticked.elapsed() / tickers.len().max(1) as u32;
+                    for ticker in &tickers {
+                        bill.invocation("ticker", std::time::Duration::ZERO, each);
+                        bill.flush_metrics(ticker.metrics(), "ticker");
+                    }
+                    let idle = reports
                         .iter()
-                        .zip(due)
-                        .map(|(ticker, due)| ticker.fire(due)),
-                );
-                let reports = if alongside {
-                    let (reports, drained) = tokio::join!(fire, lanes.drain(&workers, &mut tasks));
-                    drained?;
-                    reports
-                } else {
-                    fire.await
-                };
-                stats.ticks += 1;
-                let idle = reports
-                    .iter()
-                    .all(|r| r.due_schedules == 0 && r.errors.is_empty());
-                errors.extend(reports.into_iter().flat_map(|r| r.errors));
-                if idle {
-                    agenda
-                        .skip_idle_ticks(env.store.as_ref(), env.shards, lookahead, hard_end)
-                        .await?;
+                        .all(|r| r.due_schedules == 0 && r.errors.is_empty());
+                    errors.extend(reports.into_iter().flat_map(|r| r.errors));
+                    if idle {
+                        agenda
+                            .skip_idle_ticks(env.store.as_ref(), env.shards, lookahead, hard_end)
+                            .await?;
+                    }
+                }
+            }
+            if is_pass {
+                agenda.next_pass += PASS_EVERY;
+                if up {
+                    let passed = std::time::Instant::now();
+                    let (report, released) = async {
+                        let report = reconciler.reconcile(&ReconcileEvent::at(t)).await;
+                        (report, releaser.pass(t).await)
+                    }
+                    .instrument(bill::invocation_span())
+                    .await;
+                    bill.invocation("reconciler", std::time::Duration::ZERO, passed.elapsed());
+                    bill.flush_metrics(reconciler.metrics(), "reconciler");
+                    stats.reconciler_passes += 1;
+                    errors.extend(report.errors);
+                    proposed.extend(report.backfills_proposed);
+                    errors.extend(released.errors);
+                }
+            }
+            if working {
+                lanes.drain(&workers, &mut tasks).await?;
+            }
+            lanes.flush_finished(false).await?;
+            while tasks.try_join_next().is_some() {}
+            if is_pass && t >= config.to && up {
+                let entries = read_ledger(env.store.as_ref(), &schedules, config).await?;
+                if summary::settled(&schedules, &entries, config.from, config.to) {
+                    stats.settled_at = Some(t);
+                    break;
                 }
             }
         }
-        if is_pass {
-            agenda.next_pass += PASS_EVERY;
-            if up {
-                let report = reconciler.reconcile(&ReconcileEvent::at(t)).await;
-                stats.reconciler_passes += 1;
-                errors.extend(report.errors);
-                proposed.extend(report.backfills_proposed);
-                errors.extend(releaser.pass(t).await.errors);
-            }
-        }
-        if working {
-            lanes.drain(&workers, &mut tasks).await?;
-        }
-        lanes.flush_finished(false).await?;
-        while tasks.try_join_next().is_some() {}
-        if is_pass && t >= config.to && up {
-            let entries = read_ledger(env.store.as_ref(), &schedules, config).await?;
-            if summary::settled(&schedules, &entries, config.from, config.to) {
-                stats.settled_at = Some(t);
-                break;
-            }
-        }
+        Ok(())
     }
+    .with_subscriber(bill.log_dispatch())
+    .await;
+    looped?;
     tasks.abort_all();
     lanes.flush_finished(true).await?;
 
@@ -461,7 +499,11 @@ pub async fn simulate(
     errors.truncate(MAX_ERRORS);
     stats.errors = errors;
     if let (Some(meter), Some(before)) = (&env.meter, calls_before) {
-        stats.calls = calls_since(&before, &meter.snapshot());
+        let after = meter.snapshot();
+        stats.calls = calls_since(&before, &after);
+        let runs = executions.values().map(|e| e.len() as u64).sum();
+        let hours = (time.now() - config.from).num_seconds().max(0) as f64 / 3600.0;
+        stats.cost = costing::costing(&bill, &before, &after, runs, hours);
     }
     stats.levers = levers.pulled;
     // After the call count: the report's own reads are not the simulation's.

@@ -90,7 +90,7 @@ impl DynamoLedger {
                 .client
                 .transact_write_items()
                 .set_transact_items(Some(items.clone()))
-                .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
                 .send()
                 .await;
             let err = match sent {
@@ -161,7 +161,7 @@ impl DynamoLedger {
             .set_condition_expression(condition)
             .set_expression_attribute_names(names)
             .set_expression_attribute_values(values)
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
             .await;
         match sent {

@@ -41,7 +41,7 @@ impl DynamoLedger {
             .set_expression_attribute_names(absent.names())
             // The existing item comes back with the failure: found costs one request too.
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
             .await;
         let err = match sent {
@@ -101,7 +101,7 @@ impl DynamoLedger {
             .set_expression_attribute_values(expr.values())
             .return_values(ReturnValue::AllNew)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
             .await;
         let err = match sent {

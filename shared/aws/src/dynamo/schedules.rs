@@ -309,7 +309,7 @@ impl DynamoLedger {
             .table_name(&self.table)
             .set_key(Some(item_key))
             .consistent_read(true)
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
             .await
             .map_err(|e| StoreError::request("GetItem", e))?;
@@ -329,7 +329,7 @@ impl DynamoLedger {
             .set_condition_expression(expr.condition())
             .set_expression_attribute_names(expr.names())
             .set_expression_attribute_values(expr.values())
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
             .await;
         match sent {
@@ -386,7 +386,7 @@ impl DynamoLedger {
             // Indexes only offer eventual consistency; the table's own partitions are
             // read strongly so a caller sees its own writes.
             .consistent_read(index.is_none())
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
             .await
             .map_err(|e| StoreError::request("Query", e))?;

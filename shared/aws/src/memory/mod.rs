@@ -31,7 +31,7 @@ use crate::ledger::{
 use crate::meter::{metered, RequestMeter};
 use crate::ops::{Backfill, IdempotencyClaim, KillSwitch, OpsStore, SystemAuditEntry};
 
-pub use capacity::Request;
+pub use capacity::{item_size, stored_bytes, Request, STORAGE_OVERHEAD_BYTES};
 
 /// The ledger's items, typed. Each field is one kind of item of the DynamoDB table; the
 /// indexes are answered by scanning or ranging over these maps.

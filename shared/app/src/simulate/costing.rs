@@ -1,0 +1,140 @@
+//! The simulation's bill: the meter's DynamoDB figures and the [`Bill`]'s counts over the
+//! simulated stretch, priced by the cost model, as `stats.capacity`,
+//! `stats.cost_per_million_runs`, `stats.prices` and `stats.monthly_fixed_usd` report them.
+
+use std::collections::BTreeMap;
+
+use cronledger_aws::{MeterSnapshot, Units};
+use serde::Serialize;
+
+use super::bill::{Bill, FunctionUsage};
+use crate::cost::{
+    self, Capacity, Corrections, CostPerMillionRuns, Deployment, Measured, MonthlyFixed, Prices,
+};
+
+/// The template's `AWS::CloudWatch::Alarm` resources (a test holds it to the template).
+pub const TEMPLATE_ALARMS: u32 = 14;
+/// The lanes an SQS event source polls.
+pub const POLLED_LANES: u32 = 5;
+
+/// How the figures were arrived at: what the totals are made of.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CostDetail {
+    /// What the model added for the emulator's known gaps (DynamoDB store only).
+    pub corrections: Corrections,
+    /// Consumed capacity per index (as reported, before corrections).
+    pub index_units: BTreeMap<String, Units>,
+    pub functions: BTreeMap<&'static str, FunctionUsage>,
+    /// Billed storage the simulation added (in-memory store only; DynamoDB does not say).
+    pub stored_bytes: u64,
+    pub stored_bytes_per_run: f64,
+    /// Simulated hours the figures cover.
+    pub hours: f64,
+    pub scheduler_invocations: u64,
+}
+
+/// Everything the report says about cost.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Costing {
+    pub capacity: Capacity,
+    pub cost_per_million_runs: CostPerMillionRuns,
+    pub prices: Option<Prices>,
+    pub monthly_fixed_usd: MonthlyFixed,
+    pub cost_detail: CostDetail,
+}
+
+/// The counts between two meter snapshots.
+fn since(before: &MeterSnapshot, after: &MeterSnapshot) -> MeterSnapshot {
+    let mut delta = after.clone();
+    for (key, was) in &before.usage {
+        if let Some(now) = delta.usage.get_mut(key) {
+            now.calls = now.calls.saturating_sub(was.calls);
+            now.attempts = now.attempts.saturating_sub(was.attempts);
+            now.read_units -= was.read_units;
+            now.write_units -= was.write_units;
+            now.billed_requests = now.billed_requests.saturating_sub(was.billed_requests);
+            now.reported = now.reported.saturating_sub(was.reported);
+        }
+    }
+    for (target, was) in &before.capacity {
+        if let Some(now) = delta.capacity.get_mut(target) {
+            now.read -= was.read;
+            now.write -= was.write;
+        }
+    }
+    delta.stored_bytes = after.stored_bytes.saturating_sub(before.stored_bytes);
+    delta
+}
+
+/// Prices what `bill` and the meter counted over `hours` of simulated time in which
+/// `runs` job runs executed.
+pub fn costing(
+    bill: &Bill,
+    before: &MeterSnapshot,
+    after: &MeterSnapshot,
+    runs: u64,
+    hours: f64,
+) -> Costing {
+    let used = since(before, after);
+    // Only SDK responses report capacity: a meter with none is the in-memory store's.
+    let emulator = used.usage.values().any(|u| u.reported > 0);
+    let (capacity, corrections) = bill.capacity(&used, emulator, runs);
+    let stored_bytes_per_run = if runs == 0 {
+        0.0
+    } else {
+        used.stored_bytes as f64 / runs as f64
+    };
+    // As deployed: the ticker every minute, the reconciler every 5 minutes.
+    let scheduler_invocations = (hours * 60.0 + hours * 12.0).round() as u64;
+    let measured = Measured {
+        capacity: capacity.clone(),
+        stored_bytes_per_run,
+        hours,
+        scheduler_invocations,
+    };
+    let prices = Prices::us_east_1();
+    let functions = bill.functions();
+    let gb_seconds_each = |function: &str| {
+        functions.get(function).map_or(0.0, |u| {
+            u.billed_ms as f64 / 1000.0 / u.invocations.max(1) as f64
+                * super::bill::memory_gb(function)
+        })
+    };
+    let monthly_fixed_usd = cost::monthly_fixed(
+        &Deployment {
+            ticker_schedules: 1,
+            ticker_gb_seconds: gb_seconds_each("ticker"),
+            reconciler_gb_seconds: gb_seconds_each("reconciler"),
+            polled_queues: POLLED_LANES,
+            alarms: TEMPLATE_ALARMS,
+        },
+        &prices,
+    );
+    Costing {
+        cost_per_million_runs: cost::cost_per_million_runs(&measured, &prices),
+        capacity,
+        prices: Some(prices),
+        monthly_fixed_usd,
+        cost_detail: CostDetail {
+            corrections,
+            index_units: used.by_index(),
+            functions,
+            stored_bytes: used.stored_bytes,
+            stored_bytes_per_run,
+            hours,
+            scheduler_invocations,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alarm_count_matches_the_template() {
+        let template = include_str!("../../../../infra/template.yaml");
+        let alarms = template.matches("Type: AWS::CloudWatch::Alarm").count();
+        assert_eq!(alarms as u32, TEMPLATE_ALARMS);
+    }
+}

@@ -1,0 +1,115 @@
+//! The cost model's figures from a small simulation: every pinned `stats.capacity` figure is
+//! measured (non-zero), and DynamoDB's agree with the request meter.
+
+use std::sync::Arc;
+
+use cronledger_app::simulate::{simulate, SimQueues, SimulationConfig, SimulationEnv};
+use cronledger_aws::{DynamoLedger, LedgerStore, OpsStore, ReleaseStateStore};
+use cronledger_tests::{spec_with, t, TestLedger};
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_small_simulation_reports_capacity_consistent_with_the_meter() {
+    let ledger = TestLedger::new().await;
+    let one_shard = DynamoLedger::new(&ledger.clients, &ledger.table, 1);
+    let env = SimulationEnv {
+        store: Arc::new(one_shard.clone()) as Arc<dyn LedgerStore>,
+        control: Arc::new(one_shard.clone()) as Arc<dyn ReleaseStateStore>,
+        ops: Arc::new(one_shard) as Arc<dyn OpsStore>,
+        queues: SimQueues::memory(),
+        shards: 1,
+        meter: Some(ledger.clients.meter.clone()),
+    };
+    let specs = vec![
+        spec_with(
+            "cost-minutely",
+            "* * * * *",
+            json!({"overlap": "SKIP_NEW", "job": {"type": "noop", "duration": "200ms"}}),
+        ),
+        spec_with("cost-five", "*/5 * * * *", json!({})),
+        spec_with("cost-hourly", "0 * * * *", json!({})),
+    ];
+    let before = ledger.clients.meter.snapshot();
+    let config = SimulationConfig::new(t("2026-03-01T01:00:00Z"), t("2026-03-01T02:00:00Z"));
+    let report = simulate(&env, specs, &config).await.expect("simulation");
+    let after = ledger.clients.meter.snapshot();
+    let stats = serde_json::to_value(&report.stats).expect("stats serialize");
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&stats["capacity"]).unwrap_or_default()
+    );
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&stats["cost_per_million_runs"]).unwrap_or_default()
+    );
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&stats["cost_detail"]).unwrap_or_default()
+    );
+
+    let capacity = &report.stats.cost.capacity;
+    let executions: u32 = report.summary.iter().map(|s| s.executions).sum();
+    assert_eq!(
+        capacity.runs,
+        u64::from(executions),
+        "runs are the jobs executed"
+    );
+    assert_eq!(capacity.runs, 60 + 12 + 1);
+    assert!(capacity.wru > 0.0 && capacity.rru > 0.0);
+    assert!(
+        capacity.sqs_requests >= 3 * capacity.runs,
+        "a send, a receive, a delete per run"
+    );
+    assert!(
+        capacity.lambda_invocations > capacity.runs,
+        "a worker per run, ticks and passes"
+    );
+    assert!(
+        capacity.lambda_gb_seconds >= 60.0 * 0.2 * 0.25,
+        "the minutely job's 200 ms at 256 MB, at least"
+    );
+    assert!(capacity.log_bytes > 0 && capacity.custom_metrics > 0);
+
+    // DynamoDB's figures are the meter's, plus the documented corrections, and nothing else:
+    // the simulation's writes are everything metered after the schedules were loaded.
+    let corrections = &report.stats.cost.cost_detail.corrections;
+    let metered_writes = after.total().write_units
+        - before.total().write_units
+        - after.scope("create_schedule").write_units;
+    assert!(
+        (capacity.wru - corrections.added_wru - metered_writes).abs() < 1e-6,
+        "{} - {} != {metered_writes}",
+        capacity.wru,
+        corrections.added_wru
+    );
+    let index_writes: f64 = report
+        .stats
+        .cost
+        .cost_detail
+        .index_units
+        .values()
+        .map(|u| u.write)
+        .sum();
+    assert!(index_writes > 0.0, "the meter keeps index units apart");
+
+    // Priced, with the price table beside it.
+    let bill = &report.stats.cost.cost_per_million_runs;
+    assert!(bill.total > 0.0 && bill.dynamodb_writes > 0.0 && bill.sqs > 0.0);
+    assert!(stats["prices"]["dynamodb_write_request_unit"]["usd"].as_f64() > Some(0.0));
+    for name in [
+        "wru",
+        "rru",
+        "sqs_requests",
+        "lambda_invocations",
+        "lambda_gb_seconds",
+        "log_bytes",
+        "custom_metrics",
+        "runs",
+    ] {
+        assert!(
+            stats["capacity"].get(name).is_some(),
+            "stats.capacity.{name}"
+        );
+    }
+    assert!(report.stats.cost.monthly_fixed_usd.total_usd > 0.0);
+}
