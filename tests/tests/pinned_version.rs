@@ -9,7 +9,6 @@ use axum::http::{Method, StatusCode};
 use cronledger_app::api::Caller;
 use cronledger_app::pinned::{job_of_run, PinnedJobs};
 use cronledger_aws::ledger::ChangeMeta;
-use cronledger_aws::LedgerStore;
 use cronledger_core::{JobSpec, Lane};
 use cronledger_tests::api::{ApiEnv, ADMIN, OPERATOR, VIEWER};
 use cronledger_tests::app::worker_config;

@@ -97,20 +97,7 @@ impl MemoryStore {
             self.charge_write("TransactWriteItems", None, None, Request::Transactional);
             return Err(StoreError::ScheduleAlreadyExists(schedule.id().to_string()));
         }
-        self.charge_write(
-            "TransactWriteItems",
-            None,
-            Some(&item),
-            Request::Transactional,
-        );
-        self.charge_write(
-            "TransactWriteItems",
-            None,
-            Some(&audit),
-            Request::Transactional,
-        );
-        tables.schedules.insert(schedule.id().to_string(), stored);
-        insert_audit(&mut tables, stored_entry);
+        self.apply_change(&mut tables, None, (item, stored), (audit, stored_entry));
         Ok(schedule)
     }
 
@@ -192,9 +179,27 @@ impl MemoryStore {
         let (item, stored) = schedule_item(&next)?;
         let (audit, stored_entry) = audit_item(&entry)?;
         self.charge_call("TransactWriteItems");
+        self.apply_change(
+            &mut tables,
+            Some(&current_item),
+            (item, stored),
+            (audit, stored_entry),
+        );
+        Ok(next)
+    }
+
+    /// The transaction's two puts, their conditions checked: the schedule item (over
+    /// `before`) and its new audit entry, each charged as a transactional write.
+    fn apply_change(
+        &self,
+        tables: &mut Tables,
+        before: Option<&Item>,
+        (item, stored): (Item, StoredSchedule),
+        (audit, entry): (Item, AuditEntry),
+    ) {
         self.charge_write(
             "TransactWriteItems",
-            Some(&current_item),
+            before,
             Some(&item),
             Request::Transactional,
         );
@@ -204,9 +209,8 @@ impl MemoryStore {
             Some(&audit),
             Request::Transactional,
         );
-        tables.schedules.insert(id.to_string(), stored);
-        insert_audit(&mut tables, stored_entry);
-        Ok(next)
+        tables.schedules.insert(stored.id().to_string(), stored);
+        insert_audit(tables, entry);
     }
 
     /// One strongly consistent GetItem of a schedule's item: the item (for charges) and the
