@@ -24,7 +24,7 @@ async fn a_small_simulation_reports_capacity_consistent_with_the_meter() {
         spec_with(
             "cost-minutely",
             "* * * * *",
-            json!({"overlap": "SKIP_NEW", "job": {"type": "noop", "duration": "200ms"}}),
+            json!({"overlap": "SKIP_NEW", "job": {"type": "noop", "duration": "1s"}}),
         ),
         spec_with("cost-five", "*/5 * * * *", json!({})),
         spec_with("cost-hourly", "0 * * * *", json!({})),
@@ -65,8 +65,8 @@ async fn a_small_simulation_reports_capacity_consistent_with_the_meter() {
         "a worker per run, ticks and passes"
     );
     assert!(
-        capacity.lambda_gb_seconds >= 60.0 * 0.2 * 0.25,
-        "the minutely job's 200 ms at 256 MB, at least"
+        capacity.lambda_gb_seconds >= 60.0 * 0.25,
+        "the minutely job's second at 256 MB, at least"
     );
     assert!(capacity.log_bytes > 0 && capacity.custom_metrics > 0);
 
