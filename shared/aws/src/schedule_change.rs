@@ -51,8 +51,11 @@ pub(crate) fn updated(
     meta: &ChangeMeta,
 ) -> Result<StoredSchedule, StoreError> {
     let timing_changed = spec.cron != current.spec.cron || spec.timezone != current.spec.timezone;
-    let next_run_at =
-        compiled(spec)?.next_fire_after_edit(&compiled(&current.spec)?, current.next_run_at, meta.at);
+    let next_run_at = compiled(spec)?.next_fire_after_edit(
+        &compiled(&current.spec)?,
+        current.next_run_at,
+        meta.at,
+    );
     // The old expression still judges its windows up to now (see `PastTiming`); entries the
     // watermark has passed are done.
     let mut past_timings: Vec<PastTiming> = current.past_timings_ahead().cloned().collect();
