@@ -49,16 +49,18 @@ async fn a_small_simulation_reports_capacity_consistent_with_the_meter() {
 
     let capacity = &report.stats.cost.capacity;
     let executions: u32 = report.summary.iter().map(|s| s.executions).sum();
-    assert_eq!(
-        capacity.runs,
-        u64::from(executions),
-        "runs are the jobs executed"
+    // The range's 73 windows all ran; the simulation keeps running past `to` until they are
+    // settled, and what runs then is priced too (its consumption is in the figures).
+    assert_eq!(executions, 60 + 12 + 1);
+    assert!(
+        capacity.runs >= u64::from(executions),
+        "every execution is priced: {} < {executions}",
+        capacity.runs
     );
-    assert_eq!(capacity.runs, 60 + 12 + 1);
     assert!(capacity.wru > 0.0 && capacity.rru > 0.0);
     assert!(
-        capacity.sqs_requests >= 3 * capacity.runs,
-        "a send, a receive, a delete per run"
+        capacity.sqs_requests >= 2 * capacity.runs,
+        "a send and a receive per run (deletes go 10 to a request)"
     );
     assert!(
         capacity.lambda_invocations > capacity.runs,
