@@ -59,8 +59,8 @@ async fn a_small_simulation_reports_capacity_consistent_with_the_meter() {
     );
     assert!(capacity.wru > 0.0 && capacity.rru > 0.0);
     assert!(
-        capacity.sqs_requests >= 2 * capacity.runs,
-        "a send and a receive per run (deletes go 10 to a request)"
+        capacity.sqs_requests > capacity.runs,
+        "a send per run, and the event source's receives and deletes on top"
     );
     assert!(
         capacity.lambda_invocations > capacity.runs,
