@@ -498,6 +498,18 @@ impl LedgerStore for ObservedStore {
         self.inner.due_schedules(shard, until, limit).await
     }
 
+    async fn due_schedules_page(
+        &self,
+        shard: u32,
+        until: chrono::DateTime<chrono::Utc>,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<cronledger_aws::ledger::Page<StoredSchedule>, StoreError> {
+        self.inner
+            .due_schedules_page(shard, until, limit, cursor)
+            .await
+    }
+
     async fn fire(&self, fire: &Fire) -> Result<FireOutcome, StoreError> {
         self.inner.fire(fire).await
     }

@@ -98,8 +98,8 @@ fn the_drift_check_notices_changes() {
     let template = template();
     let variants = [
         TABLE_JSON.replace(
-            r#""ProjectionType": "ALL""#,
             r#""ProjectionType": "KEYS_ONLY""#,
+            r#""ProjectionType": "ALL""#,
         ),
         TABLE_JSON.replace(
             r#""AttributeName": "expires_at""#,

@@ -355,3 +355,65 @@ async fn queued_runs_are_not_resent_while_the_lane_has_not_reached_them() {
     );
     assert_eq!(env.queue.sends()[sent..], [key]);
 }
+
+/// A shard's active index sorts by status: QUEUED entries come before RUNNING ones, so a
+/// scan that stopped after a fixed number of entries never reached the RUNNING runs of a
+/// busy shard. With pages of two, seven QUEUED runs take four pages before the first
+/// RUNNING one: every RUNNING run with an expired lease is still found and stalled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stuck_scan_sees_every_running_run_behind_any_number_of_queued_ones() {
+    let created = t("2026-03-06T09:59:00Z");
+    let ten = t("2026-03-06T10:00:00Z");
+    let env = AppEnv::new(LaneSettings::default(), ten).await;
+    let in_shard_zero = |prefix: &'static str, n: usize| -> Vec<String> {
+        (0..)
+            .map(move |i| format!("{prefix}-{i}"))
+            .filter(|id| cronledger_aws::keys::shard_of(id, cronledger_tests::SHARDS) == 0)
+            .take(n)
+            .collect()
+    };
+    let fields = json!({"idempotent": false, "overlap": "ALLOW", "grace": "5m"});
+    for id in in_shard_zero("busy", 7) {
+        let spec = spec_with(&id, "0 * * * *", fields.clone());
+        let mut run = cronledger_tests::scheduled_run(&spec, ten, created, "test");
+        run.lane = Some(cronledger_core::Lane::Normal);
+        env.store.create_run(&run).await.expect("pending run");
+        let mut queue = RunChange::new(RunEvent::Enqueue, RunStatus::Pending, 0, ten);
+        queue.job_id = Some(format!("message-{id}"));
+        queue.lane = Some(cronledger_core::Lane::Normal);
+        env.store
+            .transition_run(&run.key, &queue)
+            .await
+            .expect("queued run");
+    }
+    let running = in_shard_zero("lost", 3);
+    for id in &running {
+        let spec = spec_with(id, "0 * * * *", fields.clone());
+        env.create(spec.clone(), created).await;
+        let run = cronledger_tests::scheduled_run(&spec, ten, created, "test");
+        env.store.create_run(&run).await.expect("pending run");
+        let start = RunChange::new(RunEvent::Start, RunStatus::Pending, 0, ten)
+            .with_lease("w1", t("2026-03-06T10:01:00Z"));
+        env.store
+            .transition_run(&RunKey::expected(id, ten), &start)
+            .await
+            .expect("running");
+    }
+    let mut config = reconciler_config();
+    config.stuck.scan_page_size = 2;
+    let r = reconciler(&env, Arc::new(FakeSignals::default()), config);
+    let report = reconcile(&r, t("2026-03-06T10:10:00Z")).await;
+    assert_eq!(
+        (report.stuck.stalled, report.stuck.held),
+        (3, 3),
+        "{:?}",
+        report.stuck
+    );
+    for id in &running {
+        let run = env.run(&RunKey::expected(id, ten)).await;
+        assert_eq!(
+            (run.status, run.reason),
+            (RunStatus::ManualRequired, Some(Reason::WorkerLost))
+        );
+    }
+}

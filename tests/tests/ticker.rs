@@ -257,3 +257,34 @@ async fn a_crash_after_the_send_leaves_a_pending_run_with_a_message_that_runs_on
     assert_eq!(hook.calls().len(), 1);
     assert_eq!(hook.by_key()[run.idempotency_key.as_str()], (1, 1));
 }
+
+#[tokio::test]
+async fn one_tick_fires_every_due_schedule_of_a_shard_however_many_pages_they_take() {
+    let t0 = t("2026-03-01T09:59:10Z");
+    let tick = t("2026-03-01T09:59:30Z");
+    let minute = t("2026-03-01T10:00:00Z");
+    let env = AppEnv::new(LaneSettings::default(), minute).await;
+    // Eleven schedules in one shard: six pages of two, the old read limit's case in small
+    // (it read one page per shard and left the rest for later ticks).
+    let ids: Vec<String> = (0..)
+        .map(|i| format!("paged-{i}"))
+        .filter(|id| shard_of(id, SHARDS) == 0)
+        .take(11)
+        .collect();
+    let grace = serde_json::json!({ "grace": "5m" });
+    for id in &ids {
+        env.create(spec_with(id, "* * * * *", grace.clone()), t0)
+            .await;
+    }
+    let ticker = env.ticker_with(cronledger_app::ticker::TickerConfig {
+        due_page_size: 2,
+        ..ticker_config()
+    });
+    let report = env.tick_with(&ticker, tick).await;
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert_eq!((report.due_schedules, report.created), (11, 11));
+    for id in &ids {
+        let run = env.run(&RunKey::expected(id, minute)).await;
+        assert_eq!(run.status, RunStatus::Queued, "{id}");
+    }
+}

@@ -3,7 +3,11 @@
 
 use std::sync::Arc;
 
-use cronledger_aws::{AwsClients, AwsSettings, DynamoLedger, LaneError, SqsLanes};
+use cronledger_aws::keys::{shards_for_fleet, MAX_SHARDS};
+use cronledger_aws::{AwsClients, AwsSettings, DynamoLedger, LaneError, SqsLanes, StoreError};
+
+/// The fleet the `auto` shard count assumes when the deployment names none.
+pub const DEFAULT_EXPECTED_RUNS_PER_MINUTE: u64 = 1_000;
 
 /// The names a deployment is made of.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,26 +29,41 @@ pub enum ConfigError {
     },
     #[error("CONFIG_LANES: {0}")]
     Lanes(#[from] LaneError),
+    /// The table refused this deployment's shard count (`SHARD_COUNT_DECREASED`), or it
+    /// could not be checked.
+    #[error("{0}")]
+    Shards(StoreError),
 }
 
 impl Deployment {
-    /// Reads `CRONLEDGER_TABLE`, `CRONLEDGER_QUEUE_PREFIX` and `CRONLEDGER_SHARDS` (default 1).
+    /// Reads `CRONLEDGER_TABLE`, `CRONLEDGER_QUEUE_PREFIX` and `CRONLEDGER_SHARDS`: a count
+    /// from 1 to 1024, or `auto` (the default): the fleet rule
+    /// ([`cronledger_aws::keys::shards_for_fleet`]) applied to
+    /// `CRONLEDGER_EXPECTED_RUNS_PER_MINUTE` (default 1,000: one shard).
     pub fn from_env() -> Result<Deployment, ConfigError> {
         Deployment::from_lookup(|name| std::env::var(name).ok())
     }
 
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Deployment, ConfigError> {
         let required = |name: &'static str| get(name).ok_or(ConfigError::Missing(name));
-        let shards = match get("CRONLEDGER_SHARDS") {
-            None => 1,
+        let expected = match get("CRONLEDGER_EXPECTED_RUNS_PER_MINUTE") {
+            None => DEFAULT_EXPECTED_RUNS_PER_MINUTE,
+            Some(v) => v.parse::<u64>().map_err(|_| ConfigError::Invalid {
+                name: "CRONLEDGER_EXPECTED_RUNS_PER_MINUTE",
+                value: v.clone(),
+                problem: "must be a whole number".into(),
+            })?,
+        };
+        let shards = match get("CRONLEDGER_SHARDS").as_deref() {
+            None | Some("auto") => shards_for_fleet(expected),
             Some(v) => v
                 .parse::<u32>()
                 .ok()
-                .filter(|n| (1..=1024).contains(n))
+                .filter(|n| (1..=MAX_SHARDS).contains(n))
                 .ok_or_else(|| ConfigError::Invalid {
                     name: "CRONLEDGER_SHARDS",
-                    value: v.clone(),
-                    problem: "must be a whole number from 1 to 1024".into(),
+                    value: v.to_string(),
+                    problem: "must be `auto` or a whole number from 1 to 1024".into(),
                 })?,
         };
         Ok(Deployment {
@@ -54,10 +73,16 @@ impl Deployment {
         })
     }
 
-    /// Builds the clients (standard AWS environment) and resolves the lanes' queue URLs.
+    /// Builds the clients (standard AWS environment), checks the shard count against the
+    /// table's (a smaller one is refused: see `DynamoLedger::claim_shard_count`) and resolves
+    /// the lanes' queue URLs.
     pub async fn connect(&self) -> Result<Connected, ConfigError> {
         let clients = AwsClients::from_env(&AwsSettings::default()).await;
         let ledger = DynamoLedger::new(&clients, self.table.clone(), self.shards);
+        ledger
+            .claim_shard_count()
+            .await
+            .map_err(ConfigError::Shards)?;
         let lanes = SqsLanes::resolve(clients.sqs.clone(), &self.queue_prefix).await?;
         Ok(Connected {
             ledger: Arc::new(ledger),
@@ -95,6 +120,22 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(d.shards, 1);
+        let fleet = Deployment::from_lookup(env(&[
+            ("CRONLEDGER_TABLE", "t"),
+            ("CRONLEDGER_QUEUE_PREFIX", "q"),
+            ("CRONLEDGER_SHARDS", "auto"),
+            ("CRONLEDGER_EXPECTED_RUNS_PER_MINUTE", "100000"),
+        ]))
+        .unwrap();
+        assert_eq!(fleet.shards, 20);
+        let fixed = Deployment::from_lookup(env(&[
+            ("CRONLEDGER_TABLE", "t"),
+            ("CRONLEDGER_QUEUE_PREFIX", "q"),
+            ("CRONLEDGER_SHARDS", "3"),
+            ("CRONLEDGER_EXPECTED_RUNS_PER_MINUTE", "100000"),
+        ]))
+        .unwrap();
+        assert_eq!(fixed.shards, 3);
         assert!(matches!(
             Deployment::from_lookup(env(&[("CRONLEDGER_QUEUE_PREFIX", "q")])),
             Err(ConfigError::Missing("CRONLEDGER_TABLE"))

@@ -58,6 +58,11 @@ pub enum StoreError {
     #[error(transparent)]
     InvalidTransition(#[from] TransitionError),
 
+    /// The deployment's shard count is below one the table was written with: the items of
+    /// the higher shards would never be read again (schedules never fire). Raise it back.
+    #[error("SHARD_COUNT_DECREASED: the table was written with {stored} shards, this deployment has {configured}; shards can be added, never removed")]
+    ShardCountDecreased { stored: u32, configured: u32 },
+
     /// A request that could never succeed, refused before any I/O.
     #[error("STORE_INVALID_REQUEST: {0}")]
     InvalidRequest(String),
@@ -108,6 +113,7 @@ impl StoreError {
             StoreError::LeaseLost { .. } => "RUN_LEASE_LOST",
             StoreError::StatusConflict { .. } => "RUN_STATUS_CONFLICT",
             StoreError::InvalidTransition(e) => e.code().as_str(),
+            StoreError::ShardCountDecreased { .. } => "SHARD_COUNT_DECREASED",
             StoreError::InvalidRequest(_) => "STORE_INVALID_REQUEST",
             StoreError::Malformed { .. } => "STORE_MALFORMED_ITEM",
             StoreError::BackfillNotFound(_) => "BACKFILL_NOT_FOUND",

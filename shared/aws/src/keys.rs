@@ -113,8 +113,34 @@ pub fn index_time(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
+/// Writes per second one index partition key is sized for: half of DynamoDB's 1,000 write
+/// units per second per partition, leaving room for the top-of-the-minute burst.
+pub const INDEX_PARTITION_WRITES_PER_SECOND: u64 = 500;
+
+/// Index writes one run makes in its busiest index, `active` (keys-only projection, at most
+/// 1 KB an entry, so one unit each): the PENDING put, PENDING->QUEUED and QUEUED->RUNNING
+/// (a changed sort key is a delete and a put: two each), and the delete when it ends.
+/// The `due` index takes two per fire (the sort key moves to the next time).
+pub const ACTIVE_WRITES_PER_RUN: u64 = 6;
+
+/// The shard count a fleet needs so that no index partition key takes more than
+/// [`INDEX_PARTITION_WRITES_PER_SECOND`]: ceil(runs per minute / 60 x 6 / 500), that is one
+/// shard per 5,000 runs a minute (100,000 minutely schedules: 20 shards, 500 writes/s on
+/// each `active` key and 167 on each `due` key).
+pub fn shards_for_fleet(runs_per_minute: u64) -> u32 {
+    let per_shard = INDEX_PARTITION_WRITES_PER_SECOND * 60 / ACTIVE_WRITES_PER_RUN;
+    let shards = runs_per_minute
+        .div_ceil(per_shard)
+        .clamp(1, u64::from(MAX_SHARDS));
+    u32::try_from(shards).unwrap_or(MAX_SHARDS)
+}
+
+/// The most shards a deployment may have (the template's bound).
+pub const MAX_SHARDS: u32 = 1024;
+
 /// Which shard a schedule (and its runs) belongs to: FNV-1a of the id, so every writer
-/// agrees without a lookup. The shard count is fixed per deployment.
+/// agrees without a lookup. The shard count may grow (never shrink: see
+/// `DynamoLedger::claim_shard_count`); items move to their new shard when next written.
 pub fn shard_of(schedule_id: &str, shards: u32) -> u32 {
     let mut hash: u32 = 0x811c_9dc5;
     for byte in schedule_id.bytes() {
@@ -179,6 +205,20 @@ mod tests {
         let early = operator_audit_sk(9, t("2026-01-01T00:00:00Z"), "RUN_NOW", 7);
         let late = operator_audit_sk(9, t("2026-01-01T00:00:00.5Z"), "RUN_RETRY", 1);
         assert!(audit_sk(9) < early && early < late && late < audit_sk(10));
+    }
+
+    #[test]
+    fn the_fleet_rule_gives_one_shard_per_five_thousand_runs_a_minute() {
+        assert_eq!(shards_for_fleet(0), 1);
+        assert_eq!(shards_for_fleet(1_000), 1);
+        assert_eq!(shards_for_fleet(5_000), 1);
+        assert_eq!(shards_for_fleet(5_001), 2);
+        assert_eq!(shards_for_fleet(10_000), 2);
+        assert_eq!(shards_for_fleet(100_000), 20);
+        assert_eq!(shards_for_fleet(u64::MAX), MAX_SHARDS);
+        // At 100,000 runs a minute, no active partition key goes past the target.
+        let per_key = 100_000 * ACTIVE_WRITES_PER_RUN / 60 / u64::from(shards_for_fleet(100_000));
+        assert!(per_key <= INDEX_PARTITION_WRITES_PER_SECOND, "{per_key}");
     }
 
     #[test]

@@ -398,6 +398,17 @@ pub trait LedgerStore: Send + Sync {
         limit: u32,
     ) -> Result<Vec<StoredSchedule>, StoreError>;
 
+    /// One page of a shard's schedules whose `next_run_at` is at or before `until`, in
+    /// `next_run_at` order, and a cursor for the next page: the ticker follows the pages
+    /// until none is left, so no due schedule waits behind a fixed read limit.
+    async fn due_schedules_page(
+        &self,
+        shard: u32,
+        until: DateTime<Utc>,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<Page<StoredSchedule>, StoreError>;
+
     /// The ticker's write: the run (if absent) and the advanced `next_run_at` (if unchanged),
     /// in one transaction.
     async fn fire(&self, fire: &Fire) -> Result<FireOutcome, StoreError>;

@@ -173,6 +173,7 @@ impl From<StoreError> for ApiError {
             StoreError::BadCursor => return ApiError::cursor_invalid(),
             StoreError::Malformed { .. }
             | StoreError::TableDefinition(_)
+            | StoreError::ShardCountDecreased { .. }
             | StoreError::Request { .. } => {
                 return ApiError::internal(message).with_details(json!({"cause": code}))
             }

@@ -95,9 +95,8 @@ impl Reconciler {
     }
 
     /// Plans the parked runs of schedule `id` from its oldest parked window on. The runs
-    /// are read from the schedule's own partition, not taken from the active scan: that
-    /// scan stops at `scan_limit` runs per shard, and a gap planned in parts would count
-    /// its cap once per part.
+    /// are read from the schedule's own partition, not taken from the active scan, which
+    /// is eventually consistent: a gap planned in parts would count its cap once per part.
     async fn plan_backlog_of(
         &self,
         id: &str,

@@ -20,8 +20,9 @@ pub struct StuckConfig {
     pub retry_pending_after: Span,
     /// Slack past an expired lease or past `max_runtime` before a RUNNING run is STALLED.
     pub stall_grace: Span,
-    /// Active runs read per shard per pass at most.
-    pub scan_limit: usize,
+    /// Active runs read per query. The scan follows the pages until every shard is read:
+    /// a pass sees every active run (a RUNNING run behind any number of QUEUED ones too).
+    pub scan_page_size: u32,
 }
 
 impl Default for StuckConfig {
@@ -31,7 +32,7 @@ impl Default for StuckConfig {
             queued_after: Span::minutes(30),
             retry_pending_after: Span::minutes(60),
             stall_grace: Span::minutes(2),
-            scan_limit: 10_000,
+            scan_page_size: 1_000,
         }
     }
 }
@@ -176,7 +177,7 @@ impl ReconcilerConfig {
                     d.stuck.retry_pending_after,
                 )?,
                 stall_grace: read(&get, "CRONLEDGER_STALL_GRACE", d.stuck.stall_grace)?,
-                scan_limit: d.stuck.scan_limit,
+                scan_page_size: d.stuck.scan_page_size,
             },
             release: ReleaseConfig {
                 per_schedule: read(

@@ -380,24 +380,28 @@ impl Reconciler {
         }
     }
 
-    /// Every active run of the shards, oldest window first per shard.
+    /// Every active run of the shards, in index order per shard (status, then window),
+    /// following the pages to the end: no fixed limit leaves a run unseen.
     async fn scan_active(&self, shards: &[u32], report: &mut ReconcileReport) -> Vec<Run> {
         let mut runs = Vec::new();
         for &shard in shards {
             let mut cursor: Option<String> = None;
-            let mut read = 0usize;
             loop {
                 match self
                     .store
-                    .active_runs(shard, None, 500, cursor.as_deref())
+                    .active_runs(
+                        shard,
+                        None,
+                        self.config.stuck.scan_page_size,
+                        cursor.as_deref(),
+                    )
                     .await
                 {
                     Ok(page) => {
-                        read += page.items.len();
                         runs.extend(page.items);
                         match page.next {
-                            Some(n) if read < self.config.stuck.scan_limit => cursor = Some(n),
-                            _ => break,
+                            Some(n) => cursor = Some(n),
+                            None => break,
                         }
                     }
                     Err(e) => {

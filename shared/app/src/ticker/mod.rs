@@ -76,8 +76,10 @@ pub struct TickerConfig {
     pub lookahead: Span,
     /// Due schedules processed at once.
     pub concurrency: usize,
-    /// Due schedules read per shard per tick.
-    pub due_limit: u32,
+    /// Due schedules read per query (one page; DynamoDB returns at most 1,000). A tick
+    /// follows the pages until the shard has none left, firing each page before reading the
+    /// next, so no due schedule waits behind a read limit and memory stays one page deep.
+    pub due_page_size: u32,
     /// Windows fired per schedule per tick at most (a schedule far behind catches up over
     /// several ticks; anything past its grace is the reconciler's anyway).
     pub max_windows_per_schedule: usize,
@@ -89,7 +91,7 @@ impl Default for TickerConfig {
             shards: 1,
             lookahead: Span::seconds(60),
             concurrency: 16,
-            due_limit: 10_000,
+            due_page_size: 1_000,
             max_windows_per_schedule: 10,
         }
     }
@@ -155,6 +157,8 @@ pub struct DueSchedules {
     now: DateTime<Utc>,
     until: DateTime<Utc>,
     schedules: Vec<StoredSchedule>,
+    /// Shards with further pages of due schedules, and where each continues.
+    more: Vec<(u32, String)>,
     shards: Vec<u32>,
     kill_switch_engaged: bool,
     errors: Vec<String>,
@@ -164,10 +168,13 @@ impl DueSchedules {
     /// Whether a window is due already rather than inside the lookahead: only such a window
     /// is checked against the schedule's running work when it is fired (its overlap
     /// policy), so only then does the firing depend on what workers do meanwhile.
+    /// Pages not read yet may hold such windows: then it answers yes.
     pub fn fires_due_windows(&self) -> bool {
-        self.schedules
-            .iter()
-            .any(|s| s.next_run_at.is_some_and(|t| t <= self.now))
+        !self.more.is_empty()
+            || self
+                .schedules
+                .iter()
+                .any(|s| s.next_run_at.is_some_and(|t| t <= self.now))
     }
 }
 
@@ -236,7 +243,8 @@ impl Ticker {
         self.fire(due).await
     }
 
-    /// The tick's first half: the schedules with a window due by the end of the lookahead.
+    /// The tick's first half: the first page per shard of the schedules with a window due
+    /// by the end of the lookahead ([`Self::fire`] reads the rest, page by page).
     pub async fn due(&self, event: &TickEvent) -> DueSchedules {
         let now = event.time;
         let until = now + self.config.lookahead.as_delta();
@@ -248,6 +256,7 @@ impl Ticker {
             now,
             until,
             schedules: Vec::new(),
+            more: Vec::new(),
             shards: shards.clone(),
             kill_switch_engaged: false,
             errors: Vec::new(),
@@ -260,32 +269,76 @@ impl Ticker {
             }
         }
         for &shard in &shards {
-            match self
-                .store
-                .due_schedules(shard, until, self.config.due_limit)
-                .await
-            {
-                Ok(mut found) => due.schedules.append(&mut found),
+            match self.due_page(shard, until, None).await {
+                Ok(mut page) => {
+                    due.schedules.append(&mut page.items);
+                    due.more.extend(page.next.map(|next| (shard, next)));
+                }
                 Err(e) => due.errors.push(format!("shard {shard}: {e}")),
             }
         }
         due
     }
 
-    /// The tick's second half: fires the due windows, oldest first per schedule.
+    async fn due_page(
+        &self,
+        shard: u32,
+        until: DateTime<Utc>,
+        cursor: Option<&str>,
+    ) -> Result<cronledger_aws::ledger::Page<StoredSchedule>, StoreError> {
+        self.store
+            .due_schedules_page(shard, until, self.config.due_page_size, cursor)
+            .await
+    }
+
+    /// The tick's second half: fires the due windows, oldest first per schedule, then reads
+    /// and fires the shards' further pages one at a time until every shard is done.
     pub async fn fire(&self, due: DueSchedules) -> TickReport {
         let DueSchedules {
             now,
             until,
             schedules,
+            more,
             shards,
             kill_switch_engaged,
             errors,
         } = due;
         let mut report = TickReport {
-            due_schedules: schedules.len() as u32,
             kill_switch_engaged,
             errors,
+            ..TickReport::default()
+        };
+        report.merge(self.fire_found(schedules, now, until).await);
+        for (shard, cursor) in more {
+            let mut cursor = Some(cursor);
+            while let Some(at) = cursor.take() {
+                match self.due_page(shard, until, Some(&at)).await {
+                    Ok(page) => {
+                        cursor = page.next;
+                        report.merge(self.fire_found(page.items, now, until).await);
+                    }
+                    Err(e) => report.error(&format!("shard {shard}"), e),
+                }
+            }
+        }
+        self.metrics.count("TickErrors", report.errors.len() as u64);
+        if !kill_switch_engaged {
+            for shard in shards {
+                self.redispatch_lost(shard, now, &mut report).await;
+            }
+        }
+        report
+    }
+
+    /// Fires one page of due schedules.
+    async fn fire_found(
+        &self,
+        schedules: Vec<StoredSchedule>,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> TickReport {
+        let mut report = TickReport {
+            due_schedules: schedules.len() as u32,
             ..TickReport::default()
         };
         let concurrency = self.config.concurrency.max(1);
@@ -319,12 +372,6 @@ impl Ticker {
             .await;
         for r in reports {
             report.merge(r);
-        }
-        self.metrics.count("TickErrors", report.errors.len() as u64);
-        if !kill_switch_engaged {
-            for shard in shards {
-                self.redispatch_lost(shard, now, &mut report).await;
-            }
         }
         report
     }
@@ -677,6 +724,7 @@ mod tests {
             now: t("2026-03-01T10:00:00Z"),
             until: t("2026-03-01T10:01:00Z"),
             schedules,
+            more: Vec::new(),
             shards: vec![0],
             kill_switch_engaged: false,
             errors: Vec::new(),

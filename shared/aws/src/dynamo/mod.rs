@@ -3,9 +3,11 @@
 mod audit;
 pub(crate) mod control;
 mod expr;
+mod fetch;
 pub(crate) mod ops;
 mod runs;
 mod schedules;
+mod shards;
 
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
@@ -301,6 +303,20 @@ impl LedgerStore for DynamoLedger {
         metered(
             "due_schedules",
             self.due_schedules_impl(shard, until, limit),
+        )
+        .await
+    }
+
+    async fn due_schedules_page(
+        &self,
+        shard: u32,
+        until: DateTime<Utc>,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<Page<StoredSchedule>, StoreError> {
+        metered(
+            "due_schedules_page",
+            self.due_schedules_page_impl(shard, until, limit, cursor),
         )
         .await
     }

@@ -193,10 +193,13 @@ impl DynamoLedger {
                     true,
                 )
                 .await?;
-            for item in &items {
-                let b = decode_backfill(item)?;
-                // The index lags the table: re-read so a state just changed is seen.
-                let fresh = self.get_backfill_impl(&b.id).await?;
+            for entry in &items {
+                // The index projects keys only, and lags the table: read the backfill.
+                let pk = crate::item::ItemReader::new(entry).s(PK)?;
+                let Some(id) = pk.strip_prefix(&keys::backfill_pk("")) else {
+                    continue;
+                };
+                let fresh = self.get_backfill_impl(id).await?;
                 if fresh.state.is_open() {
                     out.push(fresh);
                 }

@@ -342,13 +342,12 @@ impl DynamoLedger {
         if let Some(status) = status {
             cond.begins_with(GSI2SK, s(keys::active_status_prefix(status)));
         }
-        let (items, next) = self
+        let (entries, next) = self
             .query_page(Some(keys::ACTIVE_INDEX), &cond, limit, cursor, true)
             .await?;
-        Ok(Page {
-            items: decode_all(&items)?,
-            next,
-        })
+        let mut items = self.fetch_active(&entries).await?;
+        items.retain(|r| status.is_none_or(|wanted| r.status == wanted));
+        Ok(Page { items, next })
     }
 
     pub(super) async fn run_history_impl(
@@ -428,16 +427,16 @@ impl DynamoLedger {
         let high = format!("{prefix}{}$", keys::index_time(to));
         let mut expr = Expr::new();
         expr.eq(GSI2PK, s(keys::active_pk(shard)))
-            .between(GSI2SK, s(low), s(high))
-            .or_one_of(
-                codec::TRIGGER,
-                [Trigger::Scheduled, Trigger::Manual].map(|t| s(t.as_str())),
-            );
-        let (items, _) = self
+            .between(GSI2SK, s(low), s(high));
+        let (entries, _) = self
             .query_page(Some(keys::ACTIVE_INDEX), &expr, limit, None, true)
             .await?;
-        Ok(decode_all(&items)?
+        Ok(self
+            .fetch_active(&entries)
+            .await?
             .into_iter()
+            .filter(|r| matches!(r.trigger, Trigger::Scheduled | Trigger::Manual))
+            .filter(|r| r.status == RunStatus::Pending)
             .filter(|r| from <= r.key.scheduled_for && r.key.scheduled_for <= to)
             .collect())
     }
@@ -455,11 +454,24 @@ impl DynamoLedger {
         let high = format!("{prefix}{}$", keys::index_time(before));
         let mut expr = Expr::new();
         expr.eq(GSI2PK, s(keys::active_pk(shard)))
-            .between(GSI2SK, s(prefix), s(high))
-            .or_one_of(codec::SCHEDULE_ID, [s(schedule_id)]);
-        let items = self.query_all(Some(keys::ACTIVE_INDEX), &expr).await?;
-        Ok(decode_all(&items)?
+            .between(GSI2SK, s(prefix), s(high));
+        // The entry's sort key names the schedule: only its entries are fetched.
+        let ours = format!("#{schedule_id}#{}", keys::RUN_PREFIX);
+        let entries: Vec<Item> = self
+            .query_all(Some(keys::ACTIVE_INDEX), &expr)
+            .await?
             .into_iter()
+            .filter(|e| {
+                e.get(GSI2SK)
+                    .and_then(|v| v.as_s().ok())
+                    .is_some_and(|sk| sk.contains(&ours))
+            })
+            .collect();
+        Ok(self
+            .fetch_active(&entries)
+            .await?
+            .into_iter()
+            .filter(|r| r.key.schedule_id == schedule_id && r.status == RunStatus::Running)
             .filter(|r| r.key.scheduled_for < before)
             .collect())
     }
@@ -490,6 +502,16 @@ fn run_item_key(run_key: &RunKey) -> Item {
         keys::schedule_pk(&run_key.schedule_id),
         keys::run_sk(run_key),
     )
+}
+
+impl DynamoLedger {
+    /// The runs behind `active` entries that are still active (the index lags the table).
+    async fn fetch_active(&self, entries: &[Item]) -> Result<Vec<Run>, StoreError> {
+        Ok(decode_all(&self.fetch_items(entries).await?)?
+            .into_iter()
+            .filter(|r| r.status.is_active())
+            .collect())
+    }
 }
 
 fn decode_all(items: &[Item]) -> Result<Vec<Run>, StoreError> {

@@ -185,9 +185,10 @@ impl DynamoLedger {
     ) -> Result<Page<StoredSchedule>, StoreError> {
         let mut cond = Expr::new();
         cond.eq(GSI3PK, s(keys::CATALOG_PK));
-        let (items, next) = self
+        let (entries, next) = self
             .query_page(Some(keys::CATALOG_INDEX), &cond, limit, cursor, true)
             .await?;
+        let items = self.fetch_items(&entries).await?;
         Ok(Page {
             items: items.iter().map(codec::decode).collect::<Result<_, _>>()?,
             next,
@@ -232,7 +233,44 @@ impl DynamoLedger {
                 None => break,
             }
         }
-        items.iter().map(codec::decode).collect()
+        self.fetch_due(&items, until).await
+    }
+
+    /// The schedules behind `due` entries that are still due by `until` (the index lags
+    /// the table: another ticker may have fired one meanwhile).
+    async fn fetch_due(
+        &self,
+        entries: &[Item],
+        until: DateTime<Utc>,
+    ) -> Result<Vec<StoredSchedule>, StoreError> {
+        let bound = keys::due_sk_bound(until);
+        let mut due = Vec::with_capacity(entries.len());
+        for item in self.fetch_items(entries).await? {
+            let stored = codec::decode(&item)?;
+            if codec::due_keys(&stored).is_some_and(|(_, sk)| sk < bound) {
+                due.push(stored);
+            }
+        }
+        Ok(due)
+    }
+
+    pub(super) async fn due_schedules_page_impl(
+        &self,
+        shard: u32,
+        until: DateTime<Utc>,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<Page<StoredSchedule>, StoreError> {
+        let mut cond = Expr::new();
+        cond.eq(GSI1PK, s(keys::due_pk(shard)))
+            .lt(GSI1SK, s(keys::due_sk_bound(until)));
+        let (entries, next) = self
+            .query_page(Some(keys::DUE_INDEX), &cond, limit, cursor, true)
+            .await?;
+        Ok(Page {
+            items: self.fetch_due(&entries, until).await?,
+            next,
+        })
     }
 
     pub(super) async fn advance_next_run_impl(
@@ -272,9 +310,16 @@ impl DynamoLedger {
         next: Option<DateTime<Utc>>,
     ) {
         match next {
-            Some(next) => expr
-                .set(codec::NEXT_RUN_AT, time(next))
-                .set(GSI1SK, s(keys::due_sk(next, id))),
+            // The fire rewrites the index key anyway: it also moves the schedule to the
+            // shard this deployment's count gives it, so after a shard-count increase every
+            // schedule has moved by its next fire.
+            Some(next) => {
+                let shard = keys::shard_of(id, self.shards);
+                expr.set(codec::NEXT_RUN_AT, time(next))
+                    .set(codec::SHARD, n(shard))
+                    .set(GSI1PK, s(keys::due_pk(shard)))
+                    .set(GSI1SK, s(keys::due_sk(next, id)))
+            }
             None => expr
                 .remove(codec::NEXT_RUN_AT)
                 .remove(GSI1PK)

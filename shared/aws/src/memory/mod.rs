@@ -13,6 +13,7 @@ mod capacity;
 mod index;
 mod ops;
 mod runs;
+mod scale;
 mod schedules;
 
 use std::collections::{BTreeMap, HashMap};
@@ -202,6 +203,19 @@ impl LedgerStore for MemoryStore {
     ) -> Result<Vec<StoredSchedule>, StoreError> {
         metered("due_schedules", async {
             self.due_schedules_impl(shard, until, limit)
+        })
+        .await
+    }
+
+    async fn due_schedules_page(
+        &self,
+        shard: u32,
+        until: DateTime<Utc>,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<Page<StoredSchedule>, StoreError> {
+        metered("due_schedules_page", async {
+            self.due_schedules_page_impl(shard, until, limit, cursor)
         })
         .await
     }
