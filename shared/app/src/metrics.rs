@@ -1,13 +1,13 @@
 //! CloudWatch Embedded Metric Format: metrics are JSON log lines that CloudWatch Logs turns
 //! into metrics, with no API call and no extra latency in the function.
 //!
-//! Dimensions: `Function` always, `Schedule` only where the cardinality allows. A value put
-//! for a schedule is published under `{Function, Schedule}` and `{Function}` (the aggregate
-//! alarms use). A schedule dimension creates one metric per schedule and metric name; past
-//! [`PER_SCHEDULE_LIMIT`] distinct schedules in one flush, the rest are aggregated under
-//! `Schedule=_other` so a large fleet cannot explode the metric count.
+//! Every metric has one dimension set, `{Function}`: the custom-metric count (what CloudWatch
+//! bills) is fixed by [`CATALOG`], whatever the fleet's size. A value put for a schedule goes
+//! in a document that names the schedule as a plain property (`Schedule`), not a dimension:
+//! it adds to the function-wide metric, and per-schedule figures stay queryable from the log
+//! lines with CloudWatch Logs Insights.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
@@ -15,7 +15,69 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Map, Value};
 
 pub const NAMESPACE: &str = "cronledger";
-pub const PER_SCHEDULE_LIMIT: usize = 100;
+
+/// The only dimension set: bounded by the three functions.
+pub const DIMENSIONS: &[&str] = &["Function"];
+
+/// Every metric each function emits. With [`DIMENSIONS`] this is the whole set of custom
+/// metrics the system can publish (names × functions), independent of the schedule count.
+pub const CATALOG: &[(&str, &[&str])] = &[
+    (
+        "ticker",
+        &[
+            "TickErrors",
+            "WindowsLeftForReconciler",
+            "RunsCreated",
+            "RunsSkipped",
+            "LostDispatchesResent",
+        ],
+    ),
+    (
+        "worker",
+        &[
+            "DeliveriesHeldByKillSwitch",
+            "RunsStarted",
+            "StartDelay",
+            "ReleaseDelay",
+            "RunsMovedToCorrection",
+            "RunsSkipped",
+            "RunsFailed",
+            "RunsHeldForApproval",
+            "RunsCoalesced",
+            "RunsWaitingForResume",
+            "RunsHeldOutcomeUnknown",
+            "RunsHeldByGuard",
+            "RunsAwaitingPlan",
+            "RunsSucceeded",
+            "AttemptsRetried",
+            "RunDuration",
+        ],
+    ),
+    (
+        "reconciler",
+        &[
+            "LateBacklogPlannedInPart",
+            "LateRunsPlanned",
+            "StuckRuns",
+            "MissedWindows",
+            "CatchUpRunsCreated",
+            "WindowsSkipped",
+            "WindowsCoalesced",
+            "WindowsAwaitingApproval",
+            "CatchUpReleasePaused",
+            "CatchUpReleaseResumed",
+            "CatchUpReleased",
+            "ReconcileErrors",
+            "TickerScheduleUnhealthy",
+            "BackfillsProposed",
+        ],
+    ),
+];
+
+/// How many custom metrics the whole system can publish: one per cataloged name and function.
+pub fn custom_metric_bound() -> usize {
+    CATALOG.iter().map(|(_, names)| names.len()).sum()
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Unit {
@@ -49,18 +111,13 @@ impl Metrics {
 
     /// A function-wide value.
     pub fn put(&self, name: &'static str, unit: Unit, value: f64) {
-        self.lock()
-            .entry((None, name, unit))
-            .or_default()
-            .push(value);
+        self.push(None, name, unit, value);
     }
 
-    /// A per-schedule value (see the cardinality note above).
+    /// A value about one schedule: published function-wide, with the schedule as a property
+    /// of its document (see the module note).
     pub fn put_for(&self, schedule: &str, name: &'static str, unit: Unit, value: f64) {
-        self.lock()
-            .entry((Some(schedule.to_string()), name, unit))
-            .or_default()
-            .push(value);
+        self.push(Some(schedule.to_string()), name, unit, value);
     }
 
     pub fn count(&self, name: &'static str, n: u64) {
@@ -71,27 +128,22 @@ impl Metrics {
         self.put_for(schedule, name, Unit::Count, n as f64);
     }
 
-    /// The EMF documents for everything collected, emptying the collector.
+    fn push(&self, schedule: Option<String>, name: &'static str, unit: Unit, value: f64) {
+        self.lock()
+            .entry((schedule, name, unit))
+            .or_default()
+            .push(value);
+    }
+
+    /// The EMF documents for everything collected, emptying the collector: one for the
+    /// function-wide values, one per schedule named.
     pub fn drain(&self, function: &str, at: DateTime<Utc>) -> Vec<Value> {
         let values = std::mem::take(&mut *self.lock());
-        let mut schedules: Vec<&String> =
-            values.keys().filter_map(|(s, _, _)| s.as_ref()).collect();
-        schedules.dedup();
-        let kept: std::collections::BTreeSet<&String> =
-            schedules.into_iter().take(PER_SCHEDULE_LIMIT).collect();
-        // Group by the dimension value each document carries.
         let mut docs: BTreeMap<Option<String>, Samples> = BTreeMap::new();
-        for ((schedule, name, unit), v) in &values {
-            let dim = schedule.as_ref().map(|s| {
-                if kept.contains(s) {
-                    s.clone()
-                } else {
-                    "_other".to_string()
-                }
-            });
-            docs.entry(dim)
+        for ((schedule, name, unit), v) in values {
+            docs.entry(schedule)
                 .or_default()
-                .entry((*name, *unit))
+                .entry((name, unit))
                 .or_default()
                 .extend(v);
         }
@@ -114,13 +166,34 @@ impl Metrics {
     }
 }
 
+/// The custom metrics EMF documents publish, as CloudWatch counts them: one per metric name
+/// and set of dimension values (what the cost model bills).
+pub fn custom_metrics(docs: &[Value]) -> BTreeSet<(String, Vec<(String, String)>)> {
+    let mut metrics = BTreeSet::new();
+    for doc in docs {
+        let Some(directives) = doc["_aws"]["CloudWatchMetrics"].as_array() else {
+            continue;
+        };
+        for directive in directives {
+            let names = directive["Metrics"].as_array().into_iter().flatten();
+            let names: Vec<&str> = names.filter_map(|m| m["Name"].as_str()).collect();
+            let sets = directive["Dimensions"].as_array().into_iter().flatten();
+            for set in sets.filter_map(Value::as_array) {
+                let dimensions: Vec<(String, String)> = set
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(|d| (d.to_string(), doc[d].as_str().unwrap_or("").to_string()))
+                    .collect();
+                for name in &names {
+                    metrics.insert((name.to_string(), dimensions.clone()));
+                }
+            }
+        }
+    }
+    metrics
+}
+
 fn document(function: &str, schedule: Option<&str>, at: DateTime<Utc>, metrics: &Samples) -> Value {
-    // A per-schedule document also feeds the function-wide metric (second dimension set),
-    // so alarms on `{Function}` see every schedule without a second, double-counted put.
-    let dimensions: Vec<Vec<&str>> = match schedule {
-        Some(_) => vec![vec!["Function", "Schedule"], vec!["Function"]],
-        None => vec![vec!["Function"]],
-    };
     let definitions: Vec<Value> = metrics
         .keys()
         .map(|(name, unit)| json!({"Name": name, "Unit": unit.as_str()}))
@@ -132,13 +205,14 @@ fn document(function: &str, schedule: Option<&str>, at: DateTime<Utc>, metrics: 
             "Timestamp": at.timestamp_millis(),
             "CloudWatchMetrics": [{
                 "Namespace": NAMESPACE,
-                "Dimensions": dimensions,
+                "Dimensions": [DIMENSIONS],
                 "Metrics": definitions,
             }],
         }),
     );
     doc.insert("Function".into(), Value::from(function));
     if let Some(s) = schedule {
+        // A property: kept in the log line for Logs Insights, never a dimension.
         doc.insert("Schedule".into(), Value::from(s));
     }
     for ((name, _), values) in metrics {
@@ -157,42 +231,69 @@ fn document(function: &str, schedule: Option<&str>, at: DateTime<Utc>, metrics: 
 mod tests {
     use super::*;
 
+    fn at() -> DateTime<Utc> {
+        "2026-01-01T00:00:00Z".parse().expect("instant")
+    }
+
     #[test]
-    fn writes_valid_emf_with_and_without_the_schedule_dimension() {
+    fn writes_valid_emf_with_the_schedule_as_a_property() {
         let m = Metrics::new();
         m.count("RunsCreated", 3);
         m.count_for("daily", "MissedWindows", 2);
         m.put_for("daily", "StartDelay", Unit::Milliseconds, 120.0);
         m.put_for("daily", "StartDelay", Unit::Milliseconds, 80.0);
-        let docs = m.drain("ticker", "2026-01-01T00:00:00Z".parse().unwrap());
+        let docs = m.drain("ticker", at());
         assert_eq!(docs.len(), 2);
         let global = &docs[0];
         assert_eq!(global["RunsCreated"], 3.0);
-        assert_eq!(
-            global["_aws"]["CloudWatchMetrics"][0]["Dimensions"][0],
-            json!(["Function"])
-        );
+        assert!(global.get("Schedule").is_none());
         let daily = &docs[1];
         assert_eq!(daily["Schedule"], "daily");
         assert_eq!(daily["MissedWindows"], 2.0);
         assert_eq!(daily["StartDelay"], json!([120.0, 80.0]));
-        assert_eq!(
-            daily["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
-            json!([["Function", "Schedule"], ["Function"]]),
-            "per schedule and rolled up per function"
-        );
+        for doc in &docs {
+            assert_eq!(
+                doc["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
+                json!([["Function"]]),
+                "the schedule is never a dimension"
+            );
+        }
         assert!(m.drain("ticker", Utc::now()).is_empty(), "drained");
     }
 
-    #[test]
-    fn caps_the_schedule_dimension() {
+    /// Puts every worker metric for `schedules` schedules and returns the custom metrics the
+    /// documents publish.
+    fn worker_metrics_for(schedules: usize) -> BTreeSet<(String, Vec<(String, String)>)> {
         let m = Metrics::new();
-        for i in 0..(PER_SCHEDULE_LIMIT + 5) {
-            m.count_for(&format!("s{i:04}"), "MissedWindows", 1);
+        let (_, names) = CATALOG
+            .iter()
+            .find(|(function, _)| *function == "worker")
+            .expect("worker metrics");
+        for i in 0..schedules {
+            for name in names.iter() {
+                m.count_for(&format!("s{i:06}"), name, 1);
+            }
         }
-        let docs = m.drain("reconciler", Utc::now());
-        assert_eq!(docs.len(), PER_SCHEDULE_LIMIT + 1);
-        let other = docs.iter().find(|d| d["Schedule"] == "_other").unwrap();
-        assert_eq!(other["MissedWindows"], json!([1.0, 1.0, 1.0, 1.0, 1.0]));
+        custom_metrics(&m.drain("worker", at()))
+    }
+
+    #[test]
+    fn the_custom_metric_count_does_not_grow_with_the_schedule_count() {
+        let one = worker_metrics_for(1);
+        let many = worker_metrics_for(2_000);
+        assert_eq!(one, many);
+        assert_eq!(one.len(), 16, "one metric per worker name: {one:?}");
+        assert!(one
+            .iter()
+            .all(|(_, dims)| dims == &[("Function".to_string(), "worker".to_string())]));
+    }
+
+    #[test]
+    fn the_whole_system_publishes_a_fixed_number_of_custom_metrics() {
+        assert_eq!(custom_metric_bound(), 35);
+        for (function, names) in CATALOG {
+            let unique: BTreeSet<&&str> = names.iter().collect();
+            assert_eq!(unique.len(), names.len(), "{function} lists a name twice");
+        }
     }
 }
