@@ -31,7 +31,7 @@ async fn schedules_on(env: &AppEnv, hook: &Webhook, prefix: &str, count: usize) 
 
 /// The 10:00 tick's messages, all of them, as one batch.
 async fn one_batch(env: &AppEnv, count: usize) -> Vec<Received> {
-    assert_eq!(env.tick(hour(0)).await.sent, count as u64);
+    assert_eq!(env.tick(hour(0)).await.sent as usize, count);
     let batch = env
         .receive(LANE, false, count, Duration::from_secs(15))
         .await;

@@ -51,7 +51,12 @@ async fn main() -> Result<(), Error> {
             };
             let batch: Vec<SqsRecord> = records.iter().map(SqsRecord::from).collect();
             let report = worker
-                .handle_invocation(lane, &batch, Some(&event.context.request_id), &|_, _| {})
+                .handle_invocation(
+                    lane,
+                    &batch,
+                    Some(event.context.request_id.as_str()),
+                    &|_, _| {},
+                )
                 .await;
             worker.metrics().flush("worker", SystemClock.now());
             Ok(report.response())

@@ -270,7 +270,7 @@ mod tests {
             .find(|(function, _)| *function == "worker")
             .expect("worker metrics");
         for i in 0..schedules {
-            for name in names.iter() {
+            for &name in names.iter() {
                 m.count_for(&format!("s{i:06}"), name, 1);
             }
         }

@@ -144,7 +144,7 @@ pub async fn send_claimed(
     let recorded = runs.iter().zip(sent).map(|((run, lane), sent)| async move {
         let job_id = sent?;
         record_sent(store, run, RunStatus::Queued, *lane, job_id, now).await;
-        Ok(())
+        Ok::<(), LaneError>(())
     });
     futures_util::future::join_all(recorded).await
 }

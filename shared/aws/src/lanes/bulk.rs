@@ -73,7 +73,9 @@ impl SqsLanes {
         messages: &[(LaneMessage, Duration)],
         chunk: &[usize],
     ) -> Vec<Result<String, LaneError>> {
-        let whole = |e: LaneError| chunk.iter().map(|_| Err(e.clone())).collect();
+        let whole = |e: LaneError| -> Vec<Result<String, LaneError>> {
+            chunk.iter().map(|_| Err(e.clone())).collect()
+        };
         let url = match self.urls(lane) {
             Ok(urls) => &urls.queue,
             Err(e) => return whole(e),
