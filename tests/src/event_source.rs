@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aws_sdk_sqs::types::{Message, MessageSystemAttributeName, QueueAttributeName};
-use cronledger_aws::lanes::BatchResponse;
+use cronledger_aws::lanes::SqsBatchResponse;
 use cronledger_aws::SqsLanes;
 use cronledger_core::Lane;
 use serde_json::{json, Value};
@@ -243,7 +243,7 @@ fn failures(answer: &Value, ids: &[String]) -> Result<BTreeSet<String>, String> 
     if answer.is_null() {
         return Ok(BTreeSet::new());
     }
-    let response: BatchResponse = serde_json::from_value(answer.clone())
+    let response: SqsBatchResponse = serde_json::from_value(answer.clone())
         .map_err(|e| format!("unreadable batch response {answer}: {e}"))?;
     let failed: BTreeSet<String> = response
         .batch_item_failures

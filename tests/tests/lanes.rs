@@ -75,18 +75,25 @@ async fn poison_messages_are_dead_lettered_without_failing_their_batch() {
 
     // The handler fails minute 3 for a retryable reason, and succeeds on the rest.
     let handled = Mutex::new(BTreeSet::new());
-    let report = process_batch(lane, &records, queue, |msg: LaneMessage, record| {
-        assert!(!record.receipt_handle.is_empty());
-        let minute = msg.run.scheduled_for.format("%M").to_string();
-        handled.lock().expect("lock").insert(minute.clone());
-        async move {
-            if minute == "03" {
-                Err(HandlerFailure::Retry("target busy".into()))
-            } else {
-                Ok(())
+    let report = process_batch(
+        lane,
+        &records,
+        queue,
+        None,
+        |msg: LaneMessage, record| {
+            assert!(!record.receipt_handle.is_empty());
+            let minute = msg.run.scheduled_for.format("%M").to_string();
+            handled.lock().expect("lock").insert(minute.clone());
+            async move {
+                if minute == "03" {
+                    Err(HandlerFailure::Retry("target busy".into()))
+                } else {
+                    Ok(())
+                }
             }
-        }
-    })
+        },
+        &|_, _| {},
+    )
     .await;
 
     let handled = handled.into_inner().expect("lock");

@@ -51,7 +51,7 @@ fn api_config(table: &str) -> Result<ApiConfig, Error> {
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    lambda_runtime::tracing::init_default_subscriber();
+    cronledger_app::logging::init_function_logs();
     let deployment = Deployment::from_env()?;
     let connected = deployment.connect().await?;
     let sdk = load_sdk_config(&AwsSettings::default()).await;

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    lambda_runtime::tracing::init_default_subscriber();
+    cronledger_app::logging::init_function_logs();
     let deployment = Deployment::from_env()?;
     let connected = deployment.connect().await?;
     let config = TickerConfig {

@@ -7,16 +7,16 @@ use cronledger_app::clock::{Clock, SystemClock};
 use cronledger_app::deployment::Deployment;
 use cronledger_app::jobs::{HttpJob, HttpOptions, JobTargets, SdkLambdaInvoker};
 use cronledger_app::kill_switch::KillSwitchCheck;
-use cronledger_app::sqs_event::{lane_of_queue, SqsEvent};
+use cronledger_app::sqs_event::{lane_of_queue, SqsBatchResponse, SqsEvent};
 use cronledger_app::worker::{Worker, WorkerConfig};
 use cronledger_aws::config::load_sdk_config;
-use cronledger_aws::lanes::{BatchResponse, SqsRecord};
+use cronledger_aws::lanes::SqsRecord;
 use cronledger_aws::AwsSettings;
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    lambda_runtime::tracing::init_default_subscriber();
+    cronledger_app::logging::init_function_logs();
     let deployment = Deployment::from_env()?;
     let connected = deployment.connect().await?;
     let sdk = load_sdk_config(&AwsSettings::default()).await;
@@ -39,22 +39,27 @@ async fn main() -> Result<(), Error> {
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let (worker, prefix) = (worker.clone(), prefix.clone());
         async move {
-            let mut response = BatchResponse::default();
             let records = &event.payload.records;
             let Some(first) = records.first() else {
-                return Ok::<BatchResponse, Error>(response);
+                return Ok::<SqsBatchResponse, Error>(SqsBatchResponse::default());
             };
-            let Some(lane) = lane_of_queue(&first.event_source_arn, &prefix) else {
+            let arn = first.event_source_arn.as_deref().unwrap_or_default();
+            let Some(lane) = lane_of_queue(arn, &prefix) else {
                 return Err(Error::from(format!(
-                    "WORKER_UNKNOWN_QUEUE: {} is not a lane of {prefix}",
-                    first.event_source_arn
+                    "WORKER_UNKNOWN_QUEUE: {arn} is not a lane of {prefix}"
                 )));
             };
-            let batch: Vec<SqsRecord> = records.iter().map(|r| r.to_record()).collect();
-            let report = worker.handle_batch(lane, &batch).await;
+            let batch: Vec<SqsRecord> = records.iter().map(SqsRecord::from).collect();
+            let report = worker
+                .handle_invocation(
+                    lane,
+                    &batch,
+                    Some(event.context.request_id.as_str()),
+                    &|_, _| {},
+                )
+                .await;
             worker.metrics().flush("worker", SystemClock.now());
-            response.batch_item_failures = report.response().batch_item_failures;
-            Ok(response)
+            Ok(report.response())
         }
     }))
     .await

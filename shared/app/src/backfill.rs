@@ -27,7 +27,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::reconciler::Signals;
-use crate::runs::{claim_and_send, new_run_with_origin};
+use crate::runs::{claim, new_run_with_origin, send_claimed};
 
 #[derive(Debug, thiserror::Error)]
 pub enum BackfillError {
@@ -484,6 +484,7 @@ impl BackfillReleaser {
         let mut in_flight = counts.in_flight();
         let mut exhausted = false;
         let mut released = 0u64;
+        let mut to_send: Vec<(Run, Lane)> = Vec::new();
         let mut folded: BTreeSet<RunKey> = BTreeSet::new();
         for _ in 0..WALK_LIMIT {
             let next = match b.cursor {
@@ -515,16 +516,8 @@ impl BackfillReleaser {
             run.replay_group_id = Some(b.id.clone());
             run.forced = b.reprocess == Reprocess::All;
             let created = self.store.create_run(&run).await?;
-            if created.is_new()
-                && claim_and_send::<BackfillError>(
-                    self.store.as_ref(),
-                    self.lanes.as_ref(),
-                    &run,
-                    Lane::Backfill,
-                    now,
-                )
-                .await?
-            {
+            if created.is_new() && claim(self.store.as_ref(), &run, Lane::Backfill, now).await? {
+                to_send.push((run, Lane::Backfill));
                 released += 1;
                 in_flight += 1;
                 allowance -= 1;
@@ -532,6 +525,11 @@ impl BackfillReleaser {
             b.written += 1;
             b.cursor = Some(t);
         }
+        // The released runs' messages, 10 a request. A failed send fails the pass as a single
+        // one did (the cursor is not saved; the claimed run waits QUEUED for the
+        // QUEUED-too-long rule).
+        let sent = send_claimed(self.store.as_ref(), self.lanes.as_ref(), &to_send, now).await;
+        sent.into_iter().collect::<Result<Vec<()>, _>>()?;
         if released > 0 {
             b.last_release_at = Some(now);
         }

@@ -11,6 +11,7 @@ pub mod faults;
 pub mod jobs;
 pub mod kill_switch;
 pub mod local;
+pub mod logging;
 pub mod metrics;
 pub mod overlap;
 pub mod pinned;

@@ -99,16 +99,54 @@ pub async fn claim_and_send<E: From<StoreError> + From<LaneError>>(
     lane: Lane,
     now: DateTime<Utc>,
 ) -> Result<bool, E> {
+    if !claim(store, run, lane, now).await? {
+        return Ok(false);
+    }
+    send_run(store, lanes, run, RunStatus::Queued, lane, now).await?;
+    Ok(true)
+}
+
+/// The claim of [`claim_and_send`] alone: `true` when this caller moved the run to QUEUED
+/// and must send it (with [`send_claimed`], many at once).
+pub async fn claim(
+    store: &dyn LedgerStore,
+    run: &Run,
+    lane: Lane,
+    now: DateTime<Utc>,
+) -> Result<bool, StoreError> {
     let mut claim = RunChange::new(RunEvent::Enqueue, RunStatus::Pending, run.lease_epoch, now);
     claim.lane = Some(lane);
     claim.reason = kept_reason(run);
     match store.transition_run(&run.key, &claim).await {
-        Ok(_) => {}
-        Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => return Ok(false),
-        Err(e) => return Err(e.into()),
+        Ok(_) => Ok(true),
+        Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => Ok(false),
+        Err(e) => Err(e),
     }
-    send_run(store, lanes, run, RunStatus::Queued, lane, now).await?;
-    Ok(true)
+}
+
+/// Sends the messages of claimed (QUEUED) runs in batches (`SendMessageBatch`, 10 a
+/// request) and records each id, as [`send_run`] does one by one; one result per run. A
+/// failed send leaves its run QUEUED without a message, for the QUEUED-too-long rule.
+pub async fn send_claimed(
+    store: &dyn LedgerStore,
+    lanes: &dyn LaneQueue,
+    runs: &[(Run, Lane)],
+    now: DateTime<Utc>,
+) -> Vec<Result<(), LaneError>> {
+    let messages: Vec<(LaneMessage, std::time::Duration)> = runs
+        .iter()
+        .map(|(run, lane)| {
+            let message = LaneMessage::next_attempt(run, *lane);
+            (message, std::time::Duration::ZERO)
+        })
+        .collect();
+    let sent = lanes.send_many(&messages).await;
+    let recorded = runs.iter().zip(sent).map(|((run, lane), sent)| async move {
+        let job_id = sent?;
+        record_sent(store, run, RunStatus::Queued, *lane, job_id, now).await;
+        Ok::<(), LaneError>(())
+    });
+    futures_util::future::join_all(recorded).await
 }
 
 /// Sends the run's message (same identity: run key, idempotency key, window) and records
@@ -124,6 +162,19 @@ pub async fn send_run(
 ) -> Result<(), LaneError> {
     let message = LaneMessage::next_attempt(run, lane);
     let job_id = lanes.send(&message, std::time::Duration::ZERO).await?;
+    record_sent(store, run, status, lane, job_id, now).await;
+    Ok(())
+}
+
+/// Records a sent message's id on its run (best effort, see [`send_run`]).
+async fn record_sent(
+    store: &dyn LedgerStore,
+    run: &Run,
+    status: RunStatus,
+    lane: Lane,
+    job_id: String,
+    now: DateTime<Utc>,
+) {
     let mut change = RunChange::new(RunEvent::Enqueue, status, run.lease_epoch, now);
     change.job_id = Some(job_id);
     change.lane = Some(lane);
@@ -131,7 +182,6 @@ pub async fn send_run(
     if let Err(e) = store.transition_run(&run.key, &change).await {
         tracing::debug!(run = %run.key, error = %e, "message id not recorded");
     }
-    Ok(())
 }
 
 /// The reason a sent run keeps: QUEUED_BEHIND stays until the run starts, so the worker

@@ -1,51 +1,10 @@
-//! The SQS event Lambda's event source mapping delivers, reduced to what the worker reads.
+//! The SQS event Lambda's event source mapping delivers (`aws_lambda_events`' types), and the
+//! lane it came from.
 
 use cronledger_aws::lanes::queue_names;
-use cronledger_aws::lanes::SqsRecord;
 use cronledger_core::Lane;
-use serde::Deserialize;
 
-#[derive(Debug, Clone, Deserialize)]
-pub struct SqsEvent {
-    #[serde(rename = "Records", default)]
-    pub records: Vec<SqsEventRecord>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct SqsEventRecord {
-    #[serde(rename = "messageId")]
-    pub message_id: String,
-    #[serde(rename = "receiptHandle", default)]
-    pub receipt_handle: String,
-    #[serde(default)]
-    pub body: String,
-    #[serde(default)]
-    pub attributes: SqsAttributes,
-    #[serde(rename = "eventSourceARN", default)]
-    pub event_source_arn: String,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct SqsAttributes {
-    #[serde(rename = "ApproximateReceiveCount", default)]
-    pub approximate_receive_count: Option<String>,
-}
-
-impl SqsEventRecord {
-    pub fn to_record(&self) -> SqsRecord {
-        SqsRecord {
-            message_id: self.message_id.clone(),
-            receipt_handle: self.receipt_handle.clone(),
-            body: self.body.clone(),
-            receive_count: self
-                .attributes
-                .approximate_receive_count
-                .as_deref()
-                .and_then(|c| c.parse().ok())
-                .unwrap_or(1),
-        }
-    }
-}
+pub use cronledger_aws::lanes::{SqsBatchResponse, SqsEvent, SqsMessage};
 
 /// The lane a queue belongs to, from its ARN (`arn:aws:sqs:region:account:{prefix}-{lane}`).
 /// The lane comes from the queue, not the message, so an unreadable message still reaches
@@ -61,6 +20,7 @@ pub fn lane_of_queue(arn: &str, prefix: &str) -> Option<Lane> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cronledger_aws::lanes::SqsRecord;
 
     #[test]
     fn reads_a_real_event_and_its_lane() {
@@ -72,12 +32,13 @@ mod tests {
             "awsRegion":"us-east-1"}]}"#,
         )
         .unwrap();
-        let record = event.records[0].to_record();
-        assert_eq!(record.receive_count, 3);
+        let record = SqsRecord::from(&event.records[0]);
         assert_eq!(
-            lane_of_queue(&event.records[0].event_source_arn, "prod-cronledger"),
-            Some(Lane::Realtime)
+            (record.message_id.as_str(), record.receive_count),
+            ("m1", 3)
         );
+        let arn = event.records[0].event_source_arn.as_deref().unwrap();
+        assert_eq!(lane_of_queue(arn, "prod-cronledger"), Some(Lane::Realtime));
         assert_eq!(
             lane_of_queue("arn:aws:sqs:r:a:other-queue", "prod-cronledger"),
             None

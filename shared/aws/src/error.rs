@@ -134,7 +134,7 @@ impl StoreError {
 }
 
 /// Everything a lane operation can fail with.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum LaneError {
     /// The envelope's `v` is not one this code reads. Permanent: retrying cannot help.
     #[error("LANE_MESSAGE_UNKNOWN_VERSION: message version {0} is not supported")]

@@ -1,6 +1,7 @@
-//! The SQS event source, locally: receive a batch, hand it to the worker, delete what the
-//! worker finished, leave the rest for SQS to redeliver (its visibility timeout, or the one
-//! the worker set for a retry's backoff).
+//! The SQS event source, locally: receive a batch of up to 10, hand it to the worker (which
+//! handles its messages concurrently), delete what the worker finished in one request, leave
+//! the rest for SQS to redeliver (its visibility timeout, or the one the worker set for a
+//! retry's backoff).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -63,22 +64,21 @@ pub async fn poll_once(
     let report = worker.handle_batch(lane, &records).await;
     // Locally nothing ships EMF lines to CloudWatch: drop them so a long session stays flat.
     drop(worker.metrics().drain("worker", chrono::Utc::now()));
+    let mut finished = Vec::new();
     for ((_, result), record) in report.outcomes.iter().zip(&records) {
         match result {
-            MessageOutcome::Done | MessageOutcome::DeadLettered { .. } => {
-                if matches!(result, MessageOutcome::DeadLettered { .. }) {
-                    outcome.dead_lettered += 1;
-                } else {
-                    outcome.done += 1;
-                }
-                if let Err(e) = lanes.delete(lane, &record.receipt_handle).await {
-                    tracing::warn!(%lane, error = %e, "could not delete a finished message");
-                }
-            }
+            MessageOutcome::Done => outcome.done += 1,
+            MessageOutcome::DeadLettered { .. } => outcome.dead_lettered += 1,
             MessageOutcome::Retry(_) | MessageOutcome::DeadLetterFailed { .. } => {
-                outcome.retried += 1
+                outcome.retried += 1;
+                continue;
             }
         }
+        finished.push(record.receipt_handle.clone());
+    }
+    // One request per batch, as the event source mapping deletes what the answer does not list.
+    if let Err(e) = lanes.delete_batch(lane, &finished).await {
+        tracing::warn!(%lane, error = %e, "could not delete finished messages");
     }
     Ok(outcome)
 }

@@ -155,6 +155,7 @@ impl Reconciler {
         }
         // Oldest window first, across schedules.
         waiting.sort_by(|a, b| (a.key.scheduled_for, &a.key).cmp(&(b.key.scheduled_for, &b.key)));
+        let mut released: Vec<(Run, Lane)> = Vec::new();
         for lane in CATCH_UP_LANES {
             let Some(gate) = gates.get_mut(&lane) else {
                 continue;
@@ -185,23 +186,36 @@ impl Reconciler {
                 if in_flight.schedule(lane, &run.key.schedule_id) >= per_schedule {
                     continue;
                 }
-                match self.dispatch(run, lane, now).await {
-                    Ok(sent) => {
+                match crate::runs::claim(self.store.as_ref(), run, lane, now).await {
+                    Ok(claimed) => {
                         // Taken by someone else or by us: either way it is in flight now.
                         in_flight.add(lane, &run.key.schedule_id);
-                        if sent {
+                        if claimed {
                             allowance -= 1;
                             gate.released += 1;
                             report.released += 1;
                             tracing::info!(run = %run.key, %lane, "catch-up released");
+                            released.push((run.clone(), lane));
                         }
                     }
-                    Err(e) => report.error(&format!("release {}", run.key), &e),
+                    Err(e) => {
+                        report.error(&format!("release {}", run.key), &ReconcileError::from(e))
+                    }
                 }
             }
             if gate.released > 0 {
                 gate.state.last_release_at = Some(now);
                 gate.dirty = true;
+            }
+        }
+        // The claimed runs' messages, 10 a request; a failed send leaves its run QUEUED for
+        // the QUEUED-too-long rule, as a failed single send did.
+        let sent =
+            crate::runs::send_claimed(self.store.as_ref(), self.lanes.as_ref(), &released, now)
+                .await;
+        for ((run, _), sent) in released.iter().zip(sent) {
+            if let Err(e) = sent {
+                report.error(&format!("release {}", run.key), &ReconcileError::from(e));
             }
         }
         for gate in gates.values_mut() {

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
-use cronledger_aws::lanes::SqsRecord;
+use cronledger_aws::lanes::{MessageOutcome, SqsRecord};
 use cronledger_aws::{LaneError, LaneMessage, LaneQueue};
 use cronledger_core::Lane;
 use futures_util::future::join_all;
@@ -241,58 +241,63 @@ impl SimLanes {
                             n.saturating_sub(received.len() as u64)
                         };
                     }
-                    for message in received {
-                        let n = self.next_worker.fetch_add(1, Ordering::Relaxed);
-                        let worker = workers[n % workers.len()].clone();
-                        let lanes = self.clone();
-                        let record = SqsRecord::from(&message);
-                        self.counters.deliveries.fetch_add(1, Ordering::Relaxed);
-                        self.time.enter();
-                        tasks.spawn(
-                            async move {
-                                lanes.deliver(&worker, lane, record).await;
-                                lanes.time.leave();
-                            }
-                            .with_current_subscriber(),
-                        );
+                    if received.is_empty() {
+                        continue;
                     }
+                    // One invocation per received batch (up to 10), as the event source
+                    // mapping hands it over; the worker handles its messages concurrently.
+                    let n = self.next_worker.fetch_add(1, Ordering::Relaxed);
+                    let worker = workers[n % workers.len()].clone();
+                    let lanes = self.clone();
+                    let records: Vec<SqsRecord> = received.iter().map(SqsRecord::from).collect();
+                    self.counters
+                        .deliveries
+                        .fetch_add(records.len() as u64, Ordering::Relaxed);
+                    for _ in &records {
+                        self.time.enter();
+                    }
+                    tasks.spawn(
+                        async move { lanes.deliver(&worker, lane, records).await }
+                            .with_current_subscriber(),
+                    );
                 }
             }
             self.time.idle().await;
         }
     }
 
-    /// One invocation: the worker's batch handler on one record, then the event source's
-    /// part: delete what it finished, hide what it kept until its virtual time.
-    async fn deliver(&self, worker: &Worker, lane: Lane, record: SqsRecord) {
-        let records = [record];
+    /// One invocation: the worker's batch handler on the records, then the event source's
+    /// part for each as it finishes: delete what it finished, hide what it kept until its
+    /// virtual time. Virtual time counts each message busy until it is done.
+    async fn deliver(&self, worker: &Worker, lane: Lane, records: Vec<SqsRecord>) {
+        let done = |record: &SqsRecord, outcome: &MessageOutcome| {
+            let asked = self.state().asked.remove(&record.receipt_handle);
+            if outcome.keeps_message() {
+                let at = asked.unwrap_or_else(|| self.time.now() + self.default_visibility);
+                self.state()
+                    .hidden
+                    .push((at, lane, record.receipt_handle.clone()));
+            } else {
+                // Deleted with the instant's other finished messages (see `flush_finished`):
+                // received, it stays hidden meanwhile.
+                self.state()
+                    .finished
+                    .entry(lane)
+                    .or_default()
+                    .push(record.receipt_handle.clone());
+            }
+            self.time.leave();
+        };
         let started = self.time.now();
-        let (report, handler) = bill::handler_time(
+        let (_, handler) = bill::handler_time(
             worker
-                .handle_batch(lane, &records)
+                .handle_invocation(lane, &records, None, &done)
                 .instrument(bill::invocation_span()),
         )
         .await;
         let job = (self.time.now() - started).to_std().unwrap_or_default();
         self.counters.bill.invocation("worker", job, handler);
         self.counters.bill.flush_metrics(worker.metrics(), "worker");
-        let record = &records[0];
-        let keep = report.outcomes.iter().any(|(_, o)| o.keeps_message());
-        let asked = self.state().asked.remove(&record.receipt_handle);
-        if keep {
-            let at = asked.unwrap_or_else(|| self.time.now() + self.default_visibility);
-            self.state()
-                .hidden
-                .push((at, lane, record.receipt_handle.clone()));
-        } else {
-            // Deleted with the instant's other finished messages (see `flush_finished`):
-            // received, it stays hidden meanwhile.
-            self.state()
-                .finished
-                .entry(lane)
-                .or_default()
-                .push(record.receipt_handle.clone());
-        }
     }
 }
 

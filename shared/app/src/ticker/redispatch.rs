@@ -2,11 +2,11 @@
 //! and the send, or the send failed) is found by a later tick and sent within its grace.
 
 use chrono::{DateTime, TimeDelta, Utc};
-use cronledger_aws::StoreError;
 use cronledger_core::jitter::MAX_JITTER;
+use cronledger_core::{Lane, Run};
 
 use super::{TickReport, Ticker};
-use crate::runs::claim_and_send;
+use crate::runs::{claim, send_claimed};
 
 /// A live run still PENDING this long after its window was not sent (see
 /// [`Ticker::redispatch_lost`]).
@@ -16,15 +16,6 @@ const SEND_DEADLINE: TimeDelta = TimeDelta::seconds(30);
 const REDISPATCH_HORIZON: TimeDelta = TimeDelta::hours(1);
 /// Runs read per shard per tick for that check.
 const REDISPATCH_LIMIT: u32 = 100;
-
-/// Why a lost dispatch could not be sent again this tick (the next tick tries again).
-#[derive(Debug, thiserror::Error)]
-enum TickerSendError {
-    #[error("{0}")]
-    Store(#[from] StoreError),
-    #[error("{0}")]
-    Lanes(#[from] cronledger_aws::LaneError),
-}
 
 impl Ticker {
     /// Sends the shard's live runs that are still PENDING past their send deadline: the
@@ -53,6 +44,7 @@ impl Ticker {
                 return;
             }
         };
+        let mut claimed: Vec<(Run, Lane)> = Vec::new();
         for run in pending {
             // Parked on purpose (QUEUE_NEW, a backlog's plan, a pause) or sent already.
             if run.reason.is_some() || run.job_id.is_some() {
@@ -69,16 +61,23 @@ impl Ticker {
                 continue;
             }
             let Some(lane) = run.lane else { continue };
-            let sent: Result<bool, TickerSendError> =
-                claim_and_send(self.store.as_ref(), self.lanes.as_ref(), &run, lane, now).await;
+            match claim(self.store.as_ref(), &run, lane, now).await {
+                Ok(true) => claimed.push((run, lane)),
+                Ok(false) => {}
+                Err(e) => report.error(&run.key.schedule_id, e),
+            }
+        }
+        // One request per 10 runs; a failed send leaves its run QUEUED without a message,
+        // for the reconciler's QUEUED-too-long rule, as a failed single send did.
+        let sent = send_claimed(self.store.as_ref(), self.lanes.as_ref(), &claimed, now).await;
+        for ((run, _), sent) in claimed.iter().zip(sent) {
             match sent {
-                Ok(true) => {
+                Ok(()) => {
                     report.redispatched += 1;
                     self.metrics
                         .count_for(&run.key.schedule_id, "LostDispatchesResent", 1);
                     tracing::warn!(run = %run.key, "lost dispatch sent again");
                 }
-                Ok(false) => {}
                 Err(e) => report.error(&run.key.schedule_id, e),
             }
         }

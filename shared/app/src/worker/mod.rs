@@ -18,9 +18,9 @@ mod settle;
 
 use std::sync::Arc;
 
-use tracing::Instrument;
-
-use cronledger_aws::lanes::{process_batch, BatchReport, HandlerFailure, SqsRecord};
+use cronledger_aws::lanes::{
+    process_batch, BatchReport, HandlerFailure, MessageOutcome, SqsRecord,
+};
 use cronledger_aws::ledger::RunChange;
 use cronledger_aws::{LaneMessage, LaneQueue, LedgerStore, StoreError};
 use cronledger_core::{Lane, Reason, Run, Span, StartWait};
@@ -144,20 +144,34 @@ impl Worker {
         &self.metrics
     }
 
-    /// Handles one SQS batch of one lane; the report becomes the partial batch response.
+    /// Handles one SQS batch of one lane, its messages concurrently; the report becomes the
+    /// partial batch response.
     pub async fn handle_batch(&self, lane: Lane, records: &[SqsRecord]) -> BatchReport {
-        process_batch(lane, records, self.lanes.as_ref(), |message, record| {
-            self.handle(Delivery { message, record })
-        })
-        .await
+        self.handle_invocation(lane, records, None, &|_, _| {})
+            .await
     }
 
-    /// Handles one delivery inside a span that gets the attempt once it is known; the batch's
-    /// span around it already names the schedule and the run, so every log line about the run
-    /// carries all three.
-    async fn handle(&self, delivery: Delivery<'_>) -> Result<(), HandlerFailure> {
-        let span = tracing::info_span!("attempt", attempt = tracing::field::Empty);
-        self.handle_delivery(&delivery).instrument(span).await
+    /// [`Self::handle_batch`] for one invocation: its request id goes on every log line about
+    /// the batch's messages, and `done` hears of each message as soon as it is finished (the
+    /// simulator keeps its virtual time per message).
+    pub async fn handle_invocation(
+        &self,
+        lane: Lane,
+        records: &[SqsRecord],
+        request_id: Option<&str>,
+        done: &(dyn Fn(&SqsRecord, &MessageOutcome) + Sync),
+    ) -> BatchReport {
+        process_batch(
+            lane,
+            records,
+            self.lanes.as_ref(),
+            request_id,
+            |message, record| async move {
+                self.handle_delivery(&Delivery { message, record }).await
+            },
+            done,
+        )
+        .await
     }
 
     async fn handle_delivery(&self, delivery: &Delivery<'_>) -> Result<(), HandlerFailure> {
@@ -194,7 +208,7 @@ impl Worker {
             let event = match self.admit(&seen, &stored, &schedule, lane, now).await {
                 Ok(Admission::Start(event)) => event,
                 Ok(Admission::Ack(why)) => {
-                    tracing::info!(status = %run.status, why, "acknowledged without running");
+                    tracing::debug!(status = %run.status, why, "acknowledged without running");
                     return Ok(());
                 }
                 Ok(Admission::Skip(reason)) => {
@@ -261,13 +275,13 @@ impl Worker {
         let wait = StartWait::of(&started, now);
         match wait {
             StartWait::Scheduled { ms } => {
-                tracing::info!(
+                tracing::debug!(
                     epoch = started.lease_epoch,
                     start_delay_ms = ms,
                     "run started"
                 )
             }
-            StartWait::Released { ms } => tracing::info!(
+            StartWait::Released { ms } => tracing::debug!(
                 epoch = started.lease_epoch,
                 release_delay_ms = ms,
                 trigger = %started.trigger,
@@ -284,7 +298,7 @@ impl Worker {
                 ms as f64,
             ),
             // Catch-up, backfill and operators' runs: one figure per function, no schedule
-            // dimension (they come in bursts, by design).
+            // property (they come in bursts, by design).
             StartWait::Released { ms } if started.attempts == 1 => {
                 self.metrics
                     .put("ReleaseDelay", Unit::Milliseconds, ms as f64)

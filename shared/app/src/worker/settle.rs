@@ -49,7 +49,7 @@ impl Worker {
         let message = LaneMessage::next_attempt(latest, Lane::Correction);
         match self.lanes.send(&message, Duration::ZERO).await {
             Ok(_) => {
-                tracing::info!(run = %latest.key, "late run moved ahead to the correction lane");
+                tracing::debug!(run = %latest.key, "late run moved ahead to the correction lane");
                 self.metrics
                     .count_for(&latest.key.schedule_id, "RunsMovedToCorrection", 1);
             }
@@ -289,7 +289,21 @@ impl Worker {
         match self.store.transition_run(&run.key, &change).await {
             Ok(done) => {
                 let duration_ms = run.started_at.map(|s| (now - s).num_milliseconds());
-                tracing::info!(status = %done.status, duration_ms, "attempt recorded");
+                // The run's one INFO line: everything about the attempt, so the other lines
+                // can stay at DEBUG.
+                tracing::info!(
+                    schedule = %run.key.schedule_id,
+                    run = %run.key,
+                    window_start = %run.window.start,
+                    window_end = %run.window.end,
+                    lane = %delivery.message.lane,
+                    attempt = run.attempts,
+                    status = %done.status,
+                    outcome = ?event,
+                    error_code = outcome.as_ref().err().map(JobFailure::code),
+                    duration_ms,
+                    "run attempt finished"
+                );
                 self.count_outcome(&run.key.schedule_id, event, duration_ms);
             }
             Err(StoreError::LeaseLost { .. } | StoreError::StatusConflict { .. }) => {
@@ -368,7 +382,7 @@ impl Worker {
             now,
         );
         match sent.await {
-            Ok(()) => tracing::info!(run = %next.key, "queued run released"),
+            Ok(()) => tracing::debug!(run = %next.key, "queued run released"),
             Err(e) => {
                 tracing::warn!(run = %next.key, error = %e, "release failed; the reconciler will send it")
             }

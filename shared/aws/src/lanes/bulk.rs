@@ -3,6 +3,9 @@
 //! each. SQS answers a batch entry by entry; a failed entry is reported as an error naming
 //! its code, the entries that succeeded stay done.
 
+use std::collections::BTreeMap;
+use std::time::Duration;
+
 use cronledger_core::Lane;
 
 use aws_sdk_sqs::types::{
@@ -12,58 +15,124 @@ use aws_sdk_sqs::types::{
 
 use crate::error::LaneError;
 use crate::lanes::envelope::LaneMessage;
-use crate::lanes::sqs::SqsLanes;
+use crate::lanes::sqs::{whole_seconds, SqsLanes, MAX_DELAY};
 use crate::meter::metered;
 
 /// SQS's limit on entries per batch request.
 const BATCH: usize = 10;
 
 impl SqsLanes {
-    /// Sends messages of one lane at once, undelayed; returns their message ids in order.
+    /// Sends messages of one lane at once, undelayed; returns their message ids in order,
+    /// or the first entry's failure.
     pub async fn send_batch(
         &self,
         lane: Lane,
         messages: &[LaneMessage],
     ) -> Result<Vec<String>, LaneError> {
-        let url = &self.urls(lane)?.queue;
-        let mut ids = Vec::with_capacity(messages.len());
-        for chunk in messages.chunks(BATCH) {
-            let entries = chunk
-                .iter()
-                .enumerate()
-                .map(|(i, m)| {
-                    SendMessageBatchRequestEntry::builder()
-                        .id(i.to_string())
-                        .message_body(m.to_body())
-                        .build()
-                        .map_err(|e| LaneError::request("SendMessageBatch", e))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            let out = metered("send_batch", async {
-                self.client
-                    .send_message_batch()
-                    .queue_url(url)
-                    .set_entries(Some(entries))
-                    .send()
-                    .await
+        debug_assert!(
+            messages.iter().all(|m| m.lane == lane),
+            "one lane's messages"
+        );
+        let undelayed: Vec<(LaneMessage, Duration)> = messages
+            .iter()
+            .map(|m| (m.clone(), Duration::ZERO))
+            .collect();
+        self.send_batched(&undelayed).await.into_iter().collect()
+    }
+
+    /// `SendMessageBatch` for messages of any lanes: grouped by lane (one queue each), 10
+    /// entries a request, each with its own delay. One result per message, in order: an
+    /// entry SQS refused, or every entry of a request that failed as a whole, is an error.
+    pub(super) async fn send_batched(
+        &self,
+        messages: &[(LaneMessage, Duration)],
+    ) -> Vec<Result<String, LaneError>> {
+        let mut sent: Vec<Option<Result<String, LaneError>>> = vec![None; messages.len()];
+        let mut by_lane: BTreeMap<Lane, Vec<usize>> = BTreeMap::new();
+        for (i, (message, _)) in messages.iter().enumerate() {
+            by_lane.entry(message.lane).or_default().push(i);
+        }
+        for (lane, indexes) in by_lane {
+            for chunk in indexes.chunks(BATCH) {
+                let results = self.send_chunk(lane, messages, chunk).await;
+                for (&i, result) in chunk.iter().zip(results) {
+                    sent[i] = Some(result);
+                }
+            }
+        }
+        sent.into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(unsent())))
+            .collect()
+    }
+
+    /// One `SendMessageBatch` of up to 10 messages of one lane (`chunk` indexes
+    /// `messages`); the entry ids are the positions in the chunk.
+    async fn send_chunk(
+        &self,
+        lane: Lane,
+        messages: &[(LaneMessage, Duration)],
+        chunk: &[usize],
+    ) -> Vec<Result<String, LaneError>> {
+        let whole = |e: LaneError| -> Vec<Result<String, LaneError>> {
+            chunk.iter().map(|_| Err(e.clone())).collect()
+        };
+        let url = match self.urls(lane) {
+            Ok(urls) => &urls.queue,
+            Err(e) => return whole(e),
+        };
+        let entries = chunk
+            .iter()
+            .enumerate()
+            .map(|(id, &i)| {
+                let (message, delay) = &messages[i];
+                SendMessageBatchRequestEntry::builder()
+                    .id(id.to_string())
+                    .message_body(message.to_body())
+                    .delay_seconds(whole_seconds((*delay).min(MAX_DELAY)) as i32)
+                    .build()
                     .map_err(|e| LaneError::request("SendMessageBatch", e))
             })
-            .await?;
-            refuse_failures("SendMessageBatch", out.failed())?;
-            let mut sent: Vec<(usize, String)> = out
-                .successful()
-                .iter()
-                .map(|e| {
-                    (
-                        e.id().parse().unwrap_or(usize::MAX),
-                        e.message_id().to_string(),
-                    )
-                })
-                .collect();
-            sent.sort();
-            ids.extend(sent.into_iter().map(|(_, id)| id));
+            .collect::<Result<Vec<_>, _>>();
+        let entries = match entries {
+            Ok(entries) => entries,
+            Err(e) => return whole(e),
+        };
+        let call = self
+            .client
+            .send_message_batch()
+            .queue_url(url)
+            .set_entries(Some(entries))
+            .send();
+        let out = match metered("send_batch", call).await {
+            Ok(out) => out,
+            Err(e) => return whole(LaneError::request("SendMessageBatch", e)),
+        };
+        let mut results: Vec<Result<String, LaneError>> =
+            chunk.iter().map(|_| Err(unsent())).collect();
+        for ok in out.successful() {
+            if let Some(slot) = ok
+                .id()
+                .parse::<usize>()
+                .ok()
+                .and_then(|i| results.get_mut(i))
+            {
+                *slot = Ok(ok.message_id().to_string());
+            }
         }
-        Ok(ids)
+        for failed in out.failed() {
+            if let Some(slot) = failed
+                .id()
+                .parse::<usize>()
+                .ok()
+                .and_then(|i| results.get_mut(i))
+            {
+                *slot = Err(LaneError::Request {
+                    operation: "SendMessageBatch",
+                    message: format!("{}: {}", failed.code(), failed.message().unwrap_or("")),
+                });
+            }
+        }
+        results
     }
 
     /// Deletes received messages of one lane.
@@ -152,6 +221,14 @@ impl ReceiptOp {
             ReceiptOp::Delete => "DeleteMessageBatch",
             ReceiptOp::Show => "ChangeMessageVisibilityBatch",
         }
+    }
+}
+
+/// An entry SQS's answer did not mention (neither sent nor failed).
+fn unsent() -> LaneError {
+    LaneError::Request {
+        operation: "SendMessageBatch",
+        message: "the entry is missing from the answer".into(),
     }
 }
 

@@ -6,7 +6,8 @@ pub mod envelope;
 pub mod sqs;
 
 pub use batch::{
-    process_batch, BatchReport, BatchResponse, HandlerFailure, MessageOutcome, SqsRecord,
+    process_batch, BatchReport, HandlerFailure, MessageOutcome, SqsBatchResponse, SqsEvent,
+    SqsMessage, SqsRecord, BATCH_CONCURRENCY,
 };
 pub use envelope::LaneMessage;
 pub use sqs::{queue_names, LaneQueue, LaneSettings, LaneUrls, QueueDepth, Received, SqsLanes};

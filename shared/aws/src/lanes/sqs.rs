@@ -18,7 +18,7 @@ pub const ERROR_CODE_ATTRIBUTE: &str = "cronledger-error-code";
 pub const ERROR_DETAIL_ATTRIBUTE: &str = "cronledger-error-detail";
 
 /// SQS caps a message delay at 15 minutes.
-const MAX_DELAY: Duration = Duration::from_secs(900);
+pub(super) const MAX_DELAY: Duration = Duration::from_secs(900);
 
 /// What the functions need from the lanes.
 #[async_trait]
@@ -26,6 +26,20 @@ pub trait LaneQueue: Send + Sync {
     /// Sends a message to its lane, visible after `delay` (capped at 15 minutes).
     /// Returns the SQS message id (the run's `job_id`).
     async fn send(&self, message: &LaneMessage, delay: Duration) -> Result<String, LaneError>;
+
+    /// Sends many messages, each to its lane and visible after its delay; one result per
+    /// message, in order, so a failed entry fails alone (its sender handles it as a failed
+    /// [`Self::send`]). One by one unless the lanes batch them (SQS: 10 a request).
+    async fn send_many(
+        &self,
+        messages: &[(LaneMessage, Duration)],
+    ) -> Vec<Result<String, LaneError>> {
+        let mut sent = Vec::with_capacity(messages.len());
+        for (message, delay) in messages {
+            sent.push(self.send(message, *delay).await);
+        }
+        sent
+    }
 
     /// Puts a message that can never be processed straight into the lane's DLQ, with the
     /// reason as message attributes, instead of letting it be received again and again.
@@ -285,6 +299,13 @@ impl LaneQueue for SqsLanes {
         .await
     }
 
+    async fn send_many(
+        &self,
+        messages: &[(LaneMessage, Duration)],
+    ) -> Vec<Result<String, LaneError>> {
+        self.send_batched(messages).await
+    }
+
     async fn dead_letter(
         &self,
         lane: Lane,
@@ -336,7 +357,7 @@ impl LaneQueue for SqsLanes {
 
 /// SQS takes whole seconds: round up, so a backoff or a delay is never cut short (0.7 s
 /// must not become "visible now", and a run delayed to its second must not start before it).
-fn whole_seconds(d: Duration) -> u64 {
+pub(super) fn whole_seconds(d: Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }
 
