@@ -169,8 +169,8 @@ fn on_another_port_the_examples_webhook_runs_and_sigterm_stops_everything() {
         !executed.contains('\u{1b}'),
         "colour codes in a pipe: {executed:?}"
     );
-    // The worker's lines say which schedule and which run they are about.
-    let started = wait_for(&lines, &mut seen, |l| l.contains("run started"));
+    // The worker's one INFO line per attempt says which schedule and which run it is about.
+    let started = wait_for(&lines, &mut seen, |l| l.contains("run attempt finished"));
     assert!(
         started.contains("schedule") && started.contains("cache-refresh/RUN#"),
         "{started}"
