@@ -127,7 +127,7 @@ mod tests {
             ("CRONLEDGER_EXPECTED_RUNS_PER_MINUTE", "100000"),
         ]))
         .unwrap();
-        assert_eq!(fleet.shards, 20);
+        assert_eq!(fleet.shards, 14);
         let fixed = Deployment::from_lookup(env(&[
             ("CRONLEDGER_TABLE", "t"),
             ("CRONLEDGER_QUEUE_PREFIX", "q"),

@@ -5,7 +5,7 @@
 //! enclosing span on every line only multiplied the bytes CloudWatch bills.
 
 use tracing::Subscriber;
-use tracing_subscriber::filter::{EnvFilter, LevelFilter};
+use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::fmt::MakeWriter;
 
 /// Starts the subscriber on stdout: `AWS_LAMBDA_LOG_LEVEL` (else `RUST_LOG`, else INFO) and
@@ -25,7 +25,8 @@ pub fn init_function_logs() {
     )));
 }
 
-/// The functions' subscriber writing to `writer` (tests measure the bytes it writes).
+/// The functions' subscriber at `level` writing to `writer` (the simulator counts the bytes
+/// it writes, so it reads nothing from the environment).
 pub fn function_logs<W>(
     json: bool,
     level: LevelFilter,
@@ -37,11 +38,7 @@ where
     let logs = tracing_subscriber::fmt()
         .with_target(false)
         .without_time()
-        .with_env_filter(
-            EnvFilter::builder()
-                .with_default_directive(level.into())
-                .from_env_lossy(),
-        )
+        .with_max_level(level)
         .with_writer(writer);
     if json {
         Box::new(

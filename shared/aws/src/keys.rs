@@ -93,18 +93,32 @@ pub fn active_pk(shard: u32) -> String {
     format!("ACTIVE#{shard}")
 }
 
-/// Status first, so the scan can ask for one status with `begins_with`.
+/// The run's class first (RUNNING or WAITING), so the overlap check and the stuck scan can
+/// ask for RUNNING runs with `begins_with`. Only the class, not the status: an update that
+/// changes no key or projected attribute writes nothing to an index, so PENDING -> QUEUED
+/// (and every other move between waiting statuses) leaves the entry alone. Readers of one
+/// waiting status filter the class's entries by the run's status.
 pub fn active_sk(status: RunStatus, key: &RunKey) -> String {
     format!(
-        "{status}#{}#{}#{}",
+        "{}#{}#{}#{}",
+        active_class(status),
         index_time(key.scheduled_for),
         key.schedule_id,
         key.sort_key()
     )
 }
 
+/// The `active` sort key prefix of `status`'s class (shared by every waiting status).
 pub fn active_status_prefix(status: RunStatus) -> String {
-    format!("{status}#")
+    format!("{}#", active_class(status))
+}
+
+fn active_class(status: RunStatus) -> &'static str {
+    if status == RunStatus::Running {
+        "RUNNING"
+    } else {
+        "WAITING"
+    }
 }
 
 /// Index sort keys need one fixed width so text order is time order: whole seconds
@@ -118,15 +132,15 @@ pub fn index_time(t: DateTime<Utc>) -> String {
 pub const INDEX_PARTITION_WRITES_PER_SECOND: u64 = 500;
 
 /// Index writes one run makes in its busiest index, `active` (keys-only projection, at most
-/// 1 KB an entry, so one unit each): the PENDING put, PENDING->QUEUED and QUEUED->RUNNING
-/// (a changed sort key is a delete and a put: two each), and the delete when it ends.
-/// The `due` index takes two per fire (the sort key moves to the next time).
-pub const ACTIVE_WRITES_PER_RUN: u64 = 6;
+/// 1 KB an entry, so one unit each): the PENDING put, QUEUED->RUNNING (the class changes: a
+/// delete and a put) and the delete when it ends; PENDING->QUEUED keeps its key and writes
+/// nothing. The `due` index takes two per fire (the sort key moves to the next time).
+pub const ACTIVE_WRITES_PER_RUN: u64 = 4;
 
 /// The shard count a fleet needs so that no index partition key takes more than
-/// [`INDEX_PARTITION_WRITES_PER_SECOND`]: ceil(runs per minute / 60 x 6 / 500), that is one
-/// shard per 5,000 runs a minute (100,000 minutely schedules: 20 shards, 500 writes/s on
-/// each `active` key and 167 on each `due` key).
+/// [`INDEX_PARTITION_WRITES_PER_SECOND`]: ceil(runs per minute / 60 x 4 / 500), that is one
+/// shard per 7,500 runs a minute (100,000 minutely schedules: 14 shards, 476 writes/s on
+/// each `active` key and 238 on each `due` key).
 pub fn shards_for_fleet(runs_per_minute: u64) -> u32 {
     let per_shard = INDEX_PARTITION_WRITES_PER_SECOND * 60 / ACTIVE_WRITES_PER_RUN;
     let shards = runs_per_minute
@@ -208,13 +222,13 @@ mod tests {
     }
 
     #[test]
-    fn the_fleet_rule_gives_one_shard_per_five_thousand_runs_a_minute() {
+    fn the_fleet_rule_gives_one_shard_per_seven_thousand_five_hundred_runs_a_minute() {
         assert_eq!(shards_for_fleet(0), 1);
         assert_eq!(shards_for_fleet(1_000), 1);
-        assert_eq!(shards_for_fleet(5_000), 1);
-        assert_eq!(shards_for_fleet(5_001), 2);
+        assert_eq!(shards_for_fleet(7_500), 1);
+        assert_eq!(shards_for_fleet(7_501), 2);
         assert_eq!(shards_for_fleet(10_000), 2);
-        assert_eq!(shards_for_fleet(100_000), 20);
+        assert_eq!(shards_for_fleet(100_000), 14);
         assert_eq!(shards_for_fleet(u64::MAX), MAX_SHARDS);
         // At 100,000 runs a minute, no active partition key goes past the target.
         let per_key = 100_000 * ACTIVE_WRITES_PER_RUN / 60 / u64::from(shards_for_fleet(100_000));

@@ -134,18 +134,15 @@ impl Bill {
         }
     }
 
-    /// A tracing dispatcher that formats events as the deployed functions do (JSON, INFO and
-    /// above, no timestamp or target: `lambda_runtime`'s default subscriber under the
-    /// template's `LogFormat: JSON`) and counts the bytes instead of writing them.
+    /// A tracing dispatcher that formats events as the deployed functions do (their own
+    /// subscriber, [`crate::logging::function_logs`], under the template's `LogFormat: JSON`
+    /// at INFO) and counts the bytes instead of writing them.
     pub fn log_dispatch(&self) -> tracing::Dispatch {
-        let subscriber = tracing_subscriber::fmt()
-            .json()
-            .with_target(false)
-            .without_time()
-            .with_max_level(tracing::Level::INFO)
-            .with_writer(self.clone())
-            .finish();
-        tracing::Dispatch::new(subscriber)
+        tracing::Dispatch::new(crate::logging::function_logs(
+            true,
+            tracing_subscriber::filter::LevelFilter::INFO,
+            self.clone(),
+        ))
     }
 
     pub fn functions(&self) -> BTreeMap<&'static str, FunctionUsage> {

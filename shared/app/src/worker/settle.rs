@@ -290,14 +290,12 @@ impl Worker {
             Ok(done) => {
                 let duration_ms = run.started_at.map(|s| (now - s).num_milliseconds());
                 // The run's one INFO line: everything about the attempt, so the other lines
-                // can stay at DEBUG.
+                // can stay at DEBUG. Its `message` span already names the schedule, the run,
+                // the attempt and the request.
                 tracing::info!(
-                    schedule = %run.key.schedule_id,
-                    run = %run.key,
                     window_start = %run.window.start,
                     window_end = %run.window.end,
                     lane = %delivery.message.lane,
-                    attempt = run.attempts,
                     status = %done.status,
                     outcome = ?event,
                     error_code = outcome.as_ref().err().map(JobFailure::code),

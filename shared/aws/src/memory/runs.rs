@@ -273,8 +273,14 @@ impl MemoryStore {
         let entries = tables.active.from(shard, &prefix, after.as_deref());
         let (read, last) = read_page(resolve(&tables, entries), page_limit(limit));
         self.charge_query_page(&tables.run_items, Some(keys::ACTIVE_INDEX), &read);
+        // A waiting status shares its class's entries: the page keeps the wanted status.
         Ok(Page {
-            items: read.iter().map(|stored| stored.run.clone()).collect(),
+            items: read
+                .iter()
+                .map(|stored| &stored.run)
+                .filter(|run| status.is_none_or(|wanted| run.status == wanted))
+                .cloned()
+                .collect(),
             next: last.map(|(sk, stored)| active_cursor(shard, sk, &stored.run.key)),
         })
     }
@@ -345,6 +351,7 @@ impl MemoryStore {
         Ok(read
             .into_iter()
             .filter(|r| r.run.key.schedule_id == schedule_id && r.run.key.scheduled_for < before)
+            .filter(|r| r.run.status == RunStatus::Running)
             .map(|r| r.run.clone())
             .collect())
     }
@@ -370,6 +377,7 @@ impl MemoryStore {
             .into_iter()
             .map(|stored| &stored.run)
             .filter(|r| matches!(r.trigger, Trigger::Scheduled | Trigger::Manual))
+            .filter(|r| r.status == RunStatus::Pending)
             .filter(|r| from <= r.key.scheduled_for && r.key.scheduled_for <= to)
             .cloned()
             .collect())
