@@ -514,7 +514,7 @@ impl LedgerStore for ObservedStore {
         self.inner.fire(fire).await
     }
 
-    async fn fire_all(&self, fires: &[Fire]) -> Result<bool, StoreError> {
+    async fn fire_all(&self, fires: &[Fire]) -> Result<Vec<FireOutcome>, StoreError> {
         self.inner.fire_all(fires).await
     }
 

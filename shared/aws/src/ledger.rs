@@ -34,8 +34,8 @@ pub struct Pause {
 /// How many pauses a schedule remembers (older ones are beyond any catch-up horizon).
 pub const PAUSE_HISTORY: usize = 20;
 
-/// Fires per [`LedgerStore::fire_all`]: two writes each, and DynamoDB takes 100 in one
-/// transaction.
+/// Fires per [`LedgerStore::fire_all`]: the ticker's batch of fires written side by side
+/// (two writes each) and sent 10 to a request.
 pub const MAX_FIRES_PER_TRANSACTION: usize = 50;
 
 /// An expression (cron and timezone) the schedule had until an edit, kept until the
@@ -298,7 +298,8 @@ pub struct Fire {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum FireOutcome {
-    /// The run was created and the schedule advanced, together.
+    /// The run was created; the schedule advanced with it, or another writer (a ticker, the
+    /// reconciler) had moved it already.
     Created,
     /// Nothing was written. `existing` is the run already recorded for the window (a
     /// reconciler or another ticker got there first); `schedule_moved` means the schedule's
@@ -409,18 +410,20 @@ pub trait LedgerStore: Send + Sync {
         cursor: Option<&str>,
     ) -> Result<Page<StoredSchedule>, StoreError>;
 
-    /// The ticker's write: the run (if absent) and the advanced `next_run_at` (if unchanged),
-    /// in one transaction.
+    /// The ticker's write: the run (if absent), then the advanced `next_run_at` (if
+    /// unchanged and the schedule still at the run's version). Two plain conditional writes,
+    /// run first; a run whose schedule was edited, paused or archived between them is taken
+    /// back, so the outcome is as one transaction's (see `dynamo::fire`).
     async fn fire(&self, fire: &Fire) -> Result<FireOutcome, StoreError>;
 
-    /// Several fires, each for a different schedule, in one transaction (at most
-    /// [`MAX_FIRES_PER_TRANSACTION`]): `Ok(true)` when every run was created and every
-    /// schedule advanced, `Ok(false)` when nothing was written because a condition failed
-    /// (another writer got to one of them first): fire them one by one to learn which.
-    /// A store that cannot batch answers `Ok(false)` without writing.
-    async fn fire_all(&self, fires: &[Fire]) -> Result<bool, StoreError> {
-        let _ = fires;
-        Ok(false)
+    /// Several fires, each for a different schedule (at most [`MAX_FIRES_PER_TRANSACTION`]),
+    /// each with its own outcome, in the fires' order.
+    async fn fire_all(&self, fires: &[Fire]) -> Result<Vec<FireOutcome>, StoreError> {
+        let mut outcomes = Vec::with_capacity(fires.len());
+        for fire in fires {
+            outcomes.push(self.fire(fire).await?);
+        }
+        Ok(outcomes)
     }
 
     /// Moves `next_run_at` on alone (when the run already existed), if unchanged.

@@ -343,8 +343,8 @@ impl Ticker {
         };
         let concurrency = self.config.concurrency.max(1);
         // A window inside the lookahead is not due yet, so nothing about it needs a read
-        // (overlap is judged by the worker when it starts): those fires go in batches, one
-        // transaction for many schedules. Windows already due go one by one.
+        // (overlap is judged by the worker when it starts): those fires go in batches, their
+        // runs sent 10 to a request. Windows already due go one by one.
         let (ahead, mut one_by_one): (Vec<_>, Vec<_>) = schedules
             .into_iter()
             .partition(|s| s.next_run_at.is_some_and(|t| t > now && t <= until));
@@ -377,10 +377,9 @@ impl Ticker {
     }
 
     /// Fires the first window of each schedule (all inside the lookahead, distinct schedules)
-    /// in one transaction, then sends them. Returns the schedules left for the one-by-one
-    /// path: all of them when the transaction did not go through (another ticker, the
-    /// reconciler or an edit got to one first; singly, each learns what happened to it), and
-    /// those with a further window inside the lookahead.
+    /// side by side, then sends the runs 10 to a request. Returns the schedules left for the
+    /// one-by-one path: those with a further window inside the lookahead, and those whose
+    /// fire could not be written (a store error: singly, each tries again).
     async fn fire_batch(
         &self,
         batch: Vec<StoredSchedule>,
@@ -414,15 +413,50 @@ impl Ticker {
             };
             prepared.push((stored, fire, send));
         }
-        // Alone, the single fire says what happened if it loses: one request either way.
-        let written = prepared.len() > 1 && self.fire_together(&prepared).await;
-        if !written {
-            let rest = prepared.into_iter().map(|(stored, ..)| stored).collect();
-            return (report, rest);
-        }
+        let fires: Vec<Fire> = prepared.iter().map(|(_, fire, _)| fire.clone()).collect();
+        let outcomes = match self.store.fire_all(&fires).await {
+            Ok(outcomes) => outcomes,
+            Err(e) => {
+                tracing::warn!(error = %e, fires = fires.len(), "batched fire failed; firing one by one");
+                let rest = prepared.into_iter().map(|(stored, ..)| stored).collect();
+                return (report, rest);
+            }
+        };
         let mut rest = Vec::new();
         let mut to_send = Vec::new();
-        for (mut stored, fire, send) in prepared {
+        for ((mut stored, fire, send), outcome) in prepared.into_iter().zip(outcomes) {
+            match outcome {
+                FireOutcome::Created => {}
+                FireOutcome::Lost {
+                    schedule_moved: true,
+                    ..
+                } => {
+                    report.lost_race += 1;
+                    continue;
+                }
+                FireOutcome::Lost { .. } => {
+                    // Recorded first by the reconciler (or another ticker): move on.
+                    report.lost_race += 1;
+                    let expected = fire.expected_next_run_at;
+                    match self
+                        .store
+                        .advance_next_run(stored.id(), expected, fire.next_run_at)
+                        .await
+                    {
+                        Ok(true) => {}
+                        Ok(false) => continue,
+                        Err(e) => {
+                            report.error(stored.id(), e);
+                            continue;
+                        }
+                    }
+                    if fire.next_run_at.is_some_and(|next| next <= until) {
+                        stored.next_run_at = fire.next_run_at;
+                        rest.push(stored);
+                    }
+                    continue;
+                }
+            }
             self.count_created(stored.id(), &fire.run, &mut report);
             if fire.next_run_at.is_some_and(|next| next <= until) {
                 stored.next_run_at = fire.next_run_at;
@@ -436,18 +470,6 @@ impl Ticker {
             report.count_send(ok);
         }
         (report, rest)
-    }
-
-    /// The batch's fires in one transaction; `false` when nothing was written.
-    async fn fire_together(&self, prepared: &[(StoredSchedule, Fire, bool)]) -> bool {
-        let fires: Vec<Fire> = prepared.iter().map(|(_, fire, _)| fire.clone()).collect();
-        match self.store.fire_all(&fires).await {
-            Ok(written) => written,
-            Err(e) => {
-                tracing::warn!(error = %e, fires = fires.len(), "batched fire failed; firing one by one");
-                false
-            }
-        }
     }
 
     /// Fires the due windows of one schedule, oldest first.

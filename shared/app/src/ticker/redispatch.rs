@@ -31,8 +31,12 @@ impl Ticker {
         now: DateTime<Utc>,
         report: &mut TickReport,
     ) {
+        // A ticker sends a run right after writing it: one written SEND_DEADLINE ago and
+        // still unsent was lost, whatever its window. Windows due by now are sent at once
+        // (one fired ahead waits for the tick at its window, so no send goes out early).
         let from = now - REDISPATCH_HORIZON - MAX_JITTER.as_delta();
-        let to = now - SEND_DEADLINE;
+        let to = now;
+        let written_by = now - SEND_DEADLINE;
         let pending = match self
             .store
             .pending_live_runs(shard, from, to, REDISPATCH_LIMIT)
@@ -47,7 +51,7 @@ impl Ticker {
         let mut claimed: Vec<(Run, Lane)> = Vec::new();
         for run in pending {
             // Parked on purpose (QUEUE_NEW, a backlog's plan, a pause) or sent already.
-            if run.reason.is_some() || run.job_id.is_some() {
+            if run.reason.is_some() || run.job_id.is_some() || run.created_at > written_by {
                 continue;
             }
             // A jittered run is due at its fire time, not its window: not lost before then.

@@ -4,6 +4,7 @@ mod audit;
 pub(crate) mod control;
 mod expr;
 mod fetch;
+mod fire;
 pub(crate) mod ops;
 mod runs;
 mod schedules;
@@ -53,14 +54,9 @@ const CHANGE_TRIES: u32 = 5;
 
 /// Why a transaction did not apply.
 pub(crate) enum TxError {
-    /// A condition failed: one entry per item, in request order (`None` = that item passed).
-    Canceled(Vec<Option<Cancel>>),
+    /// An item's condition failed.
+    Canceled,
     Failed(StoreError),
-}
-
-/// A failed item condition, with the stored item when DynamoDB returned it.
-pub(crate) struct Cancel {
-    pub item: Option<Item>,
 }
 
 impl DynamoLedger {
@@ -112,16 +108,11 @@ impl DynamoLedger {
                 )));
             };
             let reasons = canceled.cancellation_reasons();
-            let failed: Vec<Option<Cancel>> = reasons
+            if reasons
                 .iter()
-                .map(|r| {
-                    (r.code() == Some("ConditionalCheckFailed")).then(|| Cancel {
-                        item: r.item().cloned(),
-                    })
-                })
-                .collect();
-            if failed.iter().any(Option::is_some) {
-                return Err(TxError::Canceled(failed));
+                .any(|r| r.code() == Some("ConditionalCheckFailed"))
+            {
+                return Err(TxError::Canceled);
             }
             if !reasons
                 .iter()
@@ -325,7 +316,7 @@ impl LedgerStore for DynamoLedger {
         metered("fire", self.fire_impl(fire)).await
     }
 
-    async fn fire_all(&self, fires: &[Fire]) -> Result<bool, StoreError> {
+    async fn fire_all(&self, fires: &[Fire]) -> Result<Vec<FireOutcome>, StoreError> {
         metered("fire_all", self.fire_all_impl(fires)).await
     }
 

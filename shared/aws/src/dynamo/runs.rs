@@ -1,12 +1,10 @@
-//! Run operations: conditional creation, guarded transitions, the ticker's transaction,
-//! and the listings.
+//! Run operations: conditional creation, guarded transitions and the listings.
 
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::query::QueryOutput;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
-    Put, ReturnConsumedCapacity, ReturnValue, ReturnValuesOnConditionCheckFailure,
-    TransactWriteItem,
+    ReturnConsumedCapacity, ReturnValue, ReturnValuesOnConditionCheckFailure,
 };
 use chrono::{DateTime, Utc};
 use cronledger_core::retention::{self, DEFAULT_RETENTION, KEPT_LONGER};
@@ -14,18 +12,14 @@ use cronledger_core::{
     Attempt, AttemptEnd, AttemptOutcome, AttemptStart, Run, RunEvent, RunKey, RunStatus, Trigger,
 };
 
-use super::{DynamoLedger, Expr, TxError};
+use super::{DynamoLedger, Expr};
 use crate::codec::attempt as attempts;
 use crate::codec::run as codec;
 use crate::codec::schedule as schedule_codec;
-use crate::codec::schedule::VERSION;
 use crate::error::StoreError;
 use crate::item::{key, n, s, time, Item};
 use crate::keys::{self, EXPIRES_AT, GSI2PK, GSI2SK, PK, SK};
-use crate::ledger::{
-    check_new_run, Created, Fire, FireOutcome, Page, RecentRuns, RunChange, StoredSchedule,
-    MAX_FIRES_PER_TRANSACTION,
-};
+use crate::ledger::{check_new_run, Created, Page, RecentRuns, RunChange, StoredSchedule};
 
 impl DynamoLedger {
     pub(super) async fn create_run_impl(&self, run: &Run) -> Result<Created, StoreError> {
@@ -256,80 +250,6 @@ impl DynamoLedger {
         Ok(e)
     }
 
-    /// The two writes of a fire: the run if absent, and the schedule's `next_run_at` moved
-    /// on if unchanged (and the schedule still at the run's version).
-    fn fire_items(&self, fire: &Fire) -> Result<[TransactWriteItem; 2], StoreError> {
-        let run = &fire.run;
-        check_new_run(run)?;
-        let id = &run.key.schedule_id;
-        let mut absent = Expr::new();
-        absent.not_exists(PK);
-        let put = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(codec::encode(run, self.shards)))
-            .set_condition_expression(absent.condition())
-            .set_expression_attribute_names(absent.names())
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .build()
-            .map_err(|e| StoreError::InvalidRequest(e.to_string()))?;
-        let mut advance = Expr::new();
-        self.advance_expr(
-            &mut advance,
-            id,
-            fire.expected_next_run_at,
-            fire.next_run_at,
-        );
-        // The run carries the version it was planned under; an edit since then loses us the race.
-        advance.eq(VERSION, n(run.schedule_version));
-        Ok([
-            TransactWriteItem::builder().put(put).build(),
-            self.schedule_update(id, &advance)?,
-        ])
-    }
-
-    pub(super) async fn fire_all_impl(&self, fires: &[Fire]) -> Result<bool, StoreError> {
-        if fires.len() > MAX_FIRES_PER_TRANSACTION {
-            return Err(StoreError::InvalidRequest(format!(
-                "{} fires in one transaction; at most {MAX_FIRES_PER_TRANSACTION}",
-                fires.len()
-            )));
-        }
-        let mut items = Vec::with_capacity(fires.len() * 2);
-        for fire in fires {
-            items.extend(self.fire_items(fire)?);
-        }
-        match self.transact(items).await {
-            Ok(()) => Ok(true),
-            Err(TxError::Canceled(_)) => Ok(false),
-            Err(TxError::Failed(e)) => Err(e),
-        }
-    }
-
-    pub(super) async fn fire_impl(&self, fire: &Fire) -> Result<FireOutcome, StoreError> {
-        let run = &fire.run;
-        let items = self.fire_items(fire)?.to_vec();
-        match self.transact(items).await {
-            Ok(()) => Ok(FireOutcome::Created),
-            Err(TxError::Canceled(reasons)) => {
-                let mut reasons = reasons.into_iter();
-                let run_failed = reasons.next().flatten();
-                let schedule_moved = reasons.next().flatten().is_some();
-                let existing = match run_failed {
-                    Some(cancel) => Some(Box::new(match cancel.item {
-                        Some(item) => codec::decode(&item)?,
-                        None => self.get_run_impl(&run.key).await?,
-                    })),
-                    None => None,
-                };
-                Ok(FireOutcome::Lost {
-                    existing,
-                    schedule_moved,
-                })
-            }
-            Err(TxError::Failed(e)) => Err(e),
-        }
-    }
-
     pub(super) async fn active_runs_impl(
         &self,
         shard: u32,
@@ -497,7 +417,7 @@ impl DynamoLedger {
     }
 }
 
-fn run_item_key(run_key: &RunKey) -> Item {
+pub(super) fn run_item_key(run_key: &RunKey) -> Item {
     key(
         keys::schedule_pk(&run_key.schedule_id),
         keys::run_sk(run_key),

@@ -1,7 +1,7 @@
 //! Schedule operations: audited, optimistic-locked changes and the ticker's index.
 
 use aws_sdk_dynamodb::operation::query::QueryOutput;
-use aws_sdk_dynamodb::types::{Put, ReturnConsumedCapacity, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{Put, ReturnConsumedCapacity, TransactWriteItem};
 use chrono::{DateTime, Utc};
 use cronledger_core::ScheduleSpec;
 
@@ -29,7 +29,7 @@ impl DynamoLedger {
         ];
         match self.transact(items).await {
             Ok(()) => Ok(schedule),
-            Err(TxError::Canceled(_)) => {
+            Err(TxError::Canceled) => {
                 Err(StoreError::ScheduleAlreadyExists(schedule.id().to_string()))
             }
             Err(TxError::Failed(e)) => Err(e),
@@ -130,7 +130,7 @@ impl DynamoLedger {
             match self.transact(items).await {
                 Ok(()) => return Ok(next),
                 // Someone wrote in between: read again and decide which case it is.
-                Err(TxError::Canceled(_)) => continue,
+                Err(TxError::Canceled) => continue,
                 Err(TxError::Failed(e)) => return Err(e),
             }
         }
@@ -329,23 +329,6 @@ impl DynamoLedger {
             .eq(codec::STATE, s(ScheduleState::Active.as_str()));
     }
 
-    pub(super) fn schedule_update(
-        &self,
-        id: &str,
-        expr: &Expr,
-    ) -> Result<TransactWriteItem, StoreError> {
-        let update = Update::builder()
-            .table_name(&self.table)
-            .set_key(Some(key(keys::schedule_pk(id), keys::SCHEDULE_SK)))
-            .set_update_expression(expr.update())
-            .set_condition_expression(expr.condition())
-            .set_expression_attribute_names(expr.names())
-            .set_expression_attribute_values(expr.values())
-            .build()
-            .map_err(|e| StoreError::InvalidRequest(e.to_string()))?;
-        Ok(TransactWriteItem::builder().update(update).build())
-    }
-
     /// A strongly consistent read of one item.
     pub(super) async fn get_item(&self, item_key: Item) -> Result<Option<Item>, StoreError> {
         let out = self
@@ -364,7 +347,11 @@ impl DynamoLedger {
     }
 
     /// `true` if applied, `false` if its condition failed.
-    async fn conditional_update(&self, id: &str, expr: &Expr) -> Result<bool, StoreError> {
+    pub(super) async fn conditional_update(
+        &self,
+        id: &str,
+        expr: &Expr,
+    ) -> Result<bool, StoreError> {
         let sent = self
             .client
             .update_item()

@@ -243,6 +243,35 @@ impl MemoryStore {
             .record_stored(key(PK), key(SK), stored_bytes(after));
     }
 
+    /// Charges a delete of `before` that applied: its size in the table, and the removal of
+    /// its entry from every index it was in. It no longer counts as stored.
+    pub(crate) fn charge_delete(&self, operation: &'static str, before: &Item) {
+        let target = |index: Option<&str>| CapacityTarget {
+            table: table_name().to_string(),
+            index: index.map(str::to_string),
+        };
+        self.meter.record_units(
+            operation,
+            target(None),
+            Units::write(units(item_size(before), WRITE_UNIT_BYTES)),
+        );
+        for index in indexes() {
+            let used = index_write_units(index, Some(before), None);
+            if used > 0.0 {
+                self.meter.record_units(
+                    operation,
+                    target(Some(&index.index_name)),
+                    Units::write(used),
+                );
+            }
+        }
+        let key = |name: &str| match before.get(name) {
+            Some(AttributeValue::S(s)) => s.clone(),
+            _ => String::new(),
+        };
+        self.meter.record_stored(key(PK), key(SK), 0);
+    }
+
     /// Charges a read that returned (or, for a query, examined) `items`, from the table
     /// (`index: None`) or an index by name (`"due"`, `"active"`).
     pub(crate) fn charge_read(

@@ -224,7 +224,7 @@ impl LedgerStore for MemoryStore {
         metered("fire", async { self.fire_impl(fire) }).await
     }
 
-    async fn fire_all(&self, fires: &[Fire]) -> Result<bool, StoreError> {
+    async fn fire_all(&self, fires: &[Fire]) -> Result<Vec<FireOutcome>, StoreError> {
         metered("fire_all", async { self.fire_all_impl(fires) }).await
     }
 

@@ -7,6 +7,7 @@
 
 mod change;
 mod charges;
+mod fire;
 
 pub(super) use charges::RunItems;
 
@@ -27,8 +28,7 @@ use crate::error::StoreError;
 use crate::item::{key, s, Item};
 use crate::keys::{self, GSI2PK, GSI2SK, SK};
 use crate::ledger::{
-    check_new_run, Created, Fire, FireOutcome, Page, RecentRuns, RunChange, ScheduleState,
-    StoredSchedule, MAX_FIRES_PER_TRANSACTION,
+    check_new_run, Created, Page, RecentRuns, RunChange, ScheduleState, StoredSchedule,
 };
 
 /// Items one DynamoDB Query page reads at most (the store asks for no more).
@@ -73,65 +73,6 @@ impl MemoryStore {
             }
         }
         Ok(due[..taken].iter().map(|s| (*s).clone()).collect())
-    }
-
-    pub(super) fn fire_impl(&self, fire: &Fire) -> Result<FireOutcome, StoreError> {
-        check_new_run(&fire.run)?;
-        let mut tables = self.tables();
-        self.charge_call("TransactWriteItems");
-        let existing = stored_run(&tables, &fire.run.key).cloned();
-        let schedule_moved = !fire_may_advance(&tables, fire);
-        if existing.is_some() || schedule_moved {
-            self.charge_refused_fire(&tables, fire);
-            return Ok(FireOutcome::Lost {
-                existing: existing.map(|stored| Box::new(stored.run)),
-                schedule_moved,
-            });
-        }
-        self.apply_fire(&mut tables, fire);
-        Ok(FireOutcome::Created)
-    }
-
-    pub(super) fn fire_all_impl(&self, fires: &[Fire]) -> Result<bool, StoreError> {
-        if fires.len() > MAX_FIRES_PER_TRANSACTION {
-            return Err(StoreError::InvalidRequest(format!(
-                "{} fires in one transaction; at most {MAX_FIRES_PER_TRANSACTION}",
-                fires.len()
-            )));
-        }
-        for fire in fires {
-            check_new_run(&fire.run)?;
-        }
-        let mut tables = self.tables();
-        self.charge_call("TransactWriteItems");
-        // What DynamoDB refuses outright: an empty transaction, or two writes to one item.
-        let mut schedules: Vec<&str> = fires
-            .iter()
-            .map(|f| f.run.key.schedule_id.as_str())
-            .collect();
-        schedules.sort_unstable();
-        schedules.dedup();
-        if fires.is_empty() || schedules.len() < fires.len() {
-            return Err(StoreError::Request {
-                operation: "TransactWriteItems",
-                message: "ValidationException: a transaction needs 1 to 100 items, each on a \
-                          different item"
-                    .to_string(),
-            });
-        }
-        let refused = fires.iter().any(|fire| {
-            stored_run(&tables, &fire.run.key).is_some() || !fire_may_advance(&tables, fire)
-        });
-        if refused {
-            for fire in fires {
-                self.charge_refused_fire(&tables, fire);
-            }
-            return Ok(false);
-        }
-        for fire in fires {
-            self.apply_fire(&mut tables, fire);
-        }
-        Ok(true)
     }
 
     pub(super) fn advance_next_run_impl(
@@ -442,34 +383,6 @@ impl MemoryStore {
 
 impl MemoryStore {
     /// Writes a fire whose conditions held: the run, and the schedule moved on.
-    fn apply_fire(&self, tables: &mut Tables, fire: &Fire) {
-        let Tables {
-            runs,
-            active,
-            run_items,
-            ..
-        } = tables;
-        let stored = insert_run(runs, active, &fire.run, self.shards);
-        self.charge_run_write(
-            run_items,
-            "TransactWriteItems",
-            None,
-            Some(stored),
-            Request::Transactional,
-        );
-        if let Some(schedule) = tables.schedules.get_mut(&fire.run.key.schedule_id) {
-            let before = schedule_codec::encode(schedule).ok();
-            schedule.next_run_at = fire.next_run_at;
-            let after = schedule_codec::encode(schedule).ok();
-            self.charge_write(
-                "TransactWriteItems",
-                before.as_ref(),
-                after.as_ref(),
-                Request::Transactional,
-            );
-        }
-    }
-
     /// DynamoDB refuses a BETWEEN whose bounds are the wrong way round.
     fn check_between(&self, low: &str, high: &str) -> Result<(), StoreError> {
         if low <= high {
@@ -509,18 +422,6 @@ fn insert_run<'a>(
 /// `next_run_at` moves only from the value the caller read, and only while ACTIVE.
 fn may_advance(schedule: &StoredSchedule, expected: DateTime<Utc>) -> bool {
     schedule.next_run_at == Some(expected) && schedule.state == ScheduleState::Active
-}
-
-/// A fire's schedule condition: as [`may_advance`], and the schedule still at the version
-/// the run was planned under (an edit since then loses the race).
-fn fire_may_advance(tables: &Tables, fire: &Fire) -> bool {
-    tables
-        .schedules
-        .get(&fire.run.key.schedule_id)
-        .is_some_and(|schedule| {
-            may_advance(schedule, fire.expected_next_run_at)
-                && schedule.version == fire.run.schedule_version
-        })
 }
 
 /// A schedule's runs, newest first (a descending query on its partition).

@@ -93,11 +93,12 @@ fn a_fire_writes_the_run_and_moves_the_schedule_or_nothing() {
     assert_eq!(won, FireOutcome::Created);
     assert_eq!(next_run_at(&store, "a"), Some(minute(2)));
 
-    // A second ticker with the same read loses both conditions and learns the winner.
+    // A second ticker with the same read loses to the run and learns the winner (it then
+    // finds the schedule moved when it tries to advance it).
     let lost = store.fire_impl(&fire("a", minute(1), "t2")).expect("fire");
     let FireOutcome::Lost {
         existing: Some(existing),
-        schedule_moved: true,
+        schedule_moved: false,
     } = lost
     else {
         panic!("expected a lost race: {lost:?}");
@@ -118,7 +119,7 @@ fn a_fire_writes_the_run_and_moves_the_schedule_or_nothing() {
     ));
     assert_eq!(next_run_at(&store, "a"), Some(minute(2)));
 
-    // An edit since the ticker's read (a newer version): not even the run is written.
+    // An edit since the ticker's read (a newer version): the run is taken back.
     store.tables().schedules.get_mut("a").expect("a").version = 2;
     let lost = store.fire_impl(&fire("a", minute(3), "t1"));
     assert!(matches!(
@@ -135,24 +136,35 @@ fn a_fire_writes_the_run_and_moves_the_schedule_or_nothing() {
 }
 
 #[test]
-fn a_batch_of_fires_is_all_or_nothing() {
+fn a_batch_of_fires_answers_for_each_fire() {
     let store = store();
     for id in ["b1", "b2", "b3"] {
         with_schedule(&store, id, minute(1));
     }
     let batch = |at| ["b1", "b2", "b3"].map(|id| fire(id, at, "batch")).to_vec();
-    assert!(store.fire_all_impl(&batch(minute(1))).expect("batch"));
+    let outcomes = store.fire_all_impl(&batch(minute(1))).expect("batch");
+    assert_eq!(outcomes, vec![FireOutcome::Created; 3]);
 
+    // The reconciler recorded b2's next window first: b2 alone loses; the others fire.
     store
         .create_run_impl(&run("b2", minute(2), "reconciler"))
         .expect("create");
-    assert!(!store.fire_all_impl(&batch(minute(2))).expect("refused"));
-    for (id, runs) in [("b1", 0), ("b2", 1), ("b3", 0)] {
+    let outcomes = store.fire_all_impl(&batch(minute(2))).expect("batch");
+    assert_eq!(outcomes[0], FireOutcome::Created);
+    assert!(matches!(
+        &outcomes[1],
+        FireOutcome::Lost {
+            existing: Some(run),
+            schedule_moved: false
+        } if run.replay_group_id.as_deref() == Some("reconciler")
+    ));
+    assert_eq!(outcomes[2], FireOutcome::Created);
+    for (id, next) in [("b1", minute(3)), ("b2", minute(2)), ("b3", minute(3))] {
         let found = store
             .runs_between_impl(id, minute(2), minute(2))
             .expect("runs");
-        assert_eq!(found.len(), runs, "{id}");
-        assert_eq!(next_run_at(&store, id), Some(minute(2)), "{id}");
+        assert_eq!(found.len(), 1, "{id}");
+        assert_eq!(next_run_at(&store, id), Some(next), "{id}");
     }
 
     let too_many: Vec<Fire> = (0..51)
@@ -160,10 +172,6 @@ fn a_batch_of_fires_is_all_or_nothing() {
         .collect();
     let err = store.fire_all_impl(&too_many).unwrap_err();
     assert_eq!(err.code(), "STORE_INVALID_REQUEST");
-    // Two writes to one schedule in a transaction: DynamoDB refuses the request.
-    let twice = vec![fire("b1", minute(2), "b"), fire("b1", minute(2), "b")];
-    let err = store.fire_all_impl(&twice).unwrap_err();
-    assert_eq!(err.code(), "STORE_REQUEST_FAILED");
 }
 
 #[test]
@@ -491,7 +499,8 @@ fn a_fleet_day_through_the_store() {
             })
             .collect();
         for batch in fires.chunks(50) {
-            assert!(store.fire_all_impl(batch).expect("fire"));
+            let outcomes = store.fire_all_impl(batch).expect("fire");
+            assert!(outcomes.iter().all(|o| *o == FireOutcome::Created));
         }
         for fire in &fires {
             let key = &fire.run.key;

@@ -8,13 +8,13 @@ use std::sync::Arc;
 use cronledger_core::RunKey;
 
 use super::super::capacity::Request;
-use super::super::{MemoryStore, StoredRun, Tables};
-use super::{stored_run, QUERY_PAGE};
+use super::super::{MemoryStore, StoredRun};
+use super::QUERY_PAGE;
 use crate::codec::attempt as attempts;
 use crate::codec::run as codec;
 use crate::codec::schedule as schedule_codec;
 use crate::item::{s, Item};
-use crate::ledger::{Fire, StoredSchedule};
+use crate::ledger::StoredSchedule;
 
 /// The encoded items of the runs written or read lately, each the item of the run as stored
 /// now (every run write replaces its entry). A schedule's newest runs are read on every
@@ -30,6 +30,11 @@ impl RunItems {
 
     fn get(&self, key: &RunKey) -> Option<Arc<Item>> {
         self.items.borrow().get(key).cloned()
+    }
+
+    /// Drops a deleted run's item.
+    pub(crate) fn forget(&self, key: &RunKey) {
+        self.items.borrow_mut().remove(key);
     }
 
     fn put(&self, key: &RunKey, item: Item) -> Arc<Item> {
@@ -150,20 +155,5 @@ impl MemoryStore {
                 return;
             }
         }
-    }
-
-    /// A fire that was refused writes nothing, but both its checked items are charged.
-    pub(super) fn charge_refused_fire(&self, tables: &Tables, fire: &Fire) {
-        let existing = stored_run(tables, &fire.run.key)
-            .map(|stored| self.stored_item(&tables.run_items, stored));
-        self.charge_run_write(
-            &tables.run_items,
-            "TransactWriteItems",
-            existing,
-            None,
-            Request::Transactional,
-        );
-        let schedule = tables.schedules.get(&fire.run.key.schedule_id);
-        self.charge_schedule_write(schedule, None, Request::Transactional);
     }
 }

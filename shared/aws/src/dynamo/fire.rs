@@ -1,0 +1,112 @@
+//! The ticker's fire: the window's run, then the schedule moved on, as two plain conditional
+//! writes. A transaction would make them atomic at twice the write units of each item and
+//! each index entry; the order and one compensating delete keep what the transaction kept:
+//!
+//! - The run is written first. A ticker that dies before the schedule moves leaves a run
+//!   the next tick finds (its fire loses to the run, then advances the schedule): never an
+//!   advanced schedule without its window's run.
+//! - The schedule moves only if `next_run_at` is where the ticker read it, the schedule is
+//!   ACTIVE and still at the run's version. When another ticker or the reconciler moved it,
+//!   the run stands: it is the window's one record.
+//! - When an edit (a new version), a pause or an archive got between the two writes, the
+//!   run was planned under a definition that no longer holds: it is taken back (deleted
+//!   while still PENDING and unsent, before anything else can see it as work), as the
+//!   transaction would never have written it.
+
+use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
+use futures_util::future::join_all;
+
+use super::runs::run_item_key;
+use super::{unless_condition_failed, DynamoLedger, Expr};
+use crate::codec::run as codec;
+use crate::codec::schedule::VERSION;
+use crate::error::StoreError;
+use crate::item::{n, s};
+use crate::ledger::{Created, Fire, FireOutcome, ScheduleState, MAX_FIRES_PER_TRANSACTION};
+use cronledger_core::RunStatus;
+
+impl DynamoLedger {
+    pub(super) async fn fire_impl(&self, fire: &Fire) -> Result<FireOutcome, StoreError> {
+        let run = &fire.run;
+        if let Created::Existing(existing) = self.create_run_impl(run).await? {
+            return Ok(FireOutcome::Lost {
+                existing: Some(Box::new(existing)),
+                schedule_moved: false,
+            });
+        }
+        let id = &run.key.schedule_id;
+        let mut advance = Expr::new();
+        self.advance_expr(
+            &mut advance,
+            id,
+            fire.expected_next_run_at,
+            fire.next_run_at,
+        );
+        advance.eq(VERSION, n(run.schedule_version));
+        if self.conditional_update(id, &advance).await? {
+            return Ok(FireOutcome::Created);
+        }
+        let still_planned = match self.get_schedule_impl(id).await {
+            Ok(current) => {
+                current.version == run.schedule_version && current.state == ScheduleState::Active
+            }
+            Err(StoreError::ScheduleNotFound(_)) => false,
+            Err(e) => return Err(e),
+        };
+        if still_planned || !self.take_back(fire).await? {
+            // Moved on by another writer (or already taken up): the run is the window's.
+            return Ok(FireOutcome::Created);
+        }
+        Ok(FireOutcome::Lost {
+            existing: None,
+            schedule_moved: true,
+        })
+    }
+
+    /// Several fires, each for a different schedule, side by side.
+    pub(super) async fn fire_all_impl(
+        &self,
+        fires: &[Fire],
+    ) -> Result<Vec<FireOutcome>, StoreError> {
+        if fires.len() > MAX_FIRES_PER_TRANSACTION {
+            return Err(StoreError::InvalidRequest(format!(
+                "{} fires at once; at most {MAX_FIRES_PER_TRANSACTION}",
+                fires.len()
+            )));
+        }
+        join_all(fires.iter().map(|fire| self.fire_impl(fire)))
+            .await
+            .into_iter()
+            .collect()
+    }
+
+    /// Deletes the fire's run if it is still as the fire wrote it (PENDING, never leased,
+    /// at the fire's version). `false` when it had moved on.
+    async fn take_back(&self, fire: &Fire) -> Result<bool, StoreError> {
+        let run = &fire.run;
+        let mut cond = Expr::new();
+        cond.eq(codec::STATUS, s(RunStatus::Pending.as_str()))
+            .eq(codec::LEASE_EPOCH, n(0))
+            .eq(codec::SCHEDULE_VERSION, n(run.schedule_version));
+        let sent = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(run_item_key(&run.key)))
+            .set_condition_expression(cond.condition())
+            .set_expression_attribute_names(cond.names())
+            .set_expression_attribute_values(cond.values())
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
+            .send()
+            .await;
+        match sent {
+            Ok(out) => {
+                self.meter
+                    .record_capacity("DeleteItem", out.consumed_capacity());
+                tracing::debug!(run = %run.key, "run taken back: its schedule changed under the fire");
+                Ok(true)
+            }
+            Err(err) => unless_condition_failed("DeleteItem", err),
+        }
+    }
+}
