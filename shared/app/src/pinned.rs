@@ -131,6 +131,7 @@ mod tests {
     fn noop(tag: u32) -> JobSpec {
         JobSpec::Noop {
             duration: Default::default(),
+            duration_ms: 0,
             fail_times: 0,
             affected: None,
             guard: None,

@@ -62,6 +62,7 @@ fn spec(id: String, cron: &str, misfire: MisfirePolicy) -> ScheduleSpec {
         retention: cronledger_core::spec::defaults::retention(),
         job: JobSpec::Noop {
             duration: Span::ZERO,
+            duration_ms: 0,
             fail_times: 0,
             payload: serde_json::Value::Null,
             affected: None,

@@ -5,26 +5,21 @@ use super::{
     DryRunReport, JobContext, JobFailure, JobHandler, JobOutcome, JobSuccess, GUARD_UNSUPPORTED,
 };
 
-/// `type: noop`: waits `duration`, failing (retryably) its first `fail_times` attempts. Its
+/// `type: noop`: waits `duration` (and `duration_ms`), failing (retryably) its first `fail_times` attempts. Its
 /// dry run answers `affected` at once (none: it cannot dry-run).
 pub struct NoopJob;
 
 #[async_trait]
 impl JobHandler for NoopJob {
     async fn run(&self, job: &JobSpec, ctx: &JobContext) -> JobOutcome {
-        let JobSpec::Noop {
-            duration,
-            fail_times,
-            ..
-        } = job
-        else {
+        let (Some(wait), JobSpec::Noop { fail_times, .. }) = (job.noop_wait(), job) else {
             return Err(JobFailure::permanent(
                 "JOB_TARGET_MISMATCH",
                 "not a noop job",
             ));
         };
-        if !duration.as_std().is_zero() {
-            tokio::time::sleep(duration.as_std()).await;
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
         }
         if ctx.attempt <= *fail_times {
             return Err(JobFailure::retryable(

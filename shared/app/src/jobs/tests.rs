@@ -221,6 +221,7 @@ async fn samples_past_the_cap_are_cut() {
 fn noop(affected: Option<u64>) -> JobSpec {
     JobSpec::Noop {
         duration: Span::ZERO,
+        duration_ms: 0,
         fail_times: 0,
         payload: Value::Null,
         affected,

@@ -53,15 +53,24 @@ impl JobHandler for VirtualNoop {
     async fn run(&self, job: &JobSpec, ctx: &JobContext) -> JobOutcome {
         // The built-in noop decides the outcome; only its wait moves to the virtual clock.
         let instant = match job {
-            JobSpec::Noop { duration, .. } => {
-                if !duration.as_std().is_zero() {
+            JobSpec::Noop { .. } => {
+                let wait = job.noop_wait().unwrap_or_default();
+                if !wait.is_zero() {
                     let started = std::time::Instant::now();
-                    self.time.sleep(duration.as_delta()).await;
+                    self.time
+                        .sleep(chrono::TimeDelta::from_std(wait).unwrap_or(chrono::TimeDelta::MAX))
+                        .await;
                     super::bill::note_virtual_wait(started.elapsed());
                 }
                 let mut instant = job.clone();
-                if let JobSpec::Noop { duration, .. } = &mut instant {
+                if let JobSpec::Noop {
+                    duration,
+                    duration_ms,
+                    ..
+                } = &mut instant
+                {
                     *duration = Span::ZERO;
+                    *duration_ms = 0;
                 }
                 instant
             }

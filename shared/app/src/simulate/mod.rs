@@ -224,9 +224,10 @@ pub async fn simulate(
 
     let longest_job = specs
         .iter()
-        .map(|s| match &s.job {
-            JobSpec::Noop { duration, .. } => *duration,
-            _ => Span::ZERO,
+        .map(|s| {
+            // Whole seconds, rounded up.
+            let wait = s.job.noop_wait().unwrap_or_default();
+            Span::seconds(wait.as_millis().div_ceil(1000) as u64)
         })
         .max()
         .unwrap_or(Span::ZERO);
@@ -533,6 +534,7 @@ fn simulated_jobs(specs: Vec<ScheduleSpec>) -> (Vec<ScheduleSpec>, Vec<String>) 
                 // A guard stays: without an `affected` answer, its dry run is refused.
                 spec.job = JobSpec::Noop {
                     duration: Span::ZERO,
+                    duration_ms: 0,
                     fail_times: 0,
                     payload: spec.job.payload().clone(),
                     affected: None,

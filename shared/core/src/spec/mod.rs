@@ -83,6 +83,10 @@ pub enum JobSpec {
     Noop {
         #[serde(default)]
         duration: Span,
+        /// Milliseconds on top of `duration`: a sub-second job (a 200 ms webhook's latency
+        /// in a cost simulation).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        duration_ms: u64,
         #[serde(default)]
         fail_times: u32,
         #[serde(default, skip_serializing_if = "Value::is_null")]
@@ -133,6 +137,18 @@ impl JobSpec {
             JobSpec::Lambda { .. } => "lambda",
             JobSpec::Handler { .. } => "handler",
             JobSpec::Noop { .. } => "noop",
+        }
+    }
+
+    /// How long a noop job waits (`duration` plus `duration_ms`); `None` for other jobs.
+    pub fn noop_wait(&self) -> Option<std::time::Duration> {
+        match self {
+            JobSpec::Noop {
+                duration,
+                duration_ms,
+                ..
+            } => Some(duration.as_std() + std::time::Duration::from_millis(*duration_ms)),
+            _ => None,
         }
     }
 
@@ -706,4 +722,8 @@ pub fn valid_id(id: &str) -> bool {
         && id
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
