@@ -306,16 +306,26 @@ impl LaneQueue for SimLanes {
     async fn send(&self, message: &LaneMessage, delay: Duration) -> Result<String, LaneError> {
         // One SendMessage as deployed, delayed or not (held here only for the virtual clock).
         self.counters.bill.sqs(1);
-        if delay.is_zero() {
-            return self.send_now(message).await;
+        self.deliver_later(message, delay).await
+    }
+
+    async fn send_many(
+        &self,
+        messages: &[(LaneMessage, Duration)],
+    ) -> Vec<Result<String, LaneError>> {
+        // SendMessageBatch as deployed: one request per 10 messages of a lane.
+        let mut per_lane: BTreeMap<Lane, u64> = BTreeMap::new();
+        for (message, _) in messages {
+            *per_lane.entry(message.lane).or_default() += 1;
         }
-        static HELD: AtomicU64 = AtomicU64::new(0);
-        let at = later(self.time.now(), delay);
-        self.state().held.push((at, message.clone()));
-        Ok(format!(
-            "sim-delayed-{}",
-            HELD.fetch_add(1, Ordering::Relaxed)
-        ))
+        self.counters
+            .bill
+            .sqs(per_lane.values().map(|n| n.div_ceil(10)).sum());
+        let mut sent = Vec::with_capacity(messages.len());
+        for (message, delay) in messages {
+            sent.push(self.deliver_later(message, *delay).await);
+        }
+        sent
     }
 
     async fn dead_letter(
@@ -340,6 +350,26 @@ impl LaneQueue for SimLanes {
         let at = later(self.time.now(), timeout);
         self.state().asked.insert(receipt_handle.to_string(), at);
         Ok(())
+    }
+}
+
+impl SimLanes {
+    /// A sent message: into the queue now, or held until its delay has passed.
+    async fn deliver_later(
+        &self,
+        message: &LaneMessage,
+        delay: Duration,
+    ) -> Result<String, LaneError> {
+        if delay.is_zero() {
+            return self.send_now(message).await;
+        }
+        static HELD: AtomicU64 = AtomicU64::new(0);
+        let at = later(self.time.now(), delay);
+        self.state().held.push((at, message.clone()));
+        Ok(format!(
+            "sim-delayed-{}",
+            HELD.fetch_add(1, Ordering::Relaxed)
+        ))
     }
 }
 
