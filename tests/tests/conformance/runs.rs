@@ -72,7 +72,7 @@ conformance! {
         assert_eq!(ledger.get_run(&run.key).await.expect("get"), reopened);
     }
 
-    async fn the_ticker_writes_the_run_and_moves_the_schedule_in_one_transaction(env: Env) {
+    async fn the_ticker_writes_the_run_then_moves_the_schedule(env: Env) {
         let ledger = &env.ledger;
         let t0 = t("2026-03-01T00:00:00Z");
         let id = "tick";
