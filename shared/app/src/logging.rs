@@ -5,7 +5,7 @@
 //! enclosing span on every line only multiplied the bytes CloudWatch bills.
 
 use tracing::Subscriber;
-use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::filter::{EnvFilter, LevelFilter};
 use tracing_subscriber::fmt::MakeWriter;
 
 /// Starts the subscriber on stdout: `AWS_LAMBDA_LOG_LEVEL` (else `RUST_LOG`, else INFO) and
@@ -38,7 +38,14 @@ where
     let logs = tracing_subscriber::fmt()
         .with_target(false)
         .without_time()
-        .with_max_level(level)
+        // An EnvFilter built from `level` alone (nothing read from the environment): unlike a
+        // plain level it keeps callsite interest dynamic, so a subscriber set per thread (the
+        // simulator's, a test's) sees lines whatever other threads registered first.
+        .with_env_filter(
+            EnvFilter::builder()
+                .with_default_directive(level.into())
+                .parse_lossy(""),
+        )
         .with_writer(writer);
     if json {
         Box::new(

@@ -287,6 +287,35 @@ pub fn check_new_run(run: &Run) -> Result<(), StoreError> {
     }
 }
 
+/// Refuses a batch of fires over [`MAX_FIRES_PER_TRANSACTION`] (both stores).
+pub(crate) fn check_fire_batch(fires: &[Fire]) -> Result<(), StoreError> {
+    if fires.len() > MAX_FIRES_PER_TRANSACTION {
+        return Err(StoreError::InvalidRequest(format!(
+            "{} fires at once; at most {MAX_FIRES_PER_TRANSACTION}",
+            fires.len()
+        )));
+    }
+    Ok(())
+}
+
+/// After a fire's run was written and its schedule did not move: whether the schedule is
+/// still the one the run was planned under (same version, ACTIVE), so another writer moved
+/// it and the run stands, or an edit, pause or archive got in between and the run is to be
+/// taken back. `current` is the schedule as read then.
+pub(crate) fn fire_still_planned(
+    current: Result<StoredSchedule, StoreError>,
+    fire: &Fire,
+) -> Result<bool, StoreError> {
+    match current {
+        Ok(current) => {
+            Ok(current.version == fire.run.schedule_version
+                && current.state == ScheduleState::Active)
+        }
+        Err(StoreError::ScheduleNotFound(_)) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 /// What the ticker asks for one due schedule: record the run, move the schedule on.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fire {

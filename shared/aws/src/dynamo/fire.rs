@@ -14,7 +14,7 @@
 //!   transaction would never have written it.
 
 use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
-use futures_util::future::join_all;
+use futures_util::stream::{self, StreamExt};
 
 use super::runs::run_item_key;
 use super::{unless_condition_failed, DynamoLedger, Expr};
@@ -22,8 +22,11 @@ use crate::codec::run as codec;
 use crate::codec::schedule::VERSION;
 use crate::error::StoreError;
 use crate::item::{n, s};
-use crate::ledger::{Created, Fire, FireOutcome, ScheduleState, MAX_FIRES_PER_TRANSACTION};
+use crate::ledger::{check_fire_batch, fire_still_planned, Created, Fire, FireOutcome};
 use cronledger_core::RunStatus;
+
+/// Fires of one batch in flight at once.
+const FIRES_AT_ONCE: usize = 8;
 
 impl DynamoLedger {
     pub(super) async fn fire_impl(&self, fire: &Fire) -> Result<FireOutcome, StoreError> {
@@ -46,13 +49,7 @@ impl DynamoLedger {
         if self.conditional_update(id, &advance).await? {
             return Ok(FireOutcome::Created);
         }
-        let still_planned = match self.get_schedule_impl(id).await {
-            Ok(current) => {
-                current.version == run.schedule_version && current.state == ScheduleState::Active
-            }
-            Err(StoreError::ScheduleNotFound(_)) => false,
-            Err(e) => return Err(e),
-        };
+        let still_planned = fire_still_planned(self.get_schedule_impl(id).await, fire)?;
         if still_planned || !self.take_back(fire).await? {
             // Moved on by another writer (or already taken up): the run is the window's.
             return Ok(FireOutcome::Created);
@@ -68,13 +65,15 @@ impl DynamoLedger {
         &self,
         fires: &[Fire],
     ) -> Result<Vec<FireOutcome>, StoreError> {
-        if fires.len() > MAX_FIRES_PER_TRANSACTION {
-            return Err(StoreError::InvalidRequest(format!(
-                "{} fires at once; at most {MAX_FIRES_PER_TRANSACTION}",
-                fires.len()
-            )));
-        }
-        join_all(fires.iter().map(|fire| self.fire_impl(fire)))
+        check_fire_batch(fires)?;
+        // A few at a time: a batch is up to 50 fires and several tickers may race, and a
+        // store answering one request at a time (DynamoDB Local) stalls under hundreds at
+        // once. The futures are made first: a closure mapping a stream would make the
+        // ticker's future too general to be `Send`.
+        let firing: Vec<_> = fires.iter().map(|fire| self.fire_impl(fire)).collect();
+        stream::iter(firing)
+            .buffered(FIRES_AT_ONCE)
+            .collect::<Vec<_>>()
             .await
             .into_iter()
             .collect()

@@ -11,7 +11,7 @@ use super::{may_advance, stored_run};
 use crate::codec::schedule as schedule_codec;
 use crate::error::StoreError;
 use crate::keys;
-use crate::ledger::{Created, Fire, FireOutcome, ScheduleState, MAX_FIRES_PER_TRANSACTION};
+use crate::ledger::{check_fire_batch, fire_still_planned, Created, Fire, FireOutcome};
 
 impl MemoryStore {
     pub(in crate::memory) fn fire_impl(&self, fire: &Fire) -> Result<FireOutcome, StoreError> {
@@ -26,13 +26,7 @@ impl MemoryStore {
             return Ok(FireOutcome::Created);
         }
         let id = &run.key.schedule_id;
-        let still_planned = match self.get_schedule_impl(id) {
-            Ok(current) => {
-                current.version == run.schedule_version && current.state == ScheduleState::Active
-            }
-            Err(StoreError::ScheduleNotFound(_)) => false,
-            Err(e) => return Err(e),
-        };
+        let still_planned = fire_still_planned(self.get_schedule_impl(id), fire)?;
         if still_planned || !self.take_back(fire) {
             return Ok(FireOutcome::Created);
         }
@@ -46,12 +40,7 @@ impl MemoryStore {
         &self,
         fires: &[Fire],
     ) -> Result<Vec<FireOutcome>, StoreError> {
-        if fires.len() > MAX_FIRES_PER_TRANSACTION {
-            return Err(StoreError::InvalidRequest(format!(
-                "{} fires at once; at most {MAX_FIRES_PER_TRANSACTION}",
-                fires.len()
-            )));
-        }
+        check_fire_batch(fires)?;
         fires.iter().map(|fire| self.fire_impl(fire)).collect()
     }
 
