@@ -16,6 +16,11 @@ use serde_json::json;
 
 const LANE: Lane = Lane::Normal;
 
+/// One test at a time: the log test sets a subscriber for its own thread, and tracing caches
+/// each log callsite's interest process-wide when it is first hit; another test hitting the
+/// worker's callsites at that moment, with no subscriber, can leave them switched off for it.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn hour(h: i64) -> DateTime<Utc> {
     t("2026-03-01T10:00:00Z") + Delta::hours(h)
 }
@@ -48,6 +53,7 @@ fn schedule_of(received: &Received) -> String {
 
 #[tokio::test]
 async fn a_batch_of_ten_slow_jobs_runs_them_all_at_once() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let env = AppEnv::new(LaneSettings::default(), hour(0)).await;
     let hook = Webhook::start(Answer::Hang).await;
     schedules_on(&env, &hook, "slow", BATCH_CONCURRENCY).await;
@@ -86,6 +92,7 @@ async fn a_batch_of_ten_slow_jobs_runs_them_all_at_once() {
 
 #[tokio::test]
 async fn one_failing_message_is_reported_alone_and_its_batch_mates_succeed() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let env = AppEnv::new(LaneSettings::default(), hour(0)).await;
     let healthy = Webhook::start(Answer::Succeed).await;
     let broken = Webhook::start(Answer::Fail(503)).await;
@@ -147,6 +154,7 @@ impl std::io::Write for Captured {
 
 #[tokio::test]
 async fn a_run_writes_one_info_line_without_the_span_list() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let captured = Captured::default();
     let writer = captured.clone();
     let logs = cronledger_app::logging::function_logs(
