@@ -425,8 +425,8 @@ impl Ticker {
         let mut rest = Vec::new();
         let mut to_send = Vec::new();
         for ((mut stored, fire, send), outcome) in prepared.into_iter().zip(outcomes) {
-            match outcome {
-                FireOutcome::Created => {}
+            let created = match outcome {
+                FireOutcome::Created => true,
                 FireOutcome::Lost {
                     schedule_moved: true,
                     ..
@@ -435,7 +435,7 @@ impl Ticker {
                     continue;
                 }
                 FireOutcome::Lost { .. } => {
-                    // Recorded first by the reconciler (or another ticker): move on.
+                    // Recorded first by the reconciler (or another ticker): move on alone.
                     report.lost_race += 1;
                     let expected = fire.expected_next_run_at;
                     match self
@@ -443,26 +443,23 @@ impl Ticker {
                         .advance_next_run(stored.id(), expected, fire.next_run_at)
                         .await
                     {
-                        Ok(true) => {}
+                        Ok(true) => false,
                         Ok(false) => continue,
                         Err(e) => {
                             report.error(stored.id(), e);
                             continue;
                         }
                     }
-                    if fire.next_run_at.is_some_and(|next| next <= until) {
-                        stored.next_run_at = fire.next_run_at;
-                        rest.push(stored);
-                    }
-                    continue;
                 }
+            };
+            if created {
+                self.count_created(stored.id(), &fire.run, &mut report);
             }
-            self.count_created(stored.id(), &fire.run, &mut report);
             if fire.next_run_at.is_some_and(|next| next <= until) {
                 stored.next_run_at = fire.next_run_at;
                 rest.push(stored);
             }
-            if send {
+            if created && send {
                 to_send.push((fire.run, fire.expected_next_run_at));
             }
         }
