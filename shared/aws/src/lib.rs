@@ -2,12 +2,14 @@
 //! accounting. Clients come from the standard AWS environment, so `AWS_ENDPOINT_URL` (or the
 //! per-service `AWS_ENDPOINT_URL_DYNAMODB` / `AWS_ENDPOINT_URL_SQS`) points them at an emulator.
 
+pub mod alerts;
 pub mod codec;
 pub mod config;
 pub mod control;
 pub mod cursor;
 pub mod dynamo;
 pub mod error;
+pub mod health;
 pub mod item;
 pub mod keys;
 pub mod lanes;
@@ -18,10 +20,12 @@ pub mod ops;
 mod schedule_change;
 pub mod table;
 
+pub use alerts::{AlertStore, Notifier, NotifyError, RecordedAlert};
 pub use config::{AwsClients, AwsSettings};
 pub use control::{ReleaseState, ReleaseStateStore};
 pub use dynamo::DynamoLedger;
 pub use error::{LaneError, StoreError};
+pub use health::{DayTally, HealthStore, Outcome};
 pub use lanes::{LaneMessage, LaneQueue, QueueDepth, SqsLanes};
 pub use ledger::{
     AuditAction, AuditEntry, ChangeMeta, Created, Fire, FireOutcome, LedgerStore, OperatorAction,

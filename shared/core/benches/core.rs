@@ -60,6 +60,9 @@ fn spec(id: String, cron: &str, misfire: MisfirePolicy) -> ScheduleSpec {
         approval_timeout: cronledger_core::spec::defaults::approval_timeout(),
         jitter: None,
         retention: cronledger_core::spec::defaults::retention(),
+        alerts: Default::default(),
+        deadline: None,
+        slo: None,
         job: JobSpec::Noop {
             duration: Span::ZERO,
             duration_ms: 0,

@@ -56,6 +56,12 @@ pub enum Code {
     ScheduleInvalidRetention,
     /// A warning, never an error: many schedules fire on the same minute without `jitter`.
     Herd,
+    /// `alerts` is malformed (an unknown key, a bad number or duration, a bad topic ARN).
+    ScheduleInvalidAlerts,
+    /// `deadline` is zero or over a week.
+    ScheduleInvalidDeadline,
+    /// `slo` is malformed: `within` zero or over a week, `target` outside (0, 100] percent.
+    ScheduleInvalidSlo,
 }
 
 impl Code {
@@ -92,6 +98,9 @@ impl Code {
             Code::ScheduleInvalidJitter => "SCHEDULE_INVALID_JITTER",
             Code::ScheduleInvalidRetention => "SCHEDULE_INVALID_RETENTION",
             Code::Herd => "HERD",
+            Code::ScheduleInvalidAlerts => "SCHEDULE_INVALID_ALERTS",
+            Code::ScheduleInvalidDeadline => "SCHEDULE_INVALID_DEADLINE",
+            Code::ScheduleInvalidSlo => "SCHEDULE_INVALID_SLO",
         }
     }
 }

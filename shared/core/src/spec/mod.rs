@@ -10,6 +10,7 @@ use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::alerts::{AlertSettings, FreshnessSlo};
 use crate::error::{Code, Invalid, Issue};
 use crate::http_target::{check_auth, check_http_url, redact_url_credentials, HttpAuth};
 use crate::named_enum;
@@ -18,6 +19,7 @@ use crate::span::Span;
 use crate::timing::Timing;
 use crate::tolerance;
 
+mod alerting;
 mod field_reader;
 mod job_check;
 
@@ -242,6 +244,15 @@ pub struct ScheduleSpec {
         skip_serializing_if = "defaults::is_retention"
     )]
     pub retention: Span,
+    /// Who hears about this schedule's problems, and when (see [`crate::alerts`]).
+    #[serde(default, skip_serializing_if = "AlertSettings::is_default")]
+    pub alerts: AlertSettings,
+    /// A run not finished this long after its `scheduled_for` alerts once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<Span>,
+    /// The freshness objective the schedule's health reports against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<FreshnessSlo>,
     pub job: JobSpec,
 }
 
@@ -392,6 +403,9 @@ const KNOWN_FIELDS: &[&str] = &[
     "approval_timeout",
     "jitter",
     "retention",
+    "alerts",
+    "deadline",
+    "slo",
     "job",
 ];
 
@@ -583,6 +597,7 @@ pub fn validate_schedule(
             }
         },
     };
+    let alerting = alerting::read(obj, &field, &mut issues);
     let job = validate_job(obj.get("job"), &field("job"), rules, &mut issues);
     let requested = tolerance::Requested {
         grace,
@@ -633,6 +648,9 @@ pub fn validate_schedule(
                 approval_timeout,
                 jitter,
                 retention,
+                alerts: alerting.alerts,
+                deadline: alerting.deadline,
+                slo: alerting.slo,
                 job,
             })
         }

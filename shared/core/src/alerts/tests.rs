@@ -1,0 +1,250 @@
+use chrono::{DateTime, TimeDelta, Utc};
+use proptest::prelude::*;
+
+use super::*;
+use crate::RunStatus;
+
+fn at(text: &str) -> DateTime<Utc> {
+    text.parse().expect("test instants are valid")
+}
+
+fn about(priority: Priority) -> About<'static> {
+    About {
+        schedule: "billing-sync",
+        owner: Some("team-billing"),
+        priority,
+    }
+}
+
+fn run() -> RunRef<'static> {
+    RunRef {
+        key: "billing-sync/RUN#2026-12-01T09:00:00Z",
+        window: Window::new(at("2026-12-01T08:00:00Z"), at("2026-12-01T09:00:00Z")),
+    }
+}
+
+#[test]
+fn the_failure_threshold_follows_priority_unless_set() {
+    let default = AlertSettings::default();
+    assert_eq!(default.failure_threshold(Priority::Critical), Some(1));
+    assert_eq!(default.failure_threshold(Priority::High), Some(2));
+    assert_eq!(default.failure_threshold(Priority::Normal), Some(3));
+    assert_eq!(default.failure_threshold(Priority::Low), None);
+    let set = AlertSettings {
+        after_failures: Some(5),
+        ..AlertSettings::default()
+    };
+    assert_eq!(set.failure_threshold(Priority::Low), Some(5));
+    let never = AlertSettings {
+        after_failures: Some(0),
+        ..AlertSettings::default()
+    };
+    assert_eq!(never.failure_threshold(Priority::Critical), None);
+}
+
+#[test]
+fn failures_alert_at_n_as_a_warning_and_at_2n_as_critical_and_nowhere_else() {
+    let now = at("2026-12-01T09:05:00Z");
+    let settings = AlertSettings::default();
+    let fired: Vec<(u32, Severity)> = (1..=10)
+        .filter_map(|streak| {
+            failures_in_a_row(&about(Priority::Normal), &settings, streak, &run(), now)
+                .map(|a| (streak, a.severity))
+        })
+        .collect();
+    assert_eq!(fired, vec![(3, Severity::Warning), (6, Severity::Critical)]);
+    let low: Vec<u32> = (1..=10)
+        .filter(|s| failures_in_a_row(&about(Priority::Low), &settings, *s, &run(), now).is_some())
+        .collect();
+    assert!(
+        low.is_empty(),
+        "a LOW job's failures never alert by default"
+    );
+}
+
+#[test]
+fn a_failure_alert_names_its_run_window_and_owner_and_is_keyed_by_the_run() {
+    let alert = failures_in_a_row(
+        &about(Priority::High),
+        &AlertSettings::default(),
+        2,
+        &run(),
+        at("2026-12-01T09:05:00Z"),
+    )
+    .expect("the threshold alerts");
+    assert_eq!(alert.kind, AlertKind::ConsecutiveFailures);
+    assert_eq!(alert.owner.as_deref(), Some("team-billing"));
+    assert_eq!(alert.run.as_deref(), Some(run().key));
+    assert_eq!(alert.window, Some(run().window));
+    assert_eq!(
+        alert.key(),
+        "CONSECUTIVE_FAILURES#billing-sync/RUN#2026-12-01T09:00:00Z"
+    );
+    let body = serde_json::to_value(&alert).expect("serializes");
+    assert_eq!(body["kind"], "CONSECUTIVE_FAILURES");
+    assert_eq!(body["severity"], "warning");
+}
+
+#[test]
+fn recovery_is_announced_only_after_a_failure_alert() {
+    let now = at("2026-12-01T10:05:00Z");
+    let s = AlertSettings::default();
+    assert!(recovered(&about(Priority::Normal), &s, 2, &run(), now).is_none());
+    let r = recovered(&about(Priority::Critical), &s, 3, &run(), now).expect("alerted before");
+    assert_eq!(r.kind, AlertKind::Recovered);
+    assert_eq!(r.severity, Severity::Info, "an all-clear never pages");
+}
+
+#[test]
+fn pause_on_failure_needs_the_setting() {
+    let off = AlertSettings::default();
+    assert!(!pauses_on_failure(&off, 100));
+    let on = AlertSettings {
+        pause_after_failures: Some(3),
+        ..AlertSettings::default()
+    };
+    assert!(!pauses_on_failure(&on, 2));
+    assert!(pauses_on_failure(&on, 3));
+    assert!(pauses_on_failure(&on, 4));
+}
+
+#[test]
+fn a_deadline_alerts_for_a_run_unfinished_or_finished_late() {
+    let deadline = Some(Span::hours(1));
+    let a = about(Priority::Normal);
+    let due = at("2026-12-01T10:00:00Z");
+    assert!(deadline_missed(&a, deadline, &run(), None, due).is_none());
+    let open = deadline_missed(&a, deadline, &run(), None, due + TimeDelta::seconds(1))
+        .expect("unfinished past its deadline");
+    assert!(open.message.contains("not finished"), "{}", open.message);
+    let late = deadline_missed(&a, deadline, &run(), Some(due + TimeDelta::minutes(3)), due)
+        .expect("finished late");
+    assert_eq!(
+        late.key(),
+        open.key(),
+        "one alert per run, whoever sees it first"
+    );
+    assert!(deadline_missed(&a, deadline, &run(), Some(due), due + TimeDelta::hours(2)).is_none());
+    assert!(deadline_missed(&a, None, &run(), None, due + TimeDelta::days(9)).is_none());
+}
+
+#[test]
+fn awaiting_approval_alerts_once_then_reminds_each_period() {
+    let s = AlertSettings::default();
+    let a = about(Priority::Normal);
+    let since = at("2026-12-01T00:00:00Z");
+    let keys: Vec<String> = [0, 1, 3, 4, 5, 8, 9]
+        .iter()
+        .filter_map(|h| {
+            awaiting_approval(
+                &a,
+                &s,
+                "catchup:x:1",
+                12,
+                since,
+                since + TimeDelta::hours(*h),
+            )
+            .map(|al| al.key())
+        })
+        .collect();
+    assert_eq!(
+        keys,
+        vec![
+            "AWAITING_APPROVAL#catchup:x:1",
+            "AWAITING_APPROVAL#catchup:x:1",
+            "AWAITING_APPROVAL#catchup:x:1",
+            "AWAITING_APPROVAL#catchup:x:1#reminder-1",
+            "AWAITING_APPROVAL#catchup:x:1#reminder-1",
+            "AWAITING_APPROVAL#catchup:x:1#reminder-2",
+            "AWAITING_APPROVAL#catchup:x:1#reminder-2",
+        ]
+    );
+    assert!(awaiting_approval(&a, &s, "g", 0, since, since).is_none());
+}
+
+#[test]
+fn missed_windows_with_held_work_are_critical_and_low_jobs_never_page() {
+    let gap = Gap {
+        gap_id: "catchup:billing-sync:2026-12-01T00:00:00Z",
+        missed: 6,
+        first: at("2026-12-01T00:00:00Z"),
+        last: at("2026-12-01T05:00:00Z"),
+        decision: "held for approval".into(),
+        held: 6,
+    };
+    let now = at("2026-12-01T06:00:00Z");
+    let normal = missed_windows(&about(Priority::Normal), &gap, now).expect("a gap alerts");
+    assert_eq!(normal.severity, Severity::Critical);
+    assert!(normal.message.contains("6 await approval"));
+    let low = missed_windows(&about(Priority::Low), &gap, now).expect("a gap alerts");
+    assert_eq!(low.severity, Severity::Warning);
+    let none = Gap { missed: 0, ..gap };
+    assert!(missed_windows(&about(Priority::Normal), &none, now).is_none());
+}
+
+#[test]
+fn the_headline_is_one_short_ascii_line() {
+    let mut alert = backfill_paused(
+        &about(Priority::Normal),
+        "backfill bf-1",
+        "realtime lane behind: 1,200 messages — 결제",
+        at("2026-12-01T06:00:00Z"),
+    );
+    alert.message = format!("{}\n{}", alert.message, "x".repeat(300));
+    let h = alert.headline();
+    assert!(h.len() < 100, "{h}");
+    assert!(h.chars().all(|c| c.is_ascii_graphic() || c == ' '), "{h}");
+}
+
+#[test]
+fn slo_targets_read_as_percent() {
+    let slo: FreshnessSlo =
+        serde_json::from_value(serde_json::json!({"within": "30m", "target": "99.5%"}))
+            .expect("parses");
+    assert_eq!(slo.target, 99.5);
+    assert_eq!(slo.within, Span::minutes(30));
+    let back = serde_json::to_value(slo).expect("serializes");
+    assert_eq!(back["target"], "99.5%");
+}
+
+fn status() -> impl Strategy<Value = RunStatus> {
+    prop_oneof![
+        Just(RunStatus::Success),
+        Just(RunStatus::PartialSuccess),
+        Just(RunStatus::Failed),
+        Just(RunStatus::Skipped),
+        Just(RunStatus::Coalesced),
+        Just(RunStatus::Running),
+        Just(RunStatus::Queued),
+    ]
+}
+
+proptest! {
+    /// The streak is the FAILED runs after the newest success, whatever sits between them.
+    #[test]
+    fn the_streak_counts_failures_since_the_last_success(history in proptest::collection::vec(status(), 0..40)) {
+        let streak = failure_streak(history.iter().copied());
+        let since_success = history
+            .iter()
+            .rposition(|s| matches!(s, RunStatus::Success | RunStatus::PartialSuccess))
+            .map_or(&history[..], |i| &history[i + 1..]);
+        let failures = since_success.iter().filter(|s| **s == RunStatus::Failed).count() as u32;
+        prop_assert_eq!(streak, failures);
+    }
+
+    /// However a schedule fails, it alerts at most twice per streak, and the second is critical.
+    #[test]
+    fn a_streak_alerts_at_most_twice(n in 1u32..6, len in 0u32..40) {
+        let settings = AlertSettings { after_failures: Some(n), ..AlertSettings::default() };
+        let now = at("2026-12-01T09:05:00Z");
+        let fired: Vec<Severity> = (1..=len)
+            .filter_map(|s| failures_in_a_row(&about(Priority::Normal), &settings, s, &run(), now))
+            .map(|a| a.severity)
+            .collect();
+        prop_assert!(fired.len() <= 2);
+        prop_assert_eq!(fired.len() as u32, u32::from(len >= n) + u32::from(len >= 2 * n));
+        if fired.len() == 2 {
+            prop_assert_eq!(fired[1], Severity::Critical);
+        }
+    }
+}
