@@ -1,6 +1,7 @@
 //! cronledger's function logic. Each Lambda binary in `functions/` is a thin `main` around one
 //! of these handlers; the local runner and the simulator call the very same code.
 
+pub mod alerting;
 pub mod api;
 pub mod backfill;
 pub mod backoff;

@@ -65,6 +65,17 @@ pub struct StoredSchedule {
     pub past_timings: Vec<PastTiming>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// Runs ended FAILED in a row since the last success (see [`LedgerStore::count_failure_streak`]).
+    pub failure_streak: u32,
+}
+
+/// How a run's end moves its schedule's failure streak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreakChange {
+    /// One more failure in a row.
+    Failed,
+    /// A success ends the streak.
+    Succeeded,
 }
 
 impl StoredSchedule {
@@ -470,6 +481,12 @@ pub trait LedgerStore: Send + Sync {
         expected: DateTime<Utc>,
         through: DateTime<Utc>,
     ) -> Result<bool, StoreError>;
+
+    /// Moves the schedule's failure streak with a run's end (one UpdateItem, no version
+    /// condition: it is not part of the rule) and answers the streak after it. A success
+    /// only writes when the streak was not 0, so a healthy schedule's runs pay nothing.
+    async fn count_failure_streak(&self, id: &str, change: StreakChange)
+        -> Result<u32, StoreError>;
 
     /// Puts the run unless one exists for its key; returns whichever is stored.
     async fn create_run(&self, run: &Run) -> Result<Created, StoreError>;

@@ -29,7 +29,7 @@ pub use health::{DayTally, HealthStore, Outcome};
 pub use lanes::{LaneMessage, LaneQueue, QueueDepth, SqsLanes};
 pub use ledger::{
     AuditAction, AuditEntry, ChangeMeta, Created, Fire, FireOutcome, LedgerStore, OperatorAction,
-    Page, Pause, RecentRuns, RunChange, ScheduleState, StoredSchedule,
+    Page, Pause, RecentRuns, RunChange, ScheduleState, StoredSchedule, StreakChange,
 };
 pub use memory::MemoryStore;
 pub use meter::{metered, CapacityTarget, MeterSnapshot, RequestMeter, Units, Usage};

@@ -41,6 +41,7 @@ pub(crate) fn created(
         past_timings: Vec::new(),
         created_at: meta.at,
         updated_at: meta.at,
+        failure_streak: 0,
     })
 }
 
@@ -120,6 +121,9 @@ pub(crate) fn resumed(
         pauses,
         // Windows during the pause are the reconciler's (PAUSED skips).
         next_run_at: next_after(&current.spec, meta.at)?,
+        // An operator resumed it: failures count again from here (a schedule that paused
+        // itself on failure pauses again only after as many new ones).
+        failure_streak: 0,
         ..current.clone()
     })
 }

@@ -148,7 +148,8 @@ impl Reconciler {
             manual = plan.totals.manual,
             "late backlog planned as a gap"
         );
-        self.announce_gap(id, &plan, report);
+        let late: u32 = plan.entries.iter().map(|e| e.count).sum();
+        self.announce_gap(&schedule.spec, &plan, late, report);
         if plan.backfill.is_some() {
             // Before the runs change, as for missed windows (see [`super::proposals`]).
             self.propose_backfill(&stored, &schedule, &plan, &[], now, report)

@@ -332,11 +332,19 @@ impl Reconciler {
                 .count_for(id, "MissedWindows", u64::from(missed));
         }
         report.missed_windows += missed;
-        self.announce_gap(id, plan, report);
+        self.announce_gap(&schedule.spec, plan, missed, report);
     }
 
     /// The gap's owner alerts and, for a long one, where its catch-up goes.
-    pub(super) fn announce_gap(&self, id: &str, plan: &Plan, report: &mut ReconcileReport) {
+    pub(super) fn announce_gap(
+        &self,
+        spec: &ScheduleSpec,
+        plan: &Plan,
+        missed: u32,
+        report: &mut ReconcileReport,
+    ) {
+        let id = spec.id.as_str();
+        self.gap_alerts(spec, plan, missed, report);
         for alert in &plan.alerts {
             tracing::warn!(schedule = id, owner = ?alert.owner, alert = %alert.message, "owner alert");
             report.alerts.push(alert.message.clone());

@@ -19,6 +19,7 @@
 //! 7. releases PENDING catch-up runs into their lane within the per-schedule and per-lane
 //!    budgets — see [`release`].
 
+mod alerts;
 mod backlog;
 pub mod config;
 pub mod error;
@@ -36,10 +37,12 @@ use cronledger_aws::keys::shard_of;
 use cronledger_aws::ledger::{RunChange, StoredSchedule};
 use cronledger_aws::{LaneQueue, LedgerStore, OpsStore, ReleaseStateStore, StoreError};
 use cronledger_core::spec::Approval;
+use cronledger_core::ScheduleSpec;
 use cronledger_core::{Lane, Reason, Run, RunEvent, RunStatus, Trigger};
 use futures_util::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
 
+use crate::alerting::Alerter;
 use crate::kill_switch::KillSwitchCheck;
 use crate::metrics::Metrics;
 use crate::runs::ScheduleCache;
@@ -147,6 +150,13 @@ pub struct ReconcileReport {
     /// The ticker's EventBridge schedules that are missing, disabled or unreadable.
     pub ticker_problems: Vec<String>,
     pub alerts: Vec<String>,
+    /// Alerts this pass published (recorded by it, not before), and from the outbox.
+    pub alerts_published: u32,
+    pub alerts_from_outbox: u32,
+    /// Alerts decided and not yet raised, with the schedule's own topic (raised once at the
+    /// end of the pass, see [`alerts`]).
+    #[serde(skip)]
+    pub to_raise: Vec<(cronledger_core::alerts::Alert, Option<String>)>,
     /// Windows that waited for approval past `approval_timeout`, now SKIPPED.
     pub approvals_expired: u32,
     /// The kill switch was on: the pass planned, released and resolved nothing (and the
@@ -176,6 +186,9 @@ impl ReconcileReport {
         self.backlog.merge(&o.backlog);
         self.ticker_problems.extend(o.ticker_problems);
         self.alerts.extend(o.alerts);
+        self.alerts_published += o.alerts_published;
+        self.alerts_from_outbox += o.alerts_from_outbox;
+        self.to_raise.extend(o.to_raise);
         self.kill_switch_engaged |= o.kill_switch_engaged;
         self.approvals_expired += o.approvals_expired;
         self.errors.extend(o.errors);
@@ -199,6 +212,8 @@ pub struct Reconciler {
     metrics: Metrics,
     schedules: ScheduleCache,
     kill_switch: Option<Arc<KillSwitchCheck>>,
+    /// Where the pass's alerts go; `None`: they are only logged.
+    alerter: Option<Arc<Alerter>>,
 }
 
 impl Reconciler {
@@ -220,7 +235,15 @@ impl Reconciler {
             metrics: Metrics::new(),
             schedules: ScheduleCache::default(),
             kill_switch: None,
+            alerter: None,
         }
+    }
+
+    /// Raises the pass's alerts (missed windows, awaiting approval, deadlines, paused
+    /// catch-up) through `alerter`, and publishes its outbox every pass.
+    pub fn with_alerts(mut self, alerter: Arc<Alerter>) -> Reconciler {
+        self.alerter = Some(alerter);
+        self
     }
 
     /// Does nothing while the kill switch is on: no missed window is planned, no catch-up
@@ -285,6 +308,8 @@ impl Reconciler {
         let mut stopped: BTreeSet<String> = BTreeSet::new();
         // `approval: every_run`: their unapproved windows expire after `approval_timeout`.
         let mut approvals: Vec<StoredSchedule> = Vec::new();
+        // Schedules with a `deadline`: their active runs are checked against it.
+        let mut deadlines: BTreeMap<String, ScheduleSpec> = BTreeMap::new();
         loop {
             let page = match self
                 .store
@@ -312,6 +337,11 @@ impl Reconciler {
                     .filter(|s| s.spec.approval == Approval::EveryRun)
                     .cloned(),
             );
+            deadlines.extend(
+                mine.iter()
+                    .filter(|s| s.spec.deadline.is_some())
+                    .map(|s| (s.id().to_string(), s.spec.clone())),
+            );
             let outcomes: Vec<(ReconcileReport, Vec<Run>)> = stream::iter(mine)
                 .map(|s| self.reconcile_schedule(s, now, correction_open))
                 .buffer_unordered(self.config.concurrency.max(1))
@@ -336,6 +366,9 @@ impl Reconciler {
         self.release(now, &active, created, &stopped, &mut gates, &mut report)
             .await;
         report.lanes = gates.into_values().collect();
+        self.deadline_alerts(&deadlines, &active, now, &mut report);
+        self.approval_reminders(now, &mut report).await;
+        self.raise_alerts(now, &mut report).await;
 
         self.metrics
             .count("CatchUpReleased", u64::from(report.released));

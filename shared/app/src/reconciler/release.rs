@@ -99,6 +99,10 @@ impl Reconciler {
                     state.since = now;
                     if paused {
                         tracing::warn!(%lane, cause = cause.as_deref().unwrap_or(""), "catch-up release paused");
+                        report.to_raise.push((
+                            super::alerts::release_paused(lane, cause.as_deref(), now),
+                            None,
+                        ));
                         self.metrics.count("CatchUpReleasePaused", 1);
                     } else {
                         tracing::info!(%lane, was = state.cause.as_deref().unwrap_or(""), "catch-up release resumed");

@@ -13,6 +13,7 @@
 
 mod admission;
 mod attempt;
+mod outcome;
 mod read;
 mod settle;
 
@@ -25,6 +26,7 @@ use cronledger_aws::ledger::RunChange;
 use cronledger_aws::{LaneMessage, LaneQueue, LedgerStore, StoreError};
 use cronledger_core::{Lane, Reason, Run, Span, StartWait};
 
+use crate::alerting::Alerter;
 use crate::backoff::Backoff;
 use crate::clock::Clock;
 use crate::faults::{CrashPoint, Faults};
@@ -86,6 +88,8 @@ pub struct Worker {
     /// Jobs of past schedule versions, for runs created under them.
     pinned: PinnedJobs,
     metrics: Metrics,
+    /// Where the alerts a run's end raises go; `None`: they are not raised (tests).
+    alerts: Option<Arc<Alerter>>,
 }
 
 impl Worker {
@@ -107,7 +111,15 @@ impl Worker {
             kill_switch: None,
             pinned: PinnedJobs::default(),
             metrics: Metrics::new(),
+            alerts: None,
         }
+    }
+
+    /// Raises the alerts runs' ends call for (failures in a row, recovery, pause on
+    /// failure, missed deadlines) through `alerter`.
+    pub fn with_alerts(mut self, alerter: Arc<Alerter>) -> Worker {
+        self.alerts = Some(alerter);
+        self
     }
 
     /// Checks the kill switch before every start: while it is on, no attempt starts and

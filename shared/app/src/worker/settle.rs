@@ -81,6 +81,9 @@ impl Worker {
                 let late_ms = (now - run.key.scheduled_for).num_milliseconds();
                 tracing::info!(%reason, status = %ended.status, late_ms, "run not executed");
                 self.metrics.count_for(&run.key.schedule_id, metric, 1);
+                if ended.status == RunStatus::Failed {
+                    self.after_end(stored, &ended, now).await;
+                }
                 // A run that will not execute ends like a finished one: the next QUEUE_NEW
                 // run may go.
                 self.release_next_queued(stored, now).await;
@@ -303,6 +306,9 @@ impl Worker {
                     "run attempt finished"
                 );
                 self.count_outcome(&run.key.schedule_id, event, duration_ms);
+                if done.status.is_terminal() {
+                    self.after_end(stored, &done, now).await;
+                }
             }
             Err(StoreError::LeaseLost { .. } | StoreError::StatusConflict { .. }) => {
                 tracing::warn!("lease lost before the outcome was written; discarded");

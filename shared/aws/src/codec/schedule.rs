@@ -26,6 +26,7 @@ pub const PAUSES: &str = "pauses";
 pub const PAST_TIMINGS: &str = "past_timings";
 pub const CREATED_AT: &str = "created_at";
 pub const UPDATED_AT: &str = "updated_at";
+pub const FAILURE_STREAK: &str = "failure_streak";
 
 pub const ACTION: &str = "action";
 pub const ACTOR: &str = "actor";
@@ -57,6 +58,10 @@ pub fn encode(schedule: &StoredSchedule) -> Result<Item, StoreError> {
         )
         .time(CREATED_AT, schedule.created_at)
         .time(UPDATED_AT, schedule.updated_at)
+        .opt_n(
+            FAILURE_STREAK,
+            (schedule.failure_streak > 0).then_some(schedule.failure_streak),
+        )
         .s(GSI3PK, keys::CATALOG_PK)
         .s(GSI3SK, id);
     if let Some((pk, sk)) = due_keys(schedule) {
@@ -95,6 +100,7 @@ pub fn decode(item: &Item) -> Result<StoredSchedule, StoreError> {
         },
         created_at: r.time(CREATED_AT)?,
         updated_at: r.time(UPDATED_AT)?,
+        failure_streak: r.opt_n(FAILURE_STREAK)?.unwrap_or(0),
     })
 }
 

@@ -29,7 +29,7 @@ use crate::error::StoreError;
 use crate::item::Item;
 use crate::ledger::{
     AuditEntry, ChangeMeta, Created, Fire, FireOutcome, LedgerStore, OperatorAction, Page,
-    RecentRuns, RunChange, StoredSchedule,
+    RecentRuns, RunChange, StoredSchedule, StreakChange,
 };
 use crate::meter::{metered, RequestMeter};
 
@@ -342,6 +342,18 @@ impl LedgerStore for DynamoLedger {
         metered(
             "advance_watermark",
             self.advance_watermark_impl(id, expected, through),
+        )
+        .await
+    }
+
+    async fn count_failure_streak(
+        &self,
+        id: &str,
+        change: StreakChange,
+    ) -> Result<u32, StoreError> {
+        metered(
+            "count_failure_streak",
+            self.count_failure_streak_impl(id, change),
         )
         .await
     }

@@ -1,7 +1,7 @@
 //! Schedule operations: audited, optimistic-locked changes and the ticker's index.
 
 use aws_sdk_dynamodb::operation::query::QueryOutput;
-use aws_sdk_dynamodb::types::{Put, ReturnConsumedCapacity, TransactWriteItem};
+use aws_sdk_dynamodb::types::{Put, ReturnConsumedCapacity, ReturnValue, TransactWriteItem};
 use chrono::{DateTime, Utc};
 use cronledger_core::ScheduleSpec;
 
@@ -11,7 +11,9 @@ use crate::cursor;
 use crate::error::StoreError;
 use crate::item::{key, n, s, time, Item};
 use crate::keys::{self, GSI1PK, GSI1SK, GSI3PK, PK, SK};
-use crate::ledger::{AuditAction, AuditEntry, ChangeMeta, Page, ScheduleState, StoredSchedule};
+use crate::ledger::{
+    AuditAction, AuditEntry, ChangeMeta, Page, ScheduleState, StoredSchedule, StreakChange,
+};
 use crate::schedule_change as change;
 
 impl DynamoLedger {
@@ -299,6 +301,53 @@ impl DynamoLedger {
         expr.set(codec::RECONCILED_THROUGH, time(through))
             .eq(codec::RECONCILED_THROUGH, time(expected));
         self.conditional_update(id, &expr).await
+    }
+
+    /// Failed: `ADD failure_streak 1`, answering the new value. Succeeded: `SET
+    /// failure_streak = 0` only when the caller's copy of the schedule showed a streak (the
+    /// worker passes what it read), so a healthy run writes nothing; here it is written
+    /// unconditionally and answers 0.
+    pub(super) async fn count_failure_streak_impl(
+        &self,
+        id: &str,
+        change: StreakChange,
+    ) -> Result<u32, StoreError> {
+        let mut expr = Expr::new();
+        match change {
+            StreakChange::Failed => expr.add(codec::FAILURE_STREAK, 1),
+            StreakChange::Succeeded => expr.set(codec::FAILURE_STREAK, n(0)),
+        };
+        expr.exists(PK);
+        let sent = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(keys::schedule_pk(id), keys::SCHEDULE_SK)))
+            .set_update_expression(expr.update())
+            .set_condition_expression(expr.condition())
+            .set_expression_attribute_names(expr.names())
+            .set_expression_attribute_values(expr.values())
+            .return_values(ReturnValue::UpdatedNew)
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
+            .send()
+            .await;
+        match sent {
+            Ok(out) => {
+                self.meter
+                    .record_capacity("UpdateItem", out.consumed_capacity());
+                let streak = out
+                    .attributes()
+                    .and_then(|a| a.get(codec::FAILURE_STREAK))
+                    .and_then(|v| v.as_n().ok())
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                Ok(streak)
+            }
+            Err(err) => match unless_condition_failed("UpdateItem", err) {
+                Ok(_) => Err(StoreError::ScheduleNotFound(id.to_string())),
+                Err(e) => Err(e),
+            },
+        }
     }
 
     /// Moves `next_run_at` (and the `due` index key with it) if it is still `expected`.

@@ -27,7 +27,7 @@ use crate::control::{ReleaseState, ReleaseStateStore};
 use crate::error::StoreError;
 use crate::ledger::{
     AuditEntry, ChangeMeta, Created, Fire, FireOutcome, LedgerStore, OperatorAction, Page,
-    RecentRuns, RunChange, StoredSchedule,
+    RecentRuns, RunChange, StoredSchedule, StreakChange,
 };
 use crate::meter::{metered, RequestMeter};
 use crate::ops::{Backfill, IdempotencyClaim, KillSwitch, OpsStore, SystemAuditEntry};
@@ -248,6 +248,17 @@ impl LedgerStore for MemoryStore {
     ) -> Result<bool, StoreError> {
         metered("advance_watermark", async {
             self.advance_watermark_impl(id, expected, through)
+        })
+        .await
+    }
+
+    async fn count_failure_streak(
+        &self,
+        id: &str,
+        change: StreakChange,
+    ) -> Result<u32, StoreError> {
+        metered("count_failure_streak", async {
+            self.count_failure_streak_impl(id, change)
         })
         .await
     }

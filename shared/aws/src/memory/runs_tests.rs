@@ -46,6 +46,7 @@ fn with_schedule(store: &MemoryStore, id: &str, next: DateTime<Utc>) -> StoredSc
         past_timings: Vec::new(),
         created_at: t0(),
         updated_at: t0(),
+        failure_streak: 0,
     };
     store
         .tables()

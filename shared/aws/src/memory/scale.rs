@@ -81,6 +81,7 @@ mod tests {
             past_timings: Vec::new(),
             created_at: t("2026-03-01T00:00:00Z"),
             updated_at: t("2026-03-01T00:00:00Z"),
+            failure_streak: 0,
         }
     }
 

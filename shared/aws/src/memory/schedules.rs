@@ -14,7 +14,9 @@ use crate::cursor;
 use crate::error::StoreError;
 use crate::item::{s, Item};
 use crate::keys::{self, GSI3PK, GSI3SK, PK, SK};
-use crate::ledger::{AuditAction, AuditEntry, ChangeMeta, OperatorAction, Page, StoredSchedule};
+use crate::ledger::{
+    AuditAction, AuditEntry, ChangeMeta, OperatorAction, Page, StoredSchedule, StreakChange,
+};
 use crate::schedule_change as change;
 
 /// The most items one DynamoDB query page returns (the stores ask for at most this).
@@ -358,6 +360,33 @@ impl MemoryStore {
         self.charge_write("PutItem", None, Some(&item), Request::Standard);
         insert_audit(&mut tables, stored);
         Ok(entry)
+    }
+
+    /// One UpdateItem, like the DynamoDB store's.
+    pub(super) fn count_failure_streak_impl(
+        &self,
+        id: &str,
+        change: StreakChange,
+    ) -> Result<u32, StoreError> {
+        let mut tables = self.tables();
+        let Some(current) = tables.schedules.get(id) else {
+            self.charge_call("UpdateItem");
+            self.charge_write("UpdateItem", None, None, Request::Standard);
+            return Err(StoreError::ScheduleNotFound(id.to_string()));
+        };
+        let streak = match change {
+            StreakChange::Failed => current.failure_streak.saturating_add(1),
+            StreakChange::Succeeded => 0,
+        };
+        let before = codec::encode(current)?;
+        let (after, stored) = schedule_item(&StoredSchedule {
+            failure_streak: streak,
+            ..current.clone()
+        })?;
+        self.charge_call("UpdateItem");
+        self.charge_write("UpdateItem", Some(&before), Some(&after), Request::Standard);
+        tables.schedules.insert(id.to_string(), stored);
+        Ok(streak)
     }
 
     /// One conditional UpdateItem: the watermark moves if it is still `expected` (as stored

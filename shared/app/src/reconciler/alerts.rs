@@ -1,0 +1,186 @@
+//! The alerts a pass raises: missed windows (one per gap), work awaiting approval (one per
+//! gap or backfill, then a reminder per `alerts.remind_after`), runs past their `deadline`,
+//! catch-up release paused by a live signal; then the outbox of alerts whose publish failed.
+//! Decided during the pass, raised once at its end (see [`crate::alerting`]).
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use cronledger_core::alerts::{self, About, Alert, Gap, RunRef};
+use cronledger_core::planner::{Action, Plan};
+use cronledger_core::window::utc_text;
+use cronledger_core::{Lane, Priority, Run, ScheduleSpec};
+
+use super::{ReconcileReport, Reconciler};
+
+/// What a lane-wide alert names as its schedule: no one schedule's owner gets it by an
+/// owner filter, every subscriber without one does.
+fn lane_subject(lane: Lane) -> String {
+    format!("lane:{lane}")
+}
+
+fn about(spec: &ScheduleSpec) -> About<'_> {
+    About {
+        schedule: &spec.id,
+        owner: spec.owner.as_deref(),
+        priority: spec.priority,
+    }
+}
+
+/// A live signal paused the catch-up release of `lane` (its backfills and catch-up runs).
+pub(super) fn release_paused(lane: Lane, cause: Option<&str>, now: DateTime<Utc>) -> Alert {
+    let subject = lane_subject(lane);
+    let about = About {
+        schedule: &subject,
+        owner: None,
+        priority: Priority::Normal,
+    };
+    alerts::backfill_paused(
+        &about,
+        &format!("catch-up release on the {lane} lane"),
+        cause.unwrap_or("a live signal"),
+        now,
+    )
+}
+
+impl Reconciler {
+    /// A gap of `missed` windows: MISSED_WINDOWS with the policy's decision, and
+    /// AWAITING_APPROVAL when some of it is held for an operator.
+    pub(super) fn gap_alerts(
+        &self,
+        spec: &ScheduleSpec,
+        plan: &Plan,
+        missed: u32,
+        report: &mut ReconcileReport,
+    ) {
+        let (Some(first), Some(last)) = (plan.entries.first(), plan.entries.last()) else {
+            return;
+        };
+        let gap_id = plan
+            .replay_group_id
+            .clone()
+            .unwrap_or_else(|| format!("gap:{}:{}", spec.id, utc_text(first.scheduled_for)));
+        let held: u32 = plan
+            .entries
+            .iter()
+            .filter(|e| matches!(e.action, Action::Hold { .. }))
+            .map(|e| e.count)
+            .sum();
+        let t = &plan.totals;
+        let decision = plan.alerts.first().map_or_else(
+            || {
+                format!(
+                    "{} to run, {} skipped, {} coalesced, {} held ({})",
+                    t.fire, t.skipped, t.coalesced, t.manual, spec.misfire
+                )
+            },
+            |a| a.message.clone(),
+        );
+        let gap = Gap {
+            gap_id: &gap_id,
+            missed,
+            first: first.scheduled_for,
+            last: last.range_end.unwrap_or(last.scheduled_for),
+            decision,
+            held,
+        };
+        let topic = spec.alerts.topic.clone();
+        let about = about(spec);
+        if let Some(alert) = alerts::missed_windows(&about, &gap, plan.through) {
+            report.to_raise.push((alert, topic.clone()));
+        }
+        let waiting = if plan.backfill.as_ref().is_some_and(|b| b.start_paused) {
+            // The held windows wait as one paused backfill: its reminders follow it.
+            0
+        } else {
+            held
+        };
+        if let Some(alert) = alerts::awaiting_approval(
+            &about,
+            &spec.alerts,
+            &gap_id,
+            waiting,
+            plan.through,
+            plan.through,
+        ) {
+            report.to_raise.push((alert, topic));
+        }
+    }
+
+    /// Active runs of schedules with a `deadline` that have not finished by it.
+    pub(super) fn deadline_alerts(
+        &self,
+        deadlines: &BTreeMap<String, ScheduleSpec>,
+        active: &[Run],
+        now: DateTime<Utc>,
+        report: &mut ReconcileReport,
+    ) {
+        for run in active.iter().filter(|r| !r.status.is_terminal()) {
+            let Some(spec) = deadlines.get(&run.key.schedule_id) else {
+                continue;
+            };
+            let key = run.key.to_string();
+            let run_ref = RunRef {
+                key: &key,
+                window: run.window,
+            };
+            if let Some(alert) =
+                alerts::deadline_missed(&about(spec), spec.deadline, &run_ref, None, now)
+            {
+                report.to_raise.push((alert, spec.alerts.topic.clone()));
+            }
+        }
+    }
+
+    /// Backfills waiting for an operator's approval: one alert when they start waiting, a
+    /// reminder per `alerts.remind_after` while they still do.
+    pub(super) async fn approval_reminders(
+        &self,
+        now: DateTime<Utc>,
+        report: &mut ReconcileReport,
+    ) {
+        let Some(ops) = &self.backfills else {
+            return;
+        };
+        let open = match ops.open_backfills().await {
+            Ok(open) => open,
+            Err(e) => return report.error("open backfills", &e.into()),
+        };
+        for backfill in open.iter().filter(|b| b.awaiting_approval()) {
+            let Ok(stored) = self.store.get_schedule(&backfill.schedule_id).await else {
+                continue;
+            };
+            let spec = &stored.spec;
+            let waiting = backfill.total_windows.min(u64::from(u32::MAX)) as u32;
+            if let Some(alert) = alerts::awaiting_approval(
+                &about(spec),
+                &spec.alerts,
+                &format!("backfill:{}", backfill.id),
+                waiting.max(1),
+                backfill.created_at,
+                now,
+            ) {
+                report.to_raise.push((alert, spec.alerts.topic.clone()));
+            }
+        }
+    }
+
+    /// Raises what the pass decided, then publishes the outbox.
+    pub(super) async fn raise_alerts(&self, now: DateTime<Utc>, report: &mut ReconcileReport) {
+        let decided = std::mem::take(&mut report.to_raise);
+        let Some(alerter) = &self.alerter else {
+            for (alert, _) in &decided {
+                tracing::warn!(kind = %alert.kind, schedule = %alert.schedule, key = %alert.key(), message = %alert.message, "alert (no alert topic configured)");
+            }
+            return;
+        };
+        for (alert, topic) in &decided {
+            if alerter.raise(alert, topic.as_deref()).await == crate::alerting::AlertFate::Published
+            {
+                report.alerts_published += 1;
+            }
+        }
+        let outbox = alerter.publish_outbox(self.store.as_ref(), now).await;
+        report.alerts_from_outbox += outbox.published;
+    }
+}

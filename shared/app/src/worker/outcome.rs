@@ -1,0 +1,116 @@
+//! What a run's end tells people: the schedule's failure streak, pause on failure, and the
+//! alerts they raise (failures in a row, recovery, a missed deadline). A healthy run of a
+//! healthy schedule reads and writes nothing here: the streak is written on a failure and
+//! on the first success after failures, which the schedule the worker already read shows.
+
+use chrono::{DateTime, Utc};
+use cronledger_aws::ledger::StoredSchedule;
+use cronledger_aws::{ChangeMeta, StoreError, StreakChange};
+use cronledger_core::alerts::{self, About, Alert, RunRef};
+use cronledger_core::{Run, RunStatus};
+
+use super::Worker;
+
+/// Who the audit names when the scheduler pauses a schedule itself.
+pub const SCHEDULER_ACTOR: &str = "cronledger";
+
+impl Worker {
+    /// After `ended` was written terminal: moves the failure streak and raises what it calls
+    /// for. Best effort: the run's end is already recorded.
+    pub(super) async fn after_end(&self, stored: &StoredSchedule, ended: &Run, now: DateTime<Utc>) {
+        let spec = &stored.spec;
+        let about = About {
+            schedule: stored.id(),
+            owner: spec.owner.as_deref(),
+            priority: spec.priority,
+        };
+        let key = ended.key.to_string();
+        let run = RunRef {
+            key: &key,
+            window: ended.window,
+        };
+        let mut raised: Vec<Alert> = Vec::new();
+        match ended.status {
+            RunStatus::Failed => {
+                match self
+                    .store
+                    .count_failure_streak(stored.id(), StreakChange::Failed)
+                    .await
+                {
+                    Ok(streak) => {
+                        raised.extend(alerts::failures_in_a_row(
+                            &about,
+                            &spec.alerts,
+                            streak,
+                            &run,
+                            now,
+                        ));
+                        if alerts::pauses_on_failure(&spec.alerts, streak)
+                            && self.pause_on_failure(stored, streak, now).await
+                        {
+                            raised.push(alerts::paused_on_failure(&about, streak, &run, now));
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "could not count the failure streak"),
+                }
+            }
+            RunStatus::Success | RunStatus::PartialSuccess if stored.failure_streak > 0 => {
+                match self
+                    .store
+                    .count_failure_streak(stored.id(), StreakChange::Succeeded)
+                    .await
+                {
+                    Ok(_) => raised.extend(alerts::recovered(
+                        &about,
+                        &spec.alerts,
+                        stored.failure_streak,
+                        &run,
+                        now,
+                    )),
+                    Err(e) => tracing::warn!(error = %e, "could not end the failure streak"),
+                }
+            }
+            _ => {}
+        }
+        raised.extend(alerts::deadline_missed(
+            &about,
+            spec.deadline,
+            &run,
+            ended.completed_at.or(Some(now)),
+            now,
+        ));
+        if let Some(alerter) = &self.alerts {
+            for alert in &raised {
+                alerter.raise(alert, spec.alerts.topic.as_deref()).await;
+            }
+        }
+    }
+
+    /// `alerts.pause_after_failures`: pauses the schedule, audited with the reason. `false`
+    /// when it was not ACTIVE any more (paused or archived meanwhile).
+    async fn pause_on_failure(
+        &self,
+        stored: &StoredSchedule,
+        streak: u32,
+        now: DateTime<Utc>,
+    ) -> bool {
+        let meta = ChangeMeta {
+            actor: SCHEDULER_ACTOR.to_string(),
+            reason: format!("PAUSED_ON_FAILURE: {streak} failures in a row"),
+            at: now,
+            details: None,
+        };
+        match self.store.pause_schedule(stored.id(), None, meta).await {
+            Ok(_) => {
+                tracing::warn!(streak, "schedule paused itself after failures in a row");
+                self.metrics.count("SchedulesPausedOnFailure", 1);
+                true
+            }
+            Err(StoreError::InvalidRequest(_)) => false,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not pause the schedule after its failures");
+                false
+            }
+        }
+    }
+}
