@@ -536,6 +536,14 @@ impl LedgerStore for ObservedStore {
         self.inner.advance_watermark(id, expected, through).await
     }
 
+    async fn count_failure_streak(
+        &self,
+        id: &str,
+        change: cronledger_aws::StreakChange,
+    ) -> Result<u32, StoreError> {
+        self.inner.count_failure_streak(id, change).await
+    }
+
     async fn create_run(&self, run: &Run) -> Result<Created, StoreError> {
         self.inner.create_run(run).await
     }

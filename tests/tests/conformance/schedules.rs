@@ -1,7 +1,7 @@
 //! The schedule lifecycle with its audit, each version's spec read back, and the listing.
 
 use chrono::Duration;
-use cronledger_aws::{AuditAction, ScheduleState, StoreError};
+use cronledger_aws::{AuditAction, ScheduleState, StoreError, StreakChange};
 use cronledger_tests::{scheduled_run, spec, spec_with, t};
 use serde_json::json;
 
@@ -199,5 +199,61 @@ conformance! {
             }
         }
         assert_eq!(ids, ["a", "b", "c"]);
+    }
+
+    /// The failure streak lives on the schedule's state: failures add one each (however
+    /// many workers end runs at once), a success ends it, an edit keeps it, a resume
+    /// starts it again, and an unknown schedule is an error, not a new item.
+    async fn the_failure_streak_counts_failures_in_a_row(env: Env) {
+        let ledger = &env.ledger;
+        let t0 = t("2026-03-01T00:00:00Z");
+        let id = "streaky";
+        ledger
+            .create_schedule(spec(id, "*/5 * * * *"), meta("alice", t0))
+            .await
+            .expect("create");
+        let adds = (0..6).map(|_| ledger.count_failure_streak(id, StreakChange::Failed));
+        let mut seen: Vec<u32> = futures_util::future::join_all(adds)
+            .await
+            .into_iter()
+            .map(|r| r.expect("count"))
+            .collect();
+        seen.sort_unstable();
+        assert_eq!(seen, [1, 2, 3, 4, 5, 6], "each failure answers its own count");
+        let stored = ledger.get_schedule(id).await.expect("get");
+        assert_eq!(stored.failure_streak, 6);
+
+        let edited = ledger
+            .update_schedule(spec(id, "*/10 * * * *"), stored.version, meta("bob", t0))
+            .await
+            .expect("edit");
+        assert_eq!(edited.failure_streak, 6, "an edit keeps the streak");
+        assert_eq!(ledger.get_schedule(id).await.expect("get").failure_streak, 6);
+
+        let zero = ledger
+            .count_failure_streak(id, StreakChange::Succeeded)
+            .await
+            .expect("success");
+        assert_eq!(zero, 0);
+        assert_eq!(ledger.get_schedule(id).await.expect("get").failure_streak, 0);
+
+        ledger
+            .count_failure_streak(id, StreakChange::Failed)
+            .await
+            .expect("count");
+        ledger.pause_schedule(id, None, meta("cronledger", t0)).await.expect("pause");
+        let resumed = ledger
+            .resume_schedule(id, None, meta("carol", t0 + Duration::minutes(1)))
+            .await
+            .expect("resume");
+        assert_eq!(resumed.failure_streak, 0, "a resume starts the count again");
+
+        let unknown = ledger.count_failure_streak("nobody", StreakChange::Failed).await;
+        assert_eq!(unknown.map_err(|e| e.code()).err(), Some("SCHEDULE_NOT_FOUND"));
+        assert_eq!(
+            ledger.get_schedule("nobody").await.map_err(|e| e.code()).err(),
+            Some("SCHEDULE_NOT_FOUND"),
+            "no item was created for it"
+        );
     }
 }

@@ -303,7 +303,7 @@ impl DynamoLedger {
         self.conditional_update(id, &expr).await
     }
 
-    /// Failed: `ADD failure_streak 1`, answering the new value. Succeeded: `SET
+    /// Failed: one more, answering the new value. Succeeded: `SET
     /// failure_streak = 0` only when the caller's copy of the schedule showed a streak (the
     /// worker passes what it read), so a healthy run writes nothing; here it is written
     /// unconditionally and answers 0.
@@ -314,7 +314,11 @@ impl DynamoLedger {
     ) -> Result<u32, StoreError> {
         let mut expr = Expr::new();
         match change {
-            StreakChange::Failed => expr.add(codec::FAILURE_STREAK, 1),
+            // `failure_streak = 1 + if_not_exists(failure_streak, 0)`: the attribute is
+            // absent while the streak is 0.
+            StreakChange::Failed => {
+                expr.set_sum(codec::FAILURE_STREAK, n(1), codec::FAILURE_STREAK, n(0))
+            }
             StreakChange::Succeeded => expr.set(codec::FAILURE_STREAK, n(0)),
         };
         expr.exists(PK);
