@@ -133,6 +133,7 @@ mod tests {
             duration: Default::default(),
             duration_ms: 0,
             fail_times: 0,
+            fail_before: None,
             affected: None,
             guard: None,
             payload: json!({ "tag": tag }),

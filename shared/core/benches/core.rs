@@ -67,6 +67,7 @@ fn spec(id: String, cron: &str, misfire: MisfirePolicy) -> ScheduleSpec {
             duration: Span::ZERO,
             duration_ms: 0,
             fail_times: 0,
+            fail_before: None,
             payload: serde_json::Value::Null,
             affected: None,
             guard: None,

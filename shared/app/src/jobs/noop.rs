@@ -5,14 +5,23 @@ use super::{
     DryRunReport, JobContext, JobFailure, JobHandler, JobOutcome, JobSuccess, GUARD_UNSUPPORTED,
 };
 
-/// `type: noop`: waits `duration` (and `duration_ms`), failing (retryably) its first `fail_times` attempts. Its
+/// `type: noop`: waits `duration` (and `duration_ms`), failing (retryably) its first `fail_times` attempts,
+/// and for good every attempt of a window before `fail_before`. Its
 /// dry run answers `affected` at once (none: it cannot dry-run).
 pub struct NoopJob;
 
 #[async_trait]
 impl JobHandler for NoopJob {
     async fn run(&self, job: &JobSpec, ctx: &JobContext) -> JobOutcome {
-        let (Some(wait), JobSpec::Noop { fail_times, .. }) = (job.noop_wait(), job) else {
+        let (
+            Some(wait),
+            JobSpec::Noop {
+                fail_times,
+                fail_before,
+                ..
+            },
+        ) = (job.noop_wait(), job)
+        else {
             return Err(JobFailure::permanent(
                 "JOB_TARGET_MISMATCH",
                 "not a noop job",
@@ -20,6 +29,12 @@ impl JobHandler for NoopJob {
         };
         if !wait.is_zero() {
             tokio::time::sleep(wait).await;
+        }
+        if let Some(before) = fail_before.filter(|b| ctx.window.end < *b) {
+            return Err(JobFailure::permanent(
+                "NOOP_INJECTED_FAILURE",
+                format!("windows scheduled before {before} fail by design"),
+            ));
         }
         if ctx.attempt <= *fail_times {
             return Err(JobFailure::retryable(

@@ -223,6 +223,7 @@ fn noop(affected: Option<u64>) -> JobSpec {
         duration: Span::ZERO,
         duration_ms: 0,
         fail_times: 0,
+        fail_before: None,
         payload: Value::Null,
         affected,
         guard: Some(JobGuard { max_affected: 5 }),

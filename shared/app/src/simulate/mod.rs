@@ -536,6 +536,7 @@ fn simulated_jobs(specs: Vec<ScheduleSpec>) -> (Vec<ScheduleSpec>, Vec<String>) 
                     duration: Span::ZERO,
                     duration_ms: 0,
                     fail_times: 0,
+                    fail_before: None,
                     payload: spec.job.payload().clone(),
                     affected: None,
                     guard: spec.job.guard().copied(),

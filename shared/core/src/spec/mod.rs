@@ -91,6 +91,10 @@ pub enum JobSpec {
         duration_ms: u64,
         #[serde(default)]
         fail_times: u32,
+        /// Every attempt of a window scheduled before this instant fails for good: a job that
+        /// was broken and got fixed (demos, alert simulations).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fail_before: Option<DateTime<Utc>>,
         #[serde(default, skip_serializing_if = "Value::is_null")]
         payload: Value,
         /// What its dry run answers (`None`: it cannot dry-run), so a guard can be simulated.
