@@ -21,6 +21,17 @@ pub struct RecordedAlert {
     pub published_at: Option<DateTime<Utc>>,
 }
 
+impl RecordedAlert {
+    /// `alert` as recorded at `at`, waiting in the outbox.
+    pub fn unpublished(alert: &Alert, at: DateTime<Utc>) -> RecordedAlert {
+        RecordedAlert {
+            alert: alert.clone(),
+            recorded_at: at,
+            published_at: None,
+        }
+    }
+}
+
 /// How long an alert's record is kept (its TTL): a condition that recurs after this is a
 /// new alert, long after anyone would want it folded into the old one.
 pub const ALERT_RECORD_DAYS: i64 = 30;

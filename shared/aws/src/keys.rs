@@ -27,6 +27,11 @@ pub const SCHEDULE_SK: &str = "SCHEDULE";
 pub const RUN_PREFIX: &str = "RUN#";
 pub const AUDIT_PREFIX: &str = "AUDIT#";
 pub const CATALOG_PK: &str = "SCHEDULES";
+/// A schedule's recorded alerts (`ALERT#{kind}#{subject}`): before every audit entry and run
+/// key, so the schedule's run and audit reads (prefixed or ranged) never meet them.
+pub const ALERT_PREFIX: &str = "ALERT#";
+/// The `active` index partition of recorded alerts not yet published (the outbox).
+pub const ALERTS_OUTBOX_PK: &str = "ALERTS#OUTBOX";
 
 pub fn schedule_pk(id: &str) -> String {
     format!("SCHED#{id}")
@@ -65,6 +70,20 @@ pub fn run_sk_instant(sk: &str) -> Option<DateTime<Utc>> {
     DateTime::parse_from_rfc3339(instant)
         .ok()
         .map(|t| t.with_timezone(&Utc))
+}
+
+/// An alert's sort key in its schedule's partition; `alert_key` is `Alert::key()`.
+pub fn alert_sk(alert_key: &str) -> String {
+    format!("{ALERT_PREFIX}{alert_key}")
+}
+
+/// An unpublished alert's outbox sort key: recorded time first (fixed-width microseconds,
+/// so text order is time order), then its schedule and key.
+pub fn alert_outbox_sk(recorded_at: DateTime<Utc>, schedule_id: &str, alert_key: &str) -> String {
+    format!(
+        "{}#{schedule_id}#{alert_key}",
+        recorded_at.format("%Y-%m-%dT%H:%M:%S%.6fZ")
+    )
 }
 
 pub fn backfill_pk(id: &str) -> String {
@@ -207,6 +226,16 @@ mod tests {
         };
         assert!(run_sk(&manual).as_str() < SCHEDULE_SK);
         assert!(RUN_PREFIX < SCHEDULE_SK && audit_sk(u64::MAX).as_str() < RUN_PREFIX);
+    }
+
+    #[test]
+    fn alerts_sort_before_audit_entries_and_runs() {
+        let alert = alert_sk("CONSECUTIVE_FAILURES#~~~");
+        assert!(alert.as_str() < AUDIT_PREFIX && alert.as_str() < RUN_PREFIX);
+        assert!(!alert.starts_with(AUDIT_PREFIX) && !alert.starts_with(RUN_PREFIX));
+        let early = alert_outbox_sk(t("2026-01-01T00:00:00.5Z"), "b", "K");
+        let late = alert_outbox_sk(t("2026-01-01T00:00:01Z"), "a", "K");
+        assert!(early < late, "recorded time first: {early} < {late}");
     }
 
     #[test]

@@ -4,14 +4,16 @@
 //! an index, transactions above all, are left out of the units: DynamoDB Local's numbers
 //! for them are known to differ from DynamoDB's (the cost model corrects for it).
 
-use chrono::Duration;
+use chrono::{DateTime, Duration, Utc};
 use cronledger_aws::{AuditAction, IdempotencyClaim, KillSwitch, OperatorAction, ReleaseState};
 use cronledger_aws::{MeterSnapshot, SystemAuditEntry};
+use cronledger_core::alerts::AlertKind;
 use cronledger_core::run::Origin;
 use cronledger_core::{Lane, RunKey};
 use cronledger_tests::{spec, t};
 use serde_json::json;
 
+use crate::alerts::alert;
 use crate::{meta, Backend, Env};
 
 /// Operations whose every request is a plain one on an item in no index.
@@ -27,6 +29,7 @@ const PLAIN: &[&str] = &[
     "audit_log",
     "schedule_spec_at",
     "get_schedule",
+    "alerts_of",
 ];
 
 /// A day of control-plane requests, the same on any store.
@@ -111,7 +114,48 @@ async fn requests(env: &Env) -> MeterSnapshot {
             .expect("append");
     }
     env.ops.system_audit(10).await.expect("system audit");
+    alert_requests(env, t0).await;
     env.meter.snapshot()
+}
+
+/// Alerts recorded (once, twice, racing nobody), published, listed: the outbox's index
+/// writes are left out of the units like every index write, the listing is compared.
+async fn alert_requests(env: &Env, t0: DateTime<Utc>) {
+    for (hour, subject) in ["first", "second", "third"].iter().enumerate() {
+        let at = t0 + Duration::hours(hour as i64);
+        let mut failed = alert("costed", AlertKind::ConsecutiveFailures, subject, at);
+        failed.message = "m".repeat(1500 * hour);
+        assert!(env.alerts.record_alert(&failed, at).await.expect("record"));
+        assert!(!env.alerts.record_alert(&failed, at).await.expect("again"));
+        env.alerts
+            .alert_published(&failed, at)
+            .await
+            .expect("published");
+    }
+    let waiting = alert("costed", AlertKind::MissedWindows, "gap", t0);
+    assert!(env.alerts.record_alert(&waiting, t0).await.expect("record"));
+    let ghost = alert("ghost", AlertKind::Recovered, "r", t0);
+    env.alerts.alert_published(&ghost, t0).await.expect("ghost");
+    assert_eq!(
+        env.alerts
+            .unpublished_alerts(10)
+            .await
+            .expect("outbox")
+            .len(),
+        1
+    );
+    env.alerts
+        .alert_published(&waiting, t0)
+        .await
+        .expect("published");
+    assert_eq!(
+        env.alerts
+            .alerts_of("costed", 10)
+            .await
+            .expect("alerts")
+            .len(),
+        4
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

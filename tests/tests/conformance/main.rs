@@ -6,6 +6,7 @@
 //! Tests that read or write DynamoDB items directly (`malformed_items.rs`) are about the
 //! table's encoding, which the memory store does not have, and stay outside this suite.
 
+mod alerts;
 mod attempts;
 mod capacity;
 mod ops;
@@ -19,7 +20,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use cronledger_aws::{
-    ChangeMeta, LedgerStore, MemoryStore, OpsStore, ReleaseStateStore, RequestMeter,
+    AlertStore, ChangeMeta, LedgerStore, MemoryStore, OpsStore, ReleaseStateStore, RequestMeter,
 };
 use cronledger_tests::{TestLedger, SHARDS};
 
@@ -36,6 +37,7 @@ pub struct Env {
     pub ledger: Arc<dyn LedgerStore>,
     pub ops: Arc<dyn OpsStore>,
     pub control: Arc<dyn ReleaseStateStore>,
+    pub alerts: Arc<dyn AlertStore>,
     pub meter: RequestMeter,
     /// The DynamoDB test table, deleted when the test ends.
     _table: Option<TestLedger>,
@@ -51,7 +53,8 @@ impl Env {
                     backend,
                     ledger: store.clone(),
                     ops: store.clone(),
-                    control: store,
+                    control: store.clone(),
+                    alerts: store,
                     meter: table.clients.meter.clone(),
                     _table: Some(table),
                 }
@@ -63,7 +66,8 @@ impl Env {
                     backend,
                     ledger: store.clone(),
                     ops: store.clone(),
-                    control: store,
+                    control: store.clone(),
+                    alerts: store,
                     meter,
                     _table: None,
                 }

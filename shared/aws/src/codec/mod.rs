@@ -1,5 +1,6 @@
 //! Mapping between the ledger's types and DynamoDB items.
 
+pub mod alert;
 pub mod attempt;
 pub mod run;
 pub mod schedule;

@@ -47,6 +47,13 @@ impl Expr {
         self
     }
 
+    /// `attr = if_not_exists(attr, value)`: set once, kept by later writes.
+    pub fn set_if_absent(&mut self, attr: &str, value: AttributeValue) -> &mut Expr {
+        let (n, v) = (self.name(attr), self.value(value));
+        self.set.push(format!("{n} = if_not_exists({n}, {v})"));
+        self
+    }
+
     /// `attr = base + if_not_exists(addend, default)`: a sum with a number the item holds
     /// (or `default` on items written before it had one).
     pub fn set_sum(

@@ -14,7 +14,7 @@ use crate::item::{key, Item, ItemReader};
 use crate::keys::{PK, SK};
 
 /// Keys DynamoDB takes in one `BatchGetItem`.
-const BATCH_GET_KEYS: usize = 100;
+pub(crate) const BATCH_GET_KEYS: usize = 100;
 /// Requests for the keys DynamoDB left unprocessed (throttling) before giving up.
 const UNPROCESSED_TRIES: u32 = 8;
 

@@ -1,5 +1,6 @@
 //! The ledger on one DynamoDB table.
 
+pub(crate) mod alerts;
 mod audit;
 pub(crate) mod control;
 mod expr;
@@ -34,6 +35,7 @@ use crate::ledger::{
 use crate::meter::{metered, RequestMeter};
 
 pub use expr::Expr;
+pub(crate) use fetch::BATCH_GET_KEYS;
 
 /// Where the ledger lives and how it is sharded.
 #[derive(Debug, Clone)]
@@ -165,6 +167,26 @@ impl DynamoLedger {
             }
             Err(err) => unless_condition_failed("PutItem", err),
         }
+    }
+}
+
+impl DynamoLedger {
+    /// A put that takes its key when the key is free: no item there, or one whose TTL
+    /// (`expires_at`, epoch seconds) passed before `now` (TTL deletes lazily, up to days
+    /// late). `Ok(false)`: a live item holds it.
+    pub(crate) async fn put_unless_live(
+        &self,
+        item: Item,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let names = HashMap::from([
+            ("#pk".to_string(), crate::keys::PK.to_string()),
+            ("#exp".to_string(), crate::keys::EXPIRES_AT.to_string()),
+        ]);
+        let values = HashMap::from([(":now".to_string(), crate::item::n(now.timestamp()))]);
+        let condition = "attribute_not_exists(#pk) OR #exp < :now".to_string();
+        self.put_conditional(item, Some(condition), Some(names), Some(values))
+            .await
     }
 }
 

@@ -5,7 +5,6 @@
 //! (`BACKFILLS`), so the release step lists them without a scan.
 
 use std::collections::hash_map::RandomState;
-use std::collections::HashMap;
 use std::hash::BuildHasher;
 
 use async_trait::async_trait;
@@ -119,20 +118,8 @@ impl DynamoLedger {
     ) -> Result<Option<IdempotencyClaim>, StoreError> {
         let pk = keys::idempotency_pk(&claim.key);
         for _ in 0..3 {
-            // Absent, or present but expired (TTL deletes lazily, up to days late).
-            let names = HashMap::from([
-                ("#pk".to_string(), PK.to_string()),
-                ("#exp".to_string(), EXPIRES_AT.to_string()),
-            ]);
-            let values = HashMap::from([(":now".to_string(), n(claim.created_at.timestamp()))]);
-            let condition = "attribute_not_exists(#pk) OR #exp < :now".to_string();
             if self
-                .put_conditional(
-                    claim_item(claim)?,
-                    Some(condition),
-                    Some(names),
-                    Some(values),
-                )
+                .put_unless_live(claim_item(claim)?, claim.created_at)
                 .await?
             {
                 return Ok(None);

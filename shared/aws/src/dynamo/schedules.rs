@@ -399,17 +399,24 @@ impl DynamoLedger {
         Ok(out.item)
     }
 
-    /// `true` if applied, `false` if its condition failed.
+    /// An update of the schedule's item: `true` if applied, `false` if its condition failed.
     pub(super) async fn conditional_update(
         &self,
         id: &str,
         expr: &Expr,
     ) -> Result<bool, StoreError> {
+        self.update_if(key(keys::schedule_pk(id), keys::SCHEDULE_SK), expr)
+            .await
+    }
+
+    /// An update of the item at `item_key`: `true` if applied, `false` if its condition
+    /// failed.
+    pub(super) async fn update_if(&self, item_key: Item, expr: &Expr) -> Result<bool, StoreError> {
         let sent = self
             .client
             .update_item()
             .table_name(&self.table)
-            .set_key(Some(key(keys::schedule_pk(id), keys::SCHEDULE_SK)))
+            .set_key(Some(item_key))
             .set_update_expression(expr.update())
             .set_condition_expression(expr.condition())
             .set_expression_attribute_names(expr.names())

@@ -51,6 +51,8 @@ impl Request {
     }
 }
 
+/// Items the DynamoDB store asks of one Query page when it reads a whole partition.
+const QUERY_PAGE_ITEMS: usize = 1000;
 const WRITE_UNIT_BYTES: u64 = 1024;
 const READ_UNIT_BYTES: u64 = 4096;
 /// Storage DynamoDB bills per item, in the table and in each index, beyond its size.
@@ -270,6 +272,28 @@ impl MemoryStore {
             _ => String::new(),
         };
         self.meter.record_stored(key(PK), key(SK), 0);
+    }
+
+    /// One Query page of an index that read `entries` (eventually consistent: the only way
+    /// DynamoDB serves an index).
+    pub(crate) fn charge_index_query(&self, index: &'static str, entries: &[&Item]) {
+        self.charge_call("Query");
+        self.charge_read("Query", Some(index), entries, false, Request::Standard);
+    }
+
+    /// A table query followed page by page to its end, as the DynamoDB store's `query_all`
+    /// reads: one strongly consistent Query per page of up to 1,000 items, and one more (an
+    /// empty page) after a full last page.
+    pub(crate) fn charge_query_all(&self, items: &[Item]) {
+        let mut pages = items.chunks(QUERY_PAGE_ITEMS).collect::<Vec<_>>();
+        if items.len().is_multiple_of(QUERY_PAGE_ITEMS) {
+            pages.push(&[]);
+        }
+        for page in pages {
+            self.charge_call("Query");
+            let read: Vec<&Item> = page.iter().collect();
+            self.charge_read("Query", None, &read, true, Request::Standard);
+        }
     }
 
     /// Charges a read that returned (or, for a query, examined) `items`, from the table

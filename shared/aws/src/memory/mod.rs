@@ -9,6 +9,7 @@
 //! Consumed capacity is charged by DynamoDB's published rules (see [`capacity`]), so the
 //! request meter means the same on both stores.
 
+mod alerts;
 mod capacity;
 mod index;
 mod ops;
@@ -23,6 +24,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use cronledger_core::{Attempt, Lane, Run, RunKey, RunStatus, ScheduleSpec};
 
+use cronledger_core::alerts::Alert;
+
+use crate::alerts::{AlertStore, RecordedAlert};
 use crate::control::{ReleaseState, ReleaseStateStore};
 use crate::error::StoreError;
 use crate::ledger::{
@@ -54,6 +58,7 @@ pub(crate) struct Tables {
     pub system_audit: Vec<SystemAuditEntry>,
     pub kill_switch: Option<KillSwitch>,
     pub release_states: HashMap<Lane, ReleaseState>,
+    pub alerts: alerts::AlertTables,
 }
 
 /// A run as stored: the run and the attempts its item records.
@@ -433,5 +438,34 @@ impl ReleaseStateStore for MemoryStore {
             self.put_release_state_impl(state)
         })
         .await
+    }
+}
+
+#[async_trait]
+impl AlertStore for MemoryStore {
+    async fn record_alert(&self, alert: &Alert, at: DateTime<Utc>) -> Result<bool, StoreError> {
+        metered("record_alert", async { self.record_alert_impl(alert, at) }).await
+    }
+
+    async fn alert_published(&self, alert: &Alert, at: DateTime<Utc>) -> Result<(), StoreError> {
+        metered("alert_published", async {
+            self.alert_published_impl(alert, at)
+        })
+        .await
+    }
+
+    async fn unpublished_alerts(&self, limit: u32) -> Result<Vec<RecordedAlert>, StoreError> {
+        metered("unpublished_alerts", async {
+            self.unpublished_alerts_impl(limit)
+        })
+        .await
+    }
+
+    async fn alerts_of(
+        &self,
+        schedule: &str,
+        limit: u32,
+    ) -> Result<Vec<RecordedAlert>, StoreError> {
+        metered("alerts_of", async { self.alerts_of_impl(schedule, limit) }).await
     }
 }

@@ -152,15 +152,8 @@ impl MemoryStore {
             pages.push(&[]);
         }
         for page in pages {
-            self.charge_call("Query");
             let read: Vec<&Item> = page.iter().collect();
-            self.charge_read(
-                "Query",
-                Some(keys::ACTIVE_INDEX),
-                &read,
-                false,
-                Request::Standard,
-            );
+            self.charge_index_query(keys::ACTIVE_INDEX, &read);
             for item in page {
                 self.charge_call("GetItem");
                 self.charge_read("GetItem", None, &[item], true, Request::Standard);

@@ -311,15 +311,7 @@ impl MemoryStore {
             .iter()
             .map(|entry| codec::encode_audit(entry, audit_sk(entry)))
             .collect::<Result<Vec<Item>, _>>()?;
-        let mut pages = items.chunks(QUERY_PAGE_MAX as usize).collect::<Vec<_>>();
-        if items.len() % QUERY_PAGE_MAX as usize == 0 {
-            pages.push(&[]);
-        }
-        for page in pages {
-            self.charge_call("Query");
-            let read: Vec<&Item> = page.iter().collect();
-            self.charge_read("Query", None, &read, true, Request::Standard);
-        }
+        self.charge_query_all(&items);
         Ok(log.to_vec())
     }
 
