@@ -4,6 +4,7 @@
 
 use async_trait::async_trait;
 use chrono::NaiveDate;
+pub use cronledger_core::health::DayTally;
 use serde::{Deserialize, Serialize};
 
 use crate::error::StoreError;
@@ -19,17 +20,6 @@ pub enum Outcome {
     Failed,
     /// SKIPPED or COALESCED: accounted, not run.
     Skipped,
-}
-
-/// One UTC day (of the windows' `scheduled_for`) of a schedule's outcomes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DayTally {
-    pub day: Option<NaiveDate>,
-    pub succeeded: u64,
-    pub failed: u64,
-    pub skipped: u64,
-    /// Succeeded within `slo.within`.
-    pub fresh: u64,
 }
 
 /// How long a day's counters are kept (TTL): the longest health period is 30 days.
