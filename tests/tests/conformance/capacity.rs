@@ -6,7 +6,7 @@
 
 use chrono::Duration;
 use cronledger_aws::{AuditAction, IdempotencyClaim, KillSwitch, OperatorAction, ReleaseState};
-use cronledger_aws::{MeterSnapshot, SystemAuditEntry};
+use cronledger_aws::{MeterSnapshot, Outcome, SystemAuditEntry};
 use cronledger_core::run::Origin;
 use cronledger_core::{Lane, RunKey};
 use cronledger_tests::{spec, t};
@@ -27,6 +27,8 @@ const PLAIN: &[&str] = &[
     "audit_log",
     "schedule_spec_at",
     "get_schedule",
+    "count_outcome",
+    "outcome_days",
 ];
 
 /// A day of control-plane requests, the same on any store.
@@ -111,6 +113,22 @@ async fn requests(env: &Env) -> MeterSnapshot {
             .expect("append");
     }
     env.ops.system_audit(10).await.expect("system audit");
+    let today = t0.date_naive();
+    for (back, outcome) in [
+        (0, Outcome::Succeeded { fresh: true }),
+        (0, Outcome::Failed),
+        (1, Outcome::Skipped),
+    ] {
+        let on = today - Duration::days(back);
+        env.health
+            .count_outcome("costed", on, outcome, 3)
+            .await
+            .expect("count");
+    }
+    env.health
+        .outcome_days("costed", today - Duration::days(30), today)
+        .await
+        .expect("days");
     env.meter.snapshot()
 }
 

@@ -8,6 +8,7 @@
 
 mod attempts;
 mod capacity;
+mod health;
 mod ops;
 mod pinned_version;
 mod races;
@@ -19,7 +20,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use cronledger_aws::{
-    ChangeMeta, LedgerStore, MemoryStore, OpsStore, ReleaseStateStore, RequestMeter,
+    ChangeMeta, HealthStore, LedgerStore, MemoryStore, OpsStore, ReleaseStateStore, RequestMeter,
 };
 use cronledger_tests::{TestLedger, SHARDS};
 
@@ -36,6 +37,7 @@ pub struct Env {
     pub ledger: Arc<dyn LedgerStore>,
     pub ops: Arc<dyn OpsStore>,
     pub control: Arc<dyn ReleaseStateStore>,
+    pub health: Arc<dyn HealthStore>,
     pub meter: RequestMeter,
     /// The DynamoDB test table, deleted when the test ends.
     _table: Option<TestLedger>,
@@ -51,7 +53,8 @@ impl Env {
                     backend,
                     ledger: store.clone(),
                     ops: store.clone(),
-                    control: store,
+                    control: store.clone(),
+                    health: store,
                     meter: table.clients.meter.clone(),
                     _table: Some(table),
                 }
@@ -63,7 +66,8 @@ impl Env {
                     backend,
                     ledger: store.clone(),
                     ops: store.clone(),
-                    control: store,
+                    control: store.clone(),
+                    health: store,
                     meter,
                     _table: None,
                 }

@@ -10,6 +10,7 @@
 //! request meter means the same on both stores.
 
 mod capacity;
+mod health;
 mod index;
 mod ops;
 mod runs;
@@ -20,11 +21,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
 use cronledger_core::{Attempt, Lane, Run, RunKey, RunStatus, ScheduleSpec};
 
 use crate::control::{ReleaseState, ReleaseStateStore};
 use crate::error::StoreError;
+use crate::health::DayTally;
 use crate::ledger::{
     AuditEntry, ChangeMeta, Created, Fire, FireOutcome, LedgerStore, OperatorAction, Page,
     RecentRuns, RunChange, StoredSchedule,
@@ -54,6 +56,8 @@ pub(crate) struct Tables {
     pub system_audit: Vec<SystemAuditEntry>,
     pub kill_switch: Option<KillSwitch>,
     pub release_states: HashMap<Lane, ReleaseState>,
+    /// By schedule id, then by UTC day: the outcome counters.
+    pub health: BTreeMap<String, BTreeMap<NaiveDate, DayTally>>,
 }
 
 /// A run as stored: the run and the attempts its item records.
