@@ -3,7 +3,9 @@
 //! ends; the reconciler adds the windows it records SKIPPED.
 
 use async_trait::async_trait;
-use chrono::NaiveDate;
+use chrono::{DateTime, NaiveDate, Utc};
+pub use cronledger_core::health::DayTally;
+use cronledger_core::{RunStatus, Span};
 use serde::{Deserialize, Serialize};
 
 use crate::error::StoreError;
@@ -17,19 +19,32 @@ pub enum Outcome {
         fresh: bool,
     },
     Failed,
-    /// SKIPPED or COALESCED: accounted, not run.
+    /// SKIPPED, COALESCED or CANCELLED: accounted, not run.
     Skipped,
 }
 
-/// One UTC day (of the windows' `scheduled_for`) of a schedule's outcomes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DayTally {
-    pub day: Option<NaiveDate>,
-    pub succeeded: u64,
-    pub failed: u64,
-    pub skipped: u64,
-    /// Succeeded within `slo.within`.
-    pub fresh: u64,
+/// How a run that ended in `status` counts, `None` while it has not ended. `fresh`: it
+/// ended within `slo_within` of `scheduled_for` (never without an `slo`). CANCELLED (an
+/// operator's cancel or rejection) counts as skipped: the window was accounted, not run.
+pub fn outcome_of(
+    status: RunStatus,
+    scheduled_for: DateTime<Utc>,
+    ended_at: DateTime<Utc>,
+    slo_within: Option<Span>,
+) -> Option<Outcome> {
+    match status {
+        RunStatus::Success | RunStatus::PartialSuccess => Some(Outcome::Succeeded {
+            fresh: slo_within.is_some_and(|within| ended_at <= scheduled_for + within.as_delta()),
+        }),
+        RunStatus::Failed => Some(Outcome::Failed),
+        RunStatus::Skipped | RunStatus::Coalesced | RunStatus::Cancelled => Some(Outcome::Skipped),
+        RunStatus::Pending
+        | RunStatus::Queued
+        | RunStatus::Running
+        | RunStatus::RetryPending
+        | RunStatus::Stalled
+        | RunStatus::ManualRequired => None,
+    }
 }
 
 /// How long a day's counters are kept (TTL): the longest health period is 30 days.
@@ -55,4 +70,55 @@ pub trait HealthStore: Send + Sync {
         from: NaiveDate,
         through: NaiveDate,
     ) -> Result<Vec<DayTally>, StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> DateTime<Utc> {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn a_success_is_fresh_only_within_the_slo() {
+        let due = at("2026-12-01T09:00:00Z");
+        let within = Some(Span::minutes(30));
+        let on_time = at("2026-12-01T09:30:00Z");
+        let late = at("2026-12-01T09:30:01Z");
+        for status in [RunStatus::Success, RunStatus::PartialSuccess] {
+            assert_eq!(
+                outcome_of(status, due, on_time, within),
+                Some(Outcome::Succeeded { fresh: true })
+            );
+            assert_eq!(
+                outcome_of(status, due, late, within),
+                Some(Outcome::Succeeded { fresh: false })
+            );
+            assert_eq!(
+                outcome_of(status, due, due, None),
+                Some(Outcome::Succeeded { fresh: false })
+            );
+        }
+    }
+
+    #[test]
+    fn every_status_counts_once_it_ended_and_not_before() {
+        let t = at("2026-12-01T09:00:00Z");
+        for status in RunStatus::ALL {
+            let outcome = outcome_of(*status, t, t, Some(Span::minutes(5)));
+            assert_eq!(outcome.is_some(), status.is_terminal(), "{status}");
+        }
+        assert_eq!(
+            outcome_of(RunStatus::Failed, t, t, None),
+            Some(Outcome::Failed)
+        );
+        for status in [
+            RunStatus::Skipped,
+            RunStatus::Coalesced,
+            RunStatus::Cancelled,
+        ] {
+            assert_eq!(outcome_of(status, t, t, None), Some(Outcome::Skipped));
+        }
+    }
 }

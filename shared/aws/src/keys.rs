@@ -1,6 +1,6 @@
 //! Key layout of the single table (DESIGN "Data model"). Every key string is built here.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
 use cronledger_core::{RunKey, RunStatus};
 
 pub const PK: &str = "PK";
@@ -26,6 +26,9 @@ pub const CATALOG_INDEX: &str = "catalog";
 pub const SCHEDULE_SK: &str = "SCHEDULE";
 pub const RUN_PREFIX: &str = "RUN#";
 pub const AUDIT_PREFIX: &str = "AUDIT#";
+/// A schedule's outcome counters of one UTC day (see [`crate::health`]). Sorts before
+/// `RUN#`, so the schedule-and-newest-runs read (`RUN#` through `SCHEDULE`) never meets them.
+pub const HEALTH_PREFIX: &str = "HEALTH#";
 pub const CATALOG_PK: &str = "SCHEDULES";
 /// A schedule's recorded alerts (`ALERT#{kind}#{subject}`): before every audit entry and run
 /// key, so the schedule's run and audit reads (prefixed or ranged) never meet them.
@@ -51,6 +54,11 @@ pub fn operator_audit_sk(version: u64, at: DateTime<Utc>, action: &str, tag: u32
         audit_sk(version),
         at.format("%Y-%m-%dT%H:%M:%S%.6fZ")
     )
+}
+
+/// `HEALTH#{yyyy-mm-dd}`: text order is day order.
+pub fn health_sk(day: NaiveDate) -> String {
+    format!("{HEALTH_PREFIX}{}", day.format("%Y-%m-%d"))
 }
 
 pub fn run_sk(key: &RunKey) -> String {

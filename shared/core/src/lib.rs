@@ -6,6 +6,7 @@ pub mod alerts;
 pub mod attempt;
 pub mod delay;
 pub mod error;
+pub mod health;
 pub mod http_target;
 pub mod jitter;
 pub mod policy;

@@ -6,7 +6,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use cronledger_aws::{AuditAction, IdempotencyClaim, KillSwitch, OperatorAction, ReleaseState};
-use cronledger_aws::{MeterSnapshot, SystemAuditEntry};
+use cronledger_aws::{MeterSnapshot, Outcome, SystemAuditEntry};
 use cronledger_core::alerts::AlertKind;
 use cronledger_core::run::Origin;
 use cronledger_core::{Lane, RunKey};
@@ -30,6 +30,8 @@ const PLAIN: &[&str] = &[
     "schedule_spec_at",
     "get_schedule",
     "alerts_of",
+    "count_outcome",
+    "outcome_days",
 ];
 
 /// A day of control-plane requests, the same on any store.
@@ -115,6 +117,22 @@ async fn requests(env: &Env) -> MeterSnapshot {
     }
     env.ops.system_audit(10).await.expect("system audit");
     alert_requests(env, t0).await;
+    let today = t0.date_naive();
+    for (back, outcome) in [
+        (0, Outcome::Succeeded { fresh: true }),
+        (0, Outcome::Failed),
+        (1, Outcome::Skipped),
+    ] {
+        let on = today - Duration::days(back);
+        env.health
+            .count_outcome("costed", on, outcome, 3)
+            .await
+            .expect("count");
+    }
+    env.health
+        .outcome_days("costed", today - Duration::days(30), today)
+        .await
+        .expect("days");
     env.meter.snapshot()
 }
 

@@ -9,6 +9,7 @@
 mod alerts;
 mod attempts;
 mod capacity;
+mod health;
 mod ops;
 mod pinned_version;
 mod races;
@@ -20,7 +21,8 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use cronledger_aws::{
-    AlertStore, ChangeMeta, LedgerStore, MemoryStore, OpsStore, ReleaseStateStore, RequestMeter,
+    AlertStore, ChangeMeta, HealthStore, LedgerStore, MemoryStore, OpsStore, ReleaseStateStore,
+    RequestMeter,
 };
 use cronledger_tests::{TestLedger, SHARDS};
 
@@ -38,6 +40,7 @@ pub struct Env {
     pub ops: Arc<dyn OpsStore>,
     pub control: Arc<dyn ReleaseStateStore>,
     pub alerts: Arc<dyn AlertStore>,
+    pub health: Arc<dyn HealthStore>,
     pub meter: RequestMeter,
     /// The DynamoDB test table, deleted when the test ends.
     _table: Option<TestLedger>,
@@ -54,7 +57,8 @@ impl Env {
                     ledger: store.clone(),
                     ops: store.clone(),
                     control: store.clone(),
-                    alerts: store,
+                    alerts: store.clone(),
+                    health: store,
                     meter: table.clients.meter.clone(),
                     _table: Some(table),
                 }
@@ -67,7 +71,8 @@ impl Env {
                     ledger: store.clone(),
                     ops: store.clone(),
                     control: store.clone(),
-                    alerts: store,
+                    alerts: store.clone(),
+                    health: store,
                     meter,
                     _table: None,
                 }

@@ -11,6 +11,8 @@ pub struct Expr {
     values: HashMap<String, AttributeValue>,
     set: Vec<String>,
     remove: Vec<String>,
+    /// `ADD` clauses: atomic increments that start an absent number at zero.
+    add: Vec<String>,
     conditions: Vec<String>,
     /// Alternatives of a query's filter: an item is kept when any holds.
     filters: Vec<String>,
@@ -81,6 +83,17 @@ impl Expr {
             self.value(AttributeValue::N(by.to_string())),
         );
         self.set.push(format!("{n} = {n} + {v}"));
+        self
+    }
+
+    /// `ADD attr by`: unlike [`Expr::add`], valid on an absent item or attribute (it starts
+    /// at zero), and concurrent increments all apply.
+    pub fn increment(&mut self, attr: &str, by: u64) -> &mut Expr {
+        let (n, v) = (
+            self.name(attr),
+            self.value(AttributeValue::N(by.to_string())),
+        );
+        self.add.push(format!("{n} {v}"));
         self
     }
 
@@ -168,6 +181,9 @@ impl Expr {
         if !self.remove.is_empty() {
             parts.push(format!("REMOVE {}", self.remove.join(", ")));
         }
+        if !self.add.is_empty() {
+            parts.push(format!("ADD {}", self.add.join(", ")));
+        }
         (!parts.is_empty()).then(|| parts.join(" "))
     }
 
@@ -210,6 +226,18 @@ mod tests {
         assert_eq!(e.names().unwrap().len(), 5);
         assert_eq!(e.values().unwrap().len(), 4);
         assert_eq!(Expr::new().update(), None);
+    }
+
+    #[test]
+    fn increments_go_to_an_add_clause_beside_set() {
+        let mut e = Expr::new();
+        e.increment("failed", 2)
+            .set_if_absent("expires_at", n(99))
+            .increment("fresh", 1);
+        assert_eq!(
+            e.update().unwrap(),
+            "SET #expires_at = if_not_exists(#expires_at, :v1) ADD #failed :v0, #fresh :v2"
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub(crate) mod control;
 mod expr;
 mod fetch;
 mod fire;
+pub(crate) mod health;
 pub(crate) mod ops;
 mod runs;
 mod schedules;

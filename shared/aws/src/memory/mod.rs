@@ -11,6 +11,7 @@
 
 mod alerts;
 mod capacity;
+mod health;
 mod index;
 mod ops;
 mod runs;
@@ -21,7 +22,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
 use cronledger_core::{Attempt, Lane, Run, RunKey, RunStatus, ScheduleSpec};
 
 use cronledger_core::alerts::Alert;
@@ -29,6 +30,7 @@ use cronledger_core::alerts::Alert;
 use crate::alerts::{AlertStore, RecordedAlert};
 use crate::control::{ReleaseState, ReleaseStateStore};
 use crate::error::StoreError;
+use crate::health::DayTally;
 use crate::ledger::{
     AuditEntry, ChangeMeta, Created, Fire, FireOutcome, LedgerStore, OperatorAction, Page,
     RecentRuns, RunChange, StoredSchedule, StreakChange,
@@ -59,6 +61,8 @@ pub(crate) struct Tables {
     pub kill_switch: Option<KillSwitch>,
     pub release_states: HashMap<Lane, ReleaseState>,
     pub alerts: alerts::AlertTables,
+    /// By schedule id, then by UTC day: the outcome counters.
+    pub health: BTreeMap<String, BTreeMap<NaiveDate, DayTally>>,
 }
 
 /// A run as stored: the run and the attempts its item records.
