@@ -23,7 +23,7 @@ use cronledger_aws::lanes::{
     process_batch, BatchReport, HandlerFailure, MessageOutcome, SqsRecord,
 };
 use cronledger_aws::ledger::RunChange;
-use cronledger_aws::{LaneMessage, LaneQueue, LedgerStore, StoreError};
+use cronledger_aws::{HealthStore, LaneMessage, LaneQueue, LedgerStore, StoreError};
 use cronledger_core::{Lane, Reason, Run, Span, StartWait};
 
 use crate::alerting::Alerter;
@@ -90,6 +90,8 @@ pub struct Worker {
     metrics: Metrics,
     /// Where the alerts a run's end raises go; `None`: they are not raised (tests).
     alerts: Option<Arc<Alerter>>,
+    /// Where each run's outcome is counted for its schedule's health; `None`: not counted.
+    health: Option<Arc<dyn HealthStore>>,
 }
 
 impl Worker {
@@ -112,7 +114,15 @@ impl Worker {
             pinned: PinnedJobs::default(),
             metrics: Metrics::new(),
             alerts: None,
+            health: None,
         }
+    }
+
+    /// Counts each ended run's outcome on its schedule's day counters (one UpdateItem a
+    /// run: what its health's success rate and freshness are computed from).
+    pub fn with_health(mut self, health: Arc<dyn HealthStore>) -> Worker {
+        self.health = Some(health);
+        self
     }
 
     /// Raises the alerts runs' ends call for (failures in a row, recovery, pause on

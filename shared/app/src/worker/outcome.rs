@@ -5,6 +5,7 @@
 
 use chrono::{DateTime, Utc};
 use cronledger_aws::ledger::StoredSchedule;
+use cronledger_aws::health::outcome_of;
 use cronledger_aws::{ChangeMeta, StoreError, StreakChange};
 use cronledger_core::alerts::{self, About, Alert, RunRef};
 use cronledger_core::{Run, RunStatus};
@@ -18,6 +19,7 @@ impl Worker {
     /// After `ended` was written terminal: moves the failure streak and raises what it calls
     /// for. Best effort: the run's end is already recorded.
     pub(super) async fn after_end(&self, stored: &StoredSchedule, ended: &Run, now: DateTime<Utc>) {
+        self.count_for_health(stored, ended, now).await;
         let spec = &stored.spec;
         let about = About {
             schedule: stored.id(),
@@ -72,17 +74,40 @@ impl Worker {
             }
             _ => {}
         }
-        raised.extend(alerts::deadline_missed(
-            &about,
-            spec.deadline,
-            &run,
-            ended.completed_at.or(Some(now)),
-            now,
-        ));
+        // A window skipped or coalesced by its policy was decided, not late.
+        if matches!(
+            ended.status,
+            RunStatus::Success | RunStatus::PartialSuccess | RunStatus::Failed
+        ) {
+            raised.extend(alerts::deadline_missed(
+                &about,
+                spec.deadline,
+                &run,
+                ended.completed_at.or(Some(now)),
+                now,
+            ));
+        }
         if let Some(alerter) = &self.alerts {
             for alert in &raised {
                 alerter.raise(alert, spec.alerts.topic.as_deref()).await;
             }
+        }
+    }
+
+    /// The run's outcome on its schedule's counters for the day of its window.
+    async fn count_for_health(&self, stored: &StoredSchedule, ended: &Run, now: DateTime<Utc>) {
+        let Some(health) = &self.health else {
+            return;
+        };
+        let ended_at = ended.completed_at.unwrap_or(now);
+        let within = stored.spec.slo.map(|s| s.within);
+        let Some(outcome) = outcome_of(ended.status, ended.key.scheduled_for, ended_at, within)
+        else {
+            return;
+        };
+        let day = ended.key.scheduled_for.date_naive();
+        if let Err(e) = health.count_outcome(stored.id(), day, outcome, 1).await {
+            tracing::warn!(error = %e, "could not count the run's outcome for its schedule's health");
         }
     }
 

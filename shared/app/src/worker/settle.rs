@@ -81,7 +81,7 @@ impl Worker {
                 let late_ms = (now - run.key.scheduled_for).num_milliseconds();
                 tracing::info!(%reason, status = %ended.status, late_ms, "run not executed");
                 self.metrics.count_for(&run.key.schedule_id, metric, 1);
-                if ended.status == RunStatus::Failed {
+                if ended.status.is_terminal() {
                     self.after_end(stored, &ended, now).await;
                 }
                 // A run that will not execute ends like a finished one: the next QUEUE_NEW
