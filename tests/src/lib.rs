@@ -9,6 +9,7 @@ pub mod app;
 pub mod event_source;
 pub mod reconcile;
 pub mod runtime_api;
+pub mod sns;
 pub mod webhook;
 
 use std::collections::hash_map::RandomState;

@@ -7,12 +7,20 @@ use std::collections::BTreeSet;
 use cronledger_app::api::{ApiConfig, WORKER_TIMEOUT_VARIABLE};
 use cronledger_app::reconciler::ReconcilerConfig;
 use cronledger_aws::lanes::{queue_names, LaneSettings};
+use cronledger_aws::notify::{ALERT_TOPIC_ENV, CONSOLE_URL_ENV};
 use cronledger_aws::table::TABLE_JSON;
 use cronledger_core::{Lane, Span, ValidationRules};
 use serde_json::Value as Json;
 use serde_norway::Value as Yaml;
 
 const TEMPLATE: &str = include_str!("../../infra/template.yaml");
+
+/// What the functions that publish alerts read to build their notifier.
+const NOTIFIER_VARIABLES: &[&str] = &[ALERT_TOPIC_ENV, CONSOLE_URL_ENV];
+/// The functions that publish alerts.
+const ALERTING_FUNCTIONS: &[&str] = &["WorkerFunction", "ReconcilerFunction", "ApiFunction"];
+/// The alert topic: the stack's own unless AlertTopicArn names one.
+const ALERT_TOPIC: &str = "!If [CreateAlertTopic, !Ref AlertTopic, !Ref AlertTopicArn]";
 
 /// Properties that define a table's shape: the template may add others (backups, tags),
 /// but these must match table.json exactly.
@@ -316,9 +324,11 @@ fn the_reconciler_knobs_default_to_the_codes_defaults_and_are_read() {
         ["Variables"]
         .as_mapping()
         .expect("the reconciler has its own variables");
-    // Variables set from a single parameter, at that parameter's default.
+    // Variables set from a single parameter, at that parameter's default (the notifier's
+    // are read by `notifier_from_env`, not the reconciler's config).
     let knobs: Vec<(String, String)> = variables
         .iter()
+        .filter(|(name, _)| !NOTIFIER_VARIABLES.contains(&text(name).as_str()))
         .filter_map(|(name, value)| {
             let parameter = text(value).strip_prefix("!Ref ")?.to_string();
             Some((text(name), parameter_default(&template, &parameter)))
@@ -401,4 +411,94 @@ fn the_backfill_approval_limit_defaults_to_the_codes() {
             .backfill_approval_over
             .to_string()
     );
+}
+
+fn yaml(source: &str) -> Yaml {
+    serde_norway::from_str(source).expect("a YAML expression")
+}
+
+/// The statements of a function's role that allow `action`.
+fn role_statements<'a>(template: &'a Yaml, function: &str, action: &str) -> Vec<&'a Yaml> {
+    let role = text(&resource(template, function)["Properties"]["Role"]);
+    let role = role
+        .strip_prefix("!GetAtt ")
+        .and_then(|r| r.strip_suffix(".Arn"))
+        .unwrap_or_else(|| panic!("{function}: Role is !GetAtt ROLE.Arn"));
+    let policies = resource(template, role)["Properties"]["Policies"]
+        .as_sequence()
+        .unwrap_or_else(|| panic!("{role} has inline policies"));
+    policies
+        .iter()
+        .flat_map(|p| {
+            p["PolicyDocument"]["Statement"]
+                .as_sequence()
+                .into_iter()
+                .flatten()
+        })
+        .filter(|statement| {
+            let actions = &statement["Action"];
+            text(actions) == action
+                || actions
+                    .as_sequence()
+                    .is_some_and(|list| list.iter().any(|a| text(a) == action))
+        })
+        .collect()
+}
+
+#[test]
+fn the_alerting_functions_know_the_alert_topic_and_may_publish_to_it() {
+    let template = template();
+    let topic = yaml(ALERT_TOPIC);
+    assert_eq!(
+        text(&resource(&template, "AlertTopic")["Condition"]),
+        "CreateAlertTopic",
+        "the stack's topic exists only when AlertTopicArn names none"
+    );
+    for function in ALERTING_FUNCTIONS {
+        let variables = &resource(&template, function)["Properties"]["Environment"]["Variables"];
+        assert_eq!(
+            variables[ALERT_TOPIC_ENV], topic,
+            "{function}: {ALERT_TOPIC_ENV}"
+        );
+        assert_eq!(
+            text(&variables[CONSOLE_URL_ENV]),
+            "!Ref ConsoleUrl",
+            "{function}: {CONSOLE_URL_ENV}"
+        );
+        let publish = role_statements(&template, function, "sns:Publish");
+        let resources: Vec<&Yaml> = publish
+            .iter()
+            .flat_map(|s| s["Resource"].as_sequence().into_iter().flatten())
+            .collect();
+        assert!(
+            resources.contains(&&topic),
+            "{function} may publish to the alert topic"
+        );
+        assert!(
+            resources
+                .iter()
+                .any(|r| format!("{r:?}").contains("${AlertTopicPattern}")),
+            "{function} may publish to the schedules' topics (AlertTopicPattern)"
+        );
+    }
+    assert_eq!(template["Outputs"]["AlertTopicArn"]["Value"], topic);
+}
+
+#[test]
+fn every_alarm_notifies_the_alert_topic_on_alarm_and_ok() {
+    let template = template();
+    let target = yaml(&format!(
+        "[!If [HasAlarmTopic, !Ref AlarmTopicArn, {ALERT_TOPIC}]]"
+    ));
+    let mut alarms = 0;
+    for (name, alarm) in resources(&template) {
+        if text(&alarm["Type"]) != "AWS::CloudWatch::Alarm" {
+            continue;
+        }
+        for actions in ["AlarmActions", "OKActions"] {
+            assert_eq!(alarm["Properties"][actions], target, "{name}: {actions}");
+        }
+        alarms += 1;
+    }
+    assert!(alarms >= 10, "the alarms were found: {alarms}");
 }

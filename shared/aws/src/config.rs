@@ -1,5 +1,6 @@
 //! SDK clients built from the standard AWS environment (region, credentials, and
-//! `AWS_ENDPOINT_URL` / `AWS_ENDPOINT_URL_DYNAMODB` / `AWS_ENDPOINT_URL_SQS`), with an explicit
+//! `AWS_ENDPOINT_URL` / `AWS_ENDPOINT_URL_DYNAMODB` / `AWS_ENDPOINT_URL_SQS` /
+//! `AWS_ENDPOINT_URL_SNS`), with an explicit
 //! retry policy and the request meter attached. Nothing here knows about any emulator.
 
 use std::time::Duration;
@@ -37,6 +38,8 @@ impl Default for AwsSettings {
 pub struct AwsClients {
     pub dynamodb: aws_sdk_dynamodb::Client,
     pub sqs: aws_sdk_sqs::Client,
+    /// Alerts' topics (see [`crate::notify`]).
+    pub sns: aws_sdk_sns::Client,
     pub meter: RequestMeter,
 }
 
@@ -56,14 +59,17 @@ impl AwsClients {
         // an explicit override is set after it so that it wins over them.
         let mut dynamodb = aws_sdk_dynamodb::config::Builder::from(sdk).interceptor(meter.clone());
         let mut sqs = aws_sdk_sqs::config::Builder::from(sdk).interceptor(meter.clone());
+        let mut sns = aws_sdk_sns::config::Builder::from(sdk).interceptor(meter.clone());
         if let Some(url) = endpoint_url {
             dynamodb = dynamodb.endpoint_url(url);
             sqs = sqs.endpoint_url(url);
+            sns = sns.endpoint_url(url);
         }
-        let (dynamodb, sqs) = (dynamodb.build(), sqs.build());
+        let (dynamodb, sqs, sns) = (dynamodb.build(), sqs.build(), sns.build());
         AwsClients {
             dynamodb: aws_sdk_dynamodb::Client::from_conf(dynamodb),
             sqs: aws_sdk_sqs::Client::from_conf(sqs),
+            sns: aws_sdk_sns::Client::from_conf(sns),
             meter,
         }
     }

@@ -1,6 +1,7 @@
-//! cronledger's AWS adapters: the ledger on one DynamoDB table, the lanes on SQS, and request
-//! accounting. Clients come from the standard AWS environment, so `AWS_ENDPOINT_URL` (or the
-//! per-service `AWS_ENDPOINT_URL_DYNAMODB` / `AWS_ENDPOINT_URL_SQS`) points them at an emulator.
+//! cronledger's AWS adapters: the ledger on one DynamoDB table, the lanes on SQS, alerts on
+//! SNS, and request accounting. Clients come from the standard AWS environment, so
+//! `AWS_ENDPOINT_URL` (or the per-service `AWS_ENDPOINT_URL_DYNAMODB` / `AWS_ENDPOINT_URL_SQS`
+//! / `AWS_ENDPOINT_URL_SNS`) points them at an emulator.
 
 pub mod alerts;
 pub mod codec;
@@ -16,6 +17,7 @@ pub mod lanes;
 pub mod ledger;
 pub mod memory;
 pub mod meter;
+pub mod notify;
 pub mod ops;
 mod schedule_change;
 pub mod table;
@@ -33,6 +35,7 @@ pub use ledger::{
 };
 pub use memory::MemoryStore;
 pub use meter::{metered, CapacityTarget, MeterSnapshot, RequestMeter, Units, Usage};
+pub use notify::{notifier_from_env, MemoryNotifier, SnsNotifier};
 pub use ops::{
     ApprovalReason, Backfill, BackfillLimits, BackfillState, IdempotencyClaim, KillSwitch,
     OpsStore, PauseConditions, Reprocess, SystemAuditEntry,
