@@ -5,10 +5,13 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use cronledger_app::alerting::Alerter;
 use cronledger_app::faults::CrashPoint;
 use cronledger_aws::lanes::LaneSettings;
+use cronledger_aws::notify::MemoryNotifier;
 use cronledger_aws::ledger::RunChange;
 use cronledger_aws::ReleaseStateStore;
+use cronledger_core::alerts::{Alert, AlertKind};
 use cronledger_core::{Lane, Reason, RunEvent, RunKey, RunStatus, Schedule};
 use cronledger_tests::app::{AppEnv, CrashAt, LaneCall};
 use cronledger_tests::reconcile::{
@@ -202,8 +205,20 @@ async fn catch_up_pauses_while_live_work_is_in_trouble_and_resumes_when_it_clear
     let signals = Arc::new(FakeSignals::default());
     let mut config = reconciler_config();
     config.pause.alarms = vec!["cronledger-errors".into()];
-    let r = reconciler(&env, signals.clone(), config);
+    let notifier = Arc::new(MemoryNotifier::new());
+    let r = reconciler(&env, signals.clone(), config).with_alerts(Arc::new(Alerter::new(
+        Arc::new(env.ledger.ledger.clone()),
+        notifier.clone(),
+    )));
     let control = env.ledger.ledger.clone();
+    let published = |kind: AlertKind| -> Vec<Alert> {
+        notifier
+            .sent()
+            .into_iter()
+            .map(|s| s.alert)
+            .filter(|a| a.kind == kind)
+            .collect()
+    };
 
     // The realtime lane is backed up: nothing is released, and the pause is recorded.
     signals.backlog.store(500, Ordering::SeqCst);
@@ -235,6 +250,24 @@ async fn catch_up_pauses_while_live_work_is_in_trouble_and_resumes_when_it_clear
         .as_deref()
         .is_some_and(|c| c.contains("500 visible")));
     assert!(env.queue.sends().is_empty());
+    // The owners hear of the gap, and everyone of the paused release, once a lane.
+    let paused = published(AlertKind::BackfillPaused);
+    assert!(
+        paused
+            .iter()
+            .any(|a| a.schedule.ends_with("backfill") && a.message.contains("REALTIME_BACKLOG")),
+        "{paused:#?}"
+    );
+    let mut lanes: Vec<&str> = paused.iter().map(|a| a.schedule.as_str()).collect();
+    lanes.dedup();
+    assert_eq!(lanes.len(), paused.len(), "one alert a lane: {paused:#?}");
+    let gaps = published(AlertKind::MissedWindows);
+    assert_eq!(gaps.len(), 1, "{gaps:#?}");
+    assert_eq!(gaps[0].schedule, "paused-backfill");
+    // A second pass while still paused tells no one again.
+    let again = reconcile(&r, now + chrono::Duration::minutes(1)).await;
+    assert_eq!(again.alerts_published, 0, "{:?}", published(AlertKind::BackfillPaused));
+    assert_eq!(published(AlertKind::BackfillPaused).len(), paused.len());
 
     // It clears: release resumes (two in flight for the schedule), the resume is recorded.
     signals.backlog.store(0, Ordering::SeqCst);

@@ -2,6 +2,8 @@
 //! on a virtual clock, with outages, racing tickers, crashes and duplicate deliveries; the
 //! operator's levers in [`levers`].
 
+#[path = "simulate/alerts.rs"]
+mod alerts;
 #[path = "simulate/cost.rs"]
 mod cost;
 #[path = "simulate/levers.rs"]
@@ -46,19 +48,15 @@ async fn run_on(
     };
     // One shard, as `cronledger simulate` runs it: one `due` query per tick.
     let one_shard = DynamoLedger::new(&ledger.clients, &ledger.table, 1);
-    let store: Arc<dyn LedgerStore> = Arc::new(one_shard.clone());
-    let control: Arc<dyn ReleaseStateStore> = Arc::new(one_shard.clone());
-    let ops: Arc<dyn OpsStore> = Arc::new(one_shard);
-    let env = SimulationEnv {
-        store,
-        control,
-        ops,
-        queues: lanes.as_ref().map_or_else(SimQueues::memory, |lanes| {
-            SimQueues::Sqs(Arc::new(lanes.lanes.clone()))
-        }),
-        shards: 1,
-        meter: Some(ledger.clients.meter.clone()),
-    };
+    let queues = lanes.as_ref().map_or_else(SimQueues::memory, |lanes| {
+        SimQueues::Sqs(Arc::new(lanes.lanes.clone()))
+    });
+    let env = SimulationEnv::on(
+        Arc::new(one_shard),
+        queues,
+        1,
+        Some(ledger.clients.meter.clone()),
+    );
     let report = simulate(&env, specs, &config).await.expect("simulation");
     println!(
         "{}",

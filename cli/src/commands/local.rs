@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DurationRound, TimeDelta, Utc};
+use cronledger_app::alerting::Alerter;
 use cronledger_app::api::{Api, ApiConfig, ApiDeps, AuthConfig, Caller};
 use cronledger_app::backfill::BackfillReleaser;
 use cronledger_app::clock::SystemClock;
@@ -23,6 +24,7 @@ use cronledger_app::local::summary::Summary;
 use cronledger_app::reconciler::{AwsSignals, ReconcileEvent, Reconciler, ReconcilerConfig};
 use cronledger_app::ticker::{TickEvent, Ticker, TickerConfig};
 use cronledger_app::worker::{Worker, WorkerConfig};
+use cronledger_aws::notify::notifier_from_env;
 use cronledger_aws::config::load_sdk_config;
 use cronledger_aws::lanes::LaneSettings;
 use cronledger_aws::ledger::ChangeMeta;
@@ -86,6 +88,12 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
     let stack = stack::create("LOCAL", &name, 1).await?;
     let lanes = stack::create_lanes("LOCAL", &stack, &name, LaneSettings::default()).await?;
     let ledger = stack.ledger;
+    // Alerts go to the topic `infra/local/up` created on the emulator (its env file names
+    // it); without one they are only logged.
+    let alerter = Arc::new(Alerter::new(
+        ledger.clone(),
+        notifier_from_env(&stack.clients),
+    ));
     let failed =
         |what: &str, e: &dyn std::fmt::Display| CliError::msg(format!("LOCAL_SETUP: {what}: {e}"));
     for spec in specs {
@@ -150,7 +158,8 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
         signals,
         ReconcilerConfig::default(),
     )
-    .with_kill_switch(kill_switch.clone());
+    .with_kill_switch(kill_switch.clone())
+    .with_alerts(alerter.clone());
     tasks.spawn(reconcile_every_minute(
         reconciler,
         backfills,
@@ -180,7 +189,9 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
                 ..WorkerConfig::default()
             },
         )
-        .with_kill_switch(kill_switch.clone()),
+        .with_kill_switch(kill_switch.clone())
+        .with_alerts(alerter)
+        .with_health(ledger.clone()),
     );
     for &lane in Lane::ALL {
         tasks.spawn(run_poller(

@@ -18,12 +18,6 @@ use super::{instant, load_local_manifest, stack, CliError, DEFAULT_LOCAL_URL};
 use crate::args::{Format, SimQueuesArg, SimStoreArg, SimulateArgs};
 
 /// The ledger behind each store trait the simulation uses.
-type Stores = (
-    Arc<dyn LedgerStore>,
-    Arc<dyn ReleaseStateStore>,
-    Arc<dyn OpsStore>,
-);
-
 pub fn run(args: SimulateArgs) -> Result<ExitCode, CliError> {
     let mut config = config(&args)?;
     let specs = load_local_manifest(&args.file, config.from, DEFAULT_LOCAL_URL)?;
@@ -55,16 +49,6 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode, CliError> {
         let meter = clients
             .as_ref()
             .map_or_else(RequestMeter::new, |c| c.meter.clone());
-        let (store, control, ops): Stores = match args.store {
-            SimStoreArg::Memory => {
-                let memory = Arc::new(MemoryStore::new(1, meter.clone()));
-                (memory.clone(), memory.clone(), memory)
-            }
-            SimStoreArg::Dynamodb => {
-                let stack = stack::create("SIMULATE", &name, 1).await?;
-                (stack.ledger.clone(), stack.ledger.clone(), stack.ledger)
-            }
-        };
         // In-process queues need no SQS at all.
         let sqs = match (args.queues, &clients) {
             (SimQueuesArg::Sqs, Some(clients)) => {
@@ -73,13 +57,17 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode, CliError> {
             _ => None,
         };
         let queues = sqs.clone().map_or_else(SimQueues::memory, SimQueues::Sqs);
-        let env = SimulationEnv {
-            store,
-            control,
-            ops,
-            queues,
-            shards: 1,
-            meter: Some(meter),
+        let env = match args.store {
+            SimStoreArg::Memory => SimulationEnv::on(
+                Arc::new(MemoryStore::new(1, meter.clone())),
+                queues,
+                1,
+                Some(meter),
+            ),
+            SimStoreArg::Dynamodb => {
+                let stack = stack::create("SIMULATE", &name, 1).await?;
+                SimulationEnv::on(stack.ledger, queues, 1, Some(meter))
+            }
         };
         let report = simulate(&env, specs, &config)
             .await
@@ -99,6 +87,7 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode, CliError> {
                 "ledger": report.ledger,
                 "summary": report.summary,
                 "backfills": report.backfills,
+                "alerts": report.alerts,
                 "stats": report.stats,
             }))
             .map_err(|e| CliError::msg(format!("SIMULATE_OUTPUT: {e}")))?;

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use cronledger_app::alerting::Alerter;
 use cronledger_app::backfill::BackfillReleaser;
 use cronledger_app::deployment::Deployment;
 use cronledger_app::kill_switch::KillSwitchCheck;
@@ -10,6 +11,7 @@ use cronledger_app::reconciler::{
     AwsSignals, ReconcileEvent, Reconciler, ReconcilerConfig, SchedulerTickers,
 };
 use cronledger_aws::config::load_sdk_config;
+use cronledger_aws::notify::notifier_from_env;
 use cronledger_aws::AwsSettings;
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::Value;
@@ -47,6 +49,10 @@ async fn main() -> Result<(), Error> {
         )
         .with_ticker_check(Arc::new(tickers))
         .with_kill_switch(Arc::new(KillSwitchCheck::new(connected.ledger.clone())))
+        .with_alerts(Arc::new(Alerter::new(
+            connected.ledger.clone(),
+            notifier_from_env(&connected.clients),
+        )))
         .with_backfills(connected.ledger),
     );
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {

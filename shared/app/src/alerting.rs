@@ -147,3 +147,87 @@ impl Alerter {
         report
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use cronledger_aws::notify::MemoryNotifier;
+    use cronledger_aws::{ChangeMeta, MemoryStore, RequestMeter};
+    use cronledger_core::alerts::{self, About, AlertSettings, RunRef};
+    use cronledger_core::{Priority, Window};
+
+    use super::*;
+
+    fn at(text: &str) -> DateTime<Utc> {
+        text.parse().expect("test instants are valid")
+    }
+
+    fn failure_alert(now: DateTime<Utc>) -> Alert {
+        let about = About {
+            schedule: "nightly",
+            owner: Some("team-a"),
+            priority: Priority::Critical,
+        };
+        let run = RunRef {
+            key: "nightly/RUN#2026-12-01T02:00:00Z",
+            window: Window::new(at("2026-12-01T01:00:00Z"), at("2026-12-01T02:00:00Z")),
+        };
+        alerts::failures_in_a_row(&about, &AlertSettings::default(), 1, &run, now)
+            .expect("CRITICAL alerts at the first failure")
+    }
+
+    async fn store_with_schedule(now: DateTime<Utc>) -> Arc<MemoryStore> {
+        let store = Arc::new(MemoryStore::new(1, RequestMeter::new()));
+        let spec = cronledger_core::spec::parse_manifest(
+            r#"{"schedules": [{"id": "nightly", "cron": "0 2 * * *", "timezone": "UTC",
+                "job": {"type": "noop"}}]}"#,
+            &cronledger_core::ValidationRules::default(),
+            now,
+        )
+        .expect("a valid manifest")
+        .remove(0);
+        let meta = ChangeMeta {
+            actor: "test".into(),
+            reason: "test".into(),
+            at: now,
+            details: None,
+        };
+        store.create_schedule(spec, meta).await.expect("create");
+        store
+    }
+
+    #[tokio::test]
+    async fn a_condition_seen_twice_is_published_once() {
+        let now = at("2026-12-01T02:00:30Z");
+        let store = store_with_schedule(now).await;
+        let notifier = Arc::new(MemoryNotifier::new());
+        let alerter = Alerter::new(store.clone(), notifier.clone());
+        let alert = failure_alert(now);
+        assert_eq!(alerter.raise(&alert, None).await, AlertFate::Published);
+        assert_eq!(alerter.raise(&alert, None).await, AlertFate::AlreadyRaised);
+        assert_eq!(notifier.sent().len(), 1);
+        let outbox = alerter.publish_outbox(store.as_ref(), now + TimeDelta::hours(1)).await;
+        assert_eq!(outbox, OutboxReport::default(), "a published alert is not in the outbox");
+    }
+
+    #[tokio::test]
+    async fn a_failed_publish_goes_out_from_the_outbox_on_a_later_pass_once() {
+        let now = at("2026-12-01T02:00:30Z");
+        let store = store_with_schedule(now).await;
+        let notifier = Arc::new(MemoryNotifier::new());
+        let alerter = Alerter::new(store.clone(), notifier.clone());
+        let alert = failure_alert(now);
+        notifier.fail_next(1);
+        assert_eq!(alerter.raise(&alert, None).await, AlertFate::Queued);
+        assert!(notifier.sent().is_empty());
+        // A pass right after leaves it to the writer that may still be publishing it.
+        let early = alerter.publish_outbox(store.as_ref(), now + TimeDelta::seconds(10)).await;
+        assert_eq!(early.published, 0);
+        let later = alerter.publish_outbox(store.as_ref(), now + TimeDelta::minutes(5)).await;
+        assert_eq!(later, OutboxReport { published: 1, failed: 0 });
+        let again = alerter.publish_outbox(store.as_ref(), now + TimeDelta::minutes(10)).await;
+        assert_eq!(again.published, 0, "published once");
+        let sent = notifier.sent();
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sent[0].alert, alert);
+    }
+}

@@ -12,14 +12,12 @@ use serde_json::json;
 async fn a_small_simulation_reports_capacity_consistent_with_the_meter() {
     let ledger = TestLedger::new().await;
     let one_shard = DynamoLedger::new(&ledger.clients, &ledger.table, 1);
-    let env = SimulationEnv {
-        store: Arc::new(one_shard.clone()) as Arc<dyn LedgerStore>,
-        control: Arc::new(one_shard.clone()) as Arc<dyn ReleaseStateStore>,
-        ops: Arc::new(one_shard) as Arc<dyn OpsStore>,
-        queues: SimQueues::memory(),
-        shards: 1,
-        meter: Some(ledger.clients.meter.clone()),
-    };
+    let env = SimulationEnv::on(
+        Arc::new(one_shard),
+        SimQueues::memory(),
+        1,
+        Some(ledger.clients.meter.clone()),
+    );
     let specs = vec![
         spec_with(
             "cost-minutely",

@@ -35,14 +35,8 @@ fn readme_day() -> SimulationConfig {
 
 async fn on_memory(specs: Vec<ScheduleSpec>, config: &SimulationConfig) -> SimulationReport {
     let memory = Arc::new(MemoryStore::new(1, RequestMeter::new()));
-    let env = SimulationEnv {
-        store: memory.clone(),
-        control: memory.clone(),
-        ops: memory.clone(),
-        queues: SimQueues::memory(),
-        shards: 1,
-        meter: Some(memory.meter().clone()),
-    };
+    let meter = memory.meter().clone();
+    let env = SimulationEnv::on(memory, SimQueues::memory(), 1, Some(meter));
     simulate(&env, specs, config)
         .await
         .expect("simulation in memory")

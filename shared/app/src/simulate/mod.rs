@@ -39,10 +39,13 @@ use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
 use cronledger_aws::lanes::LaneSettings;
 use cronledger_aws::ledger::ChangeMeta;
+use cronledger_aws::notify::MemoryNotifier;
 use cronledger_aws::MeterSnapshot;
+use cronledger_aws::{AlertStore, HealthStore};
 use cronledger_aws::{
     Backfill, LaneError, LedgerStore, OpsStore, ReleaseStateStore, RequestMeter, StoreError,
 };
+use cronledger_core::alerts::Alert;
 use cronledger_core::run::Origin;
 use cronledger_core::{JobSpec, Lane, Run, Schedule, ScheduleSpec, Span};
 use futures_util::future::join_all;
@@ -51,6 +54,7 @@ use tokio::task::JoinSet;
 use tracing::instrument::WithSubscriber;
 use tracing::Instrument;
 
+use crate::alerting::Alerter;
 use crate::backfill::BackfillReleaser;
 use crate::faults::CrashPoint;
 use crate::jobs::{HttpJob, JobTargets};
@@ -101,6 +105,11 @@ pub struct SimulationEnv {
     pub control: Arc<dyn ReleaseStateStore>,
     /// Backfills: the ones the reconciler proposes for long gaps, released in its pass.
     pub ops: Arc<dyn OpsStore>,
+    /// Where alerts are recorded before they are published (to a list: see
+    /// [`SimulationReport::alerts`]).
+    pub alerts: Arc<dyn AlertStore>,
+    /// The schedules' outcome counters.
+    pub health: Arc<dyn HealthStore>,
     /// The lanes' messages: the emulator's SQS or in-process queues (see [`queues`]).
     pub queues: SimQueues,
     /// Shards of the table's `due` and `active` indexes (as the ledger was built with).
@@ -108,6 +117,25 @@ pub struct SimulationEnv {
     /// The store's and lanes' request meter, if they share one: the report then counts
     /// the emulator calls by operation (where a simulation's wall time goes).
     pub meter: Option<RequestMeter>,
+}
+
+impl SimulationEnv {
+    /// Every store on one ledger (as deployed: one table), with these queues.
+    pub fn on<S>(ledger: Arc<S>, queues: SimQueues, shards: u32, meter: Option<RequestMeter>) -> Self
+    where
+        S: LedgerStore + ReleaseStateStore + OpsStore + AlertStore + HealthStore + 'static,
+    {
+        SimulationEnv {
+            store: ledger.clone(),
+            control: ledger.clone(),
+            ops: ledger.clone(),
+            alerts: ledger.clone(),
+            health: ledger,
+            queues,
+            shards,
+            meter,
+        }
+    }
 }
 
 /// How the simulator's queues must be created: wall-clock visibility out of the way (see
@@ -128,6 +156,9 @@ pub struct SimulationReport {
     pub summary: Vec<ScheduleSummary>,
     /// The backfills the reconciler proposed for long gaps, as they ended.
     pub backfills: Vec<Backfill>,
+    /// Every alert published during the range, in order (what the schedules' owners would
+    /// have been told).
+    pub alerts: Vec<Alert>,
     pub stats: SimulationStats,
 }
 
@@ -260,6 +291,8 @@ pub async fn simulate(
     // check is made and nothing is read for it.
     let kill_switch =
         (!config.kill_switches.is_empty()).then(|| Arc::new(KillSwitchCheck::new(env.ops.clone())));
+    let notifier = Arc::new(MemoryNotifier::new());
+    let alerter = Arc::new(Alerter::new(env.alerts.clone(), notifier.clone()));
     let workers: Vec<Arc<Worker>> = ["sim-worker-a", "sim-worker-b"]
         .into_iter()
         .map(|owner| {
@@ -277,7 +310,9 @@ pub async fn simulate(
                     },
                 )
                 .with_faults(faults.clone())
-                .with_kill_switch_opt(kill_switch.clone()),
+                .with_kill_switch_opt(kill_switch.clone())
+                .with_alerts(alerter.clone())
+                .with_health(env.health.clone()),
             )
         })
         .collect();
@@ -308,7 +343,8 @@ pub async fn simulate(
         },
     )
     .with_backfills(env.ops.clone())
-    .with_kill_switch_opt(kill_switch.clone());
+    .with_kill_switch_opt(kill_switch.clone())
+    .with_alerts(alerter.clone());
     // The reconciler function's second step, as deployed.
     let releaser = BackfillReleaser {
         store: env.store.clone(),
@@ -518,6 +554,7 @@ pub async fn simulate(
         ledger,
         summary,
         backfills,
+        alerts: notifier.sent().into_iter().map(|s| s.alert).collect(),
         stats,
     })
 }

@@ -1,0 +1,174 @@
+//! Alerts in a simulated stretch: what each kind of trouble tells the schedule's owner, and
+//! that each condition is told once (the simulator publishes to a list, through the same
+//! record-then-publish path as SNS in AWS).
+
+use std::sync::Arc;
+
+use cronledger_app::simulate::{
+    simulate, Outage, SimQueues, SimulationConfig, SimulationEnv, SimulationReport,
+};
+use cronledger_aws::{LedgerStore, MemoryStore, RequestMeter, ScheduleState};
+use cronledger_core::alerts::{Alert, AlertKind, Severity};
+use cronledger_core::ScheduleSpec;
+use cronledger_tests::{spec_with, t};
+use serde_json::json;
+
+async fn on_memory(
+    specs: Vec<ScheduleSpec>,
+    config: &SimulationConfig,
+) -> (SimulationReport, Arc<MemoryStore>) {
+    let memory = Arc::new(MemoryStore::new(1, RequestMeter::new()));
+    let env = SimulationEnv::on(memory.clone(), SimQueues::memory(), 1, None);
+    let report = simulate(&env, specs, config)
+        .await
+        .expect("simulation in memory");
+    (report, memory)
+}
+
+fn of<'a>(report: &'a SimulationReport, schedule: &str) -> Vec<&'a Alert> {
+    report
+        .alerts
+        .iter()
+        .filter(|a| a.schedule == schedule)
+        .collect()
+}
+
+fn kinds(alerts: &[&Alert]) -> Vec<(AlertKind, Severity)> {
+    alerts.iter().map(|a| (a.kind, a.severity)).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_job_alerts_at_n_and_2n_failures_then_once_when_it_recovers() {
+    let from = t("2026-11-29T00:00:00Z");
+    let config = SimulationConfig::new(from, t("2026-11-29T02:00:00Z"));
+    let spec = spec_with(
+        "broken-then-fixed",
+        "*/10 * * * *",
+        json!({
+            "owner": "team-ledger",
+            "priority": "HIGH",
+            "max_attempts": 1,
+            "job": {"type": "noop", "fail_before": "2026-11-29T01:00:00Z"},
+        }),
+    );
+    let (report, _) = on_memory(vec![spec], &config).await;
+    let alerts = of(&report, "broken-then-fixed");
+    assert_eq!(
+        kinds(&alerts),
+        vec![
+            (AlertKind::ConsecutiveFailures, Severity::Warning),
+            (AlertKind::ConsecutiveFailures, Severity::Critical),
+            (AlertKind::Recovered, Severity::Info),
+        ],
+        "{alerts:#?}"
+    );
+    // HIGH alerts at 2 failures in a row: the second and fourth failed runs, and the first
+    // success (the window of 01:00, the first the fixed job serves).
+    let runs: Vec<&str> = alerts.iter().filter_map(|a| a.run.as_deref()).collect();
+    assert_eq!(
+        runs,
+        [
+            "broken-then-fixed/RUN#2026-11-29T00:20:00Z",
+            "broken-then-fixed/RUN#2026-11-29T00:40:00Z",
+            "broken-then-fixed/RUN#2026-11-29T01:00:00Z",
+        ]
+    );
+    assert!(alerts.iter().all(|a| a.owner.as_deref() == Some("team-ledger")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedule_set_to_pause_on_failure_pauses_itself_audited_and_alerted() {
+    let config = SimulationConfig::new(t("2026-11-29T00:00:00Z"), t("2026-11-29T02:00:00Z"));
+    let spec = spec_with(
+        "stops-itself",
+        "*/10 * * * *",
+        json!({
+            "max_attempts": 1,
+            "alerts": {"pause_after_failures": 3},
+            "job": {"type": "noop", "fail_before": "2027-01-01T00:00:00Z"},
+        }),
+    );
+    let (report, memory) = on_memory(vec![spec], &config).await;
+    let alerts = of(&report, "stops-itself");
+    assert_eq!(
+        kinds(&alerts),
+        vec![
+            (AlertKind::ConsecutiveFailures, Severity::Warning),
+            (AlertKind::PausedOnFailure, Severity::Critical),
+        ],
+        "NORMAL alerts at 3 failures, and pauses there: {alerts:#?}"
+    );
+    let stored = memory.get_schedule("stops-itself").await.expect("schedule");
+    assert_eq!(stored.state, ScheduleState::Paused);
+    let audit = memory.audit_log("stops-itself").await.expect("audit");
+    assert!(
+        audit
+            .iter()
+            .any(|e| e.actor == "cronledger" && e.reason.contains("PAUSED_ON_FAILURE")),
+        "{audit:#?}"
+    );
+    let ran = report
+        .ledger
+        .iter()
+        .filter(|e| e.entry.schedule == "stops-itself" && e.executions > 0)
+        .count();
+    assert_eq!(ran, 3, "no run executes after the pause");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_past_its_deadline_alerts_once() {
+    let config = SimulationConfig::new(t("2026-11-29T00:00:00Z"), t("2026-11-29T00:45:00Z"));
+    let spec = spec_with(
+        "slow",
+        "*/15 * * * *",
+        json!({"deadline": "1m", "max_runtime": "10m",
+               "job": {"type": "noop", "duration": "3m"}}),
+    );
+    let (report, _) = on_memory(vec![spec], &config).await;
+    let alerts = of(&report, "slow");
+    let runs: Vec<&str> = alerts.iter().filter_map(|a| a.run.as_deref()).collect();
+    assert!(
+        alerts.iter().all(|a| a.kind == AlertKind::DeadlineMissed),
+        "{alerts:#?}"
+    );
+    let mut unique = runs.clone();
+    unique.dedup();
+    assert_eq!(runs, unique, "one alert per run, whoever saw it first");
+    assert!(runs.len() >= 2, "{runs:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_alerts_one_gap_per_schedule_and_held_work_awaits_approval() {
+    let mut config = SimulationConfig::new(t("2026-11-29T00:00:00Z"), t("2026-11-29T03:00:00Z"));
+    config.outages = vec![Outage::parse("2026-11-29T00:30:00Z..2026-11-29T01:30:00Z")
+        .expect("an outage")];
+    let specs = vec![
+        spec_with(
+            "skips",
+            "*/10 * * * *",
+            json!({"misfire": "SKIP", "owner": "team-a"}),
+        ),
+        spec_with(
+            "asks",
+            "*/10 * * * *",
+            json!({"misfire": "MANUAL", "owner": "team-b"}),
+        ),
+    ];
+    let (report, _) = on_memory(specs, &config).await;
+    let skips = of(&report, "skips");
+    assert_eq!(
+        kinds(&skips),
+        vec![(AlertKind::MissedWindows, Severity::Warning)],
+        "{skips:#?}"
+    );
+    let asks = of(&report, "asks");
+    assert_eq!(
+        kinds(&asks),
+        vec![
+            (AlertKind::MissedWindows, Severity::Critical),
+            (AlertKind::AwaitingApproval, Severity::Warning),
+        ],
+        "{asks:#?}"
+    );
+    assert!(asks[0].message.contains("await approval"), "{}", asks[0].message);
+}
