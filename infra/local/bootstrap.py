@@ -1,8 +1,9 @@
-"""Creates the demo table and lanes on the local emulators.
+"""Creates the demo table, lanes and alert topic on the local emulators.
 
 The table comes from infra/table.json and the lane names from the queues tagged in
 infra/template.yaml, the same sources the Rust code and its drift tests use. Endpoints,
-region and credentials come from the environment the `up` script exported.
+region and credentials come from the environment the `up` script exported. Prints the alert
+topic's ARN on stdout (for the env file), its report on stderr.
 """
 
 import json
@@ -57,13 +58,23 @@ def create_lanes(prefix, max_receive_count):
         )
 
 
+def create_alert_topic(prefix):
+    """The stack's AlertTopic, named as the template names it (STACK-alerts)."""
+    return boto3.client("sns").create_topic(Name=f"{prefix}-alerts")["TopicArn"]
+
+
 def main():
     table = os.environ["CRONLEDGER_TABLE"]
     prefix = os.environ["CRONLEDGER_QUEUE_PREFIX"]
     max_receive_count = int(os.environ.get("CRONLEDGER_MAX_RECEIVE_COUNT", "5"))
     create_table(table)
     create_lanes(prefix, max_receive_count)
-    print(f"created table {table} and lanes {', '.join(lanes())} under {prefix}")
+    topic = create_alert_topic(prefix)
+    print(
+        f"created table {table}, lanes {', '.join(lanes())} under {prefix} and topic {topic}",
+        file=sys.stderr,
+    )
+    print(topic)
 
 
 if __name__ == "__main__":

@@ -502,3 +502,35 @@ fn every_alarm_notifies_the_alert_topic_on_alarm_and_ok() {
     }
     assert!(alarms >= 10, "the alarms were found: {alarms}");
 }
+
+/// Whether `statement` names an index of the table among its resources.
+fn names_an_index(statement: &Yaml) -> bool {
+    let resources = &statement["Resource"];
+    let listed: Vec<&Yaml> = match resources.as_sequence() {
+        Some(list) => list.iter().collect(),
+        None => vec![resources],
+    };
+    listed.iter().any(|r| text(r).contains("/index/"))
+}
+
+#[test]
+fn a_function_that_queries_an_index_may_read_the_items_behind_it() {
+    // The indexes project keys only; readers fetch the items with BatchGetItem.
+    let template = template();
+    for function in [
+        "TickerFunction",
+        "WorkerFunction",
+        "ReconcilerFunction",
+        "ApiFunction",
+    ] {
+        let queries_an_index = role_statements(&template, function, "dynamodb:Query")
+            .into_iter()
+            .any(names_an_index);
+        if queries_an_index {
+            assert!(
+                !role_statements(&template, function, "dynamodb:BatchGetItem").is_empty(),
+                "{function} queries an index but may not BatchGetItem"
+            );
+        }
+    }
+}
