@@ -11,8 +11,8 @@ use cronledger_app::kill_switch::KillSwitchCheck;
 use cronledger_app::sqs_event::{lane_of_queue, SqsBatchResponse, SqsEvent};
 use cronledger_app::worker::{Worker, WorkerConfig};
 use cronledger_aws::config::load_sdk_config;
-use cronledger_aws::notify::notifier_from_env;
 use cronledger_aws::lanes::SqsRecord;
+use cronledger_aws::notify::notifier_from_env;
 use cronledger_aws::AwsSettings;
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 

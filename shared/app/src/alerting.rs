@@ -205,8 +205,14 @@ mod tests {
         assert_eq!(alerter.raise(&alert, None).await, AlertFate::Published);
         assert_eq!(alerter.raise(&alert, None).await, AlertFate::AlreadyRaised);
         assert_eq!(notifier.sent().len(), 1);
-        let outbox = alerter.publish_outbox(store.as_ref(), now + TimeDelta::hours(1)).await;
-        assert_eq!(outbox, OutboxReport::default(), "a published alert is not in the outbox");
+        let outbox = alerter
+            .publish_outbox(store.as_ref(), now + TimeDelta::hours(1))
+            .await;
+        assert_eq!(
+            outbox,
+            OutboxReport::default(),
+            "a published alert is not in the outbox"
+        );
     }
 
     #[tokio::test]
@@ -220,11 +226,23 @@ mod tests {
         assert_eq!(alerter.raise(&alert, None).await, AlertFate::Queued);
         assert!(notifier.sent().is_empty());
         // A pass right after leaves it to the writer that may still be publishing it.
-        let early = alerter.publish_outbox(store.as_ref(), now + TimeDelta::seconds(10)).await;
+        let early = alerter
+            .publish_outbox(store.as_ref(), now + TimeDelta::seconds(10))
+            .await;
         assert_eq!(early.published, 0);
-        let later = alerter.publish_outbox(store.as_ref(), now + TimeDelta::minutes(5)).await;
-        assert_eq!(later, OutboxReport { published: 1, failed: 0 });
-        let again = alerter.publish_outbox(store.as_ref(), now + TimeDelta::minutes(10)).await;
+        let later = alerter
+            .publish_outbox(store.as_ref(), now + TimeDelta::minutes(5))
+            .await;
+        assert_eq!(
+            later,
+            OutboxReport {
+                published: 1,
+                failed: 0
+            }
+        );
+        let again = alerter
+            .publish_outbox(store.as_ref(), now + TimeDelta::minutes(10))
+            .await;
         assert_eq!(again.published, 0, "published once");
         let sent = notifier.sent();
         assert_eq!(sent.len(), 1);

@@ -73,7 +73,9 @@ async fn a_broken_job_alerts_at_n_and_2n_failures_then_once_when_it_recovers() {
             "broken-then-fixed/RUN#2026-11-29T01:00:00Z",
         ]
     );
-    assert!(alerts.iter().all(|a| a.owner.as_deref() == Some("team-ledger")));
+    assert!(alerts
+        .iter()
+        .all(|a| a.owner.as_deref() == Some("team-ledger")));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -140,8 +142,8 @@ async fn a_run_past_its_deadline_alerts_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outage_alerts_one_gap_per_schedule_and_held_work_awaits_approval() {
     let mut config = SimulationConfig::new(t("2026-11-29T00:00:00Z"), t("2026-11-29T03:00:00Z"));
-    config.outages = vec![Outage::parse("2026-11-29T00:30:00Z..2026-11-29T01:30:00Z")
-        .expect("an outage")];
+    config.outages =
+        vec![Outage::parse("2026-11-29T00:30:00Z..2026-11-29T01:30:00Z").expect("an outage")];
     let specs = vec![
         spec_with(
             "skips",
@@ -170,5 +172,9 @@ async fn an_outage_alerts_one_gap_per_schedule_and_held_work_awaits_approval() {
         ],
         "{asks:#?}"
     );
-    assert!(asks[0].message.contains("await approval"), "{}", asks[0].message);
+    assert!(
+        asks[0].message.contains("await approval"),
+        "{}",
+        asks[0].message
+    );
 }

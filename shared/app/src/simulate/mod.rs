@@ -121,7 +121,12 @@ pub struct SimulationEnv {
 
 impl SimulationEnv {
     /// Every store on one ledger (as deployed: one table), with these queues.
-    pub fn on<S>(ledger: Arc<S>, queues: SimQueues, shards: u32, meter: Option<RequestMeter>) -> Self
+    pub fn on<S>(
+        ledger: Arc<S>,
+        queues: SimQueues,
+        shards: u32,
+        meter: Option<RequestMeter>,
+    ) -> Self
     where
         S: LedgerStore + ReleaseStateStore + OpsStore + AlertStore + HealthStore + 'static,
     {
