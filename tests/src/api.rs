@@ -118,6 +118,7 @@ impl ApiEnv {
         let api = Api::new(ApiDeps {
             store: env.store.clone(),
             ops,
+            health: Some(Arc::new(env.ledger.ledger.clone())),
             lanes: env.queue.clone(),
             clock: Arc::new(env.clock.clone()),
             system: Some(scheduler.clone()),

@@ -122,6 +122,7 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
     let api = Api::new(ApiDeps {
         store: ledger.clone(),
         ops: ledger.clone(),
+        health: Some(ledger.clone()),
         lanes: lanes.clone(),
         clock: Arc::new(SystemClock),
         system: None,

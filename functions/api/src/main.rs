@@ -74,6 +74,7 @@ async fn main() -> Result<(), Error> {
     let api = Api::new(ApiDeps {
         store: connected.ledger.clone(),
         ops: connected.ledger.clone(),
+        health: Some(connected.ledger.clone()),
         lanes: connected.lanes.clone(),
         clock: Arc::new(SystemClock),
         system: Some(Arc::new(control)),
@@ -156,7 +157,8 @@ mod tests {
         let ledger = Arc::new(DynamoLedger::new(&clients, "t", 1));
         Api::new(ApiDeps {
             store: ledger.clone(),
-            ops: ledger,
+            ops: ledger.clone(),
+            health: Some(ledger),
             lanes: Arc::new(SqsLanes::new(clients.sqs.clone(), BTreeMap::new())),
             clock: Arc::new(SystemClock),
             system: None,

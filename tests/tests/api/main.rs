@@ -17,6 +17,7 @@ use cronledger_tests::t;
 use serde_json::{json, Value};
 
 mod backfills;
+mod health;
 mod runs;
 mod schedules;
 mod system;

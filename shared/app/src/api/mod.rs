@@ -11,6 +11,7 @@ pub mod backfills;
 pub mod cursor;
 pub mod error;
 pub mod extract;
+pub mod health;
 pub mod ids;
 pub mod openapi;
 pub mod paging;
@@ -29,7 +30,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put, MethodRouter};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
-use cronledger_aws::{LaneQueue, LedgerStore, OpsStore};
+use cronledger_aws::{HealthStore, LaneQueue, LedgerStore, OpsStore};
 use cronledger_core::{Span, ValidationRules};
 
 use crate::clock::Clock;
@@ -125,6 +126,9 @@ impl ApiConfig {
 pub struct ApiDeps {
     pub store: Arc<dyn LedgerStore>,
     pub ops: Arc<dyn OpsStore>,
+    /// The outcome counters schedules' health is read from; `None` (the simulator's
+    /// levers): schedules answer with `"health": null`.
+    pub health: Option<Arc<dyn HealthStore>>,
     pub lanes: Arc<dyn LaneQueue>,
     pub clock: Arc<dyn Clock>,
     /// The kill switch and one-off runs (EventBridge Scheduler); `None` where there is none
@@ -285,6 +289,14 @@ const PAGE: &[(&str, &str)] = &[
         "the `next` of the previous page (bound to this query: another's is 400 CURSOR_INVALID)",
     ),
 ];
+const SCHEDULE_LIST: &[(&str, &str)] = &[
+    PAGE[0],
+    PAGE[1],
+    (
+        "health",
+        "false: leave each schedule's health out (no reads beyond the listing)",
+    ),
+];
 const NOTE: &str = "Note";
 
 /// Every route of the api, in one table.
@@ -300,10 +312,10 @@ pub fn routes() -> Vec<Route> {
             .headers(&[("Cronledger-Note", "why (audit reason)")])
             .ok(201, "Schedule")
             .errors(&[409]),
-        route(M::GET, "/v1/schedules", v, "List schedules", get(schedules::list))
-            .query(PAGE)
+        route(M::GET, "/v1/schedules", v, "List schedules, each with its health (two bounded reads a schedule)", get(schedules::list))
+            .query(SCHEDULE_LIST)
             .ok(200, "SchedulePage"),
-        route(M::GET, "/v1/schedules/{id}", v, "One schedule (ETag = version)", get(schedules::get))
+        route(M::GET, "/v1/schedules/{id}", v, "One schedule with its health (ETag = version)", get(schedules::get))
             .ok(200, "Schedule")
             .errors(&[404]),
         route(M::PUT, "/v1/schedules/{id}", a, "Replace a schedule's spec; If-Match: its version (stale: 412 with the current one); a HIGH-risk change (see diff) needs confirm=high-risk or X-Cronledger-Confirm: high-risk (else 428 SCHEDULE_CHANGE_NEEDS_CONFIRMATION); the audit entry records the risk", put(schedules::update))

@@ -7,7 +7,8 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, Utc};
-use cronledger_aws::ledger::{AuditAction, ChangeMeta, OperatorAction, StoredSchedule};
+use cronledger_aws::ledger::{AuditAction, ChangeMeta, OperatorAction, Page, StoredSchedule};
+use cronledger_core::health::Health;
 use cronledger_core::risk::{assess_change, RiskLevel, RiskReport};
 use cronledger_core::spec::validate_schedule;
 use cronledger_core::window::utc_text;
@@ -122,8 +123,13 @@ fn header_note(headers: &HeaderMap, default: &str) -> String {
 
 /// A schedule with `ETag: "{version}"`.
 fn with_etag(status: StatusCode, s: &StoredSchedule) -> Response {
-    let mut resp = (status, Json(views::schedule(s))).into_response();
-    if let Ok(v) = HeaderValue::from_str(&format!("\"{}\"", s.version)) {
+    etagged(status, s.version, views::schedule(s))
+}
+
+/// `body` (a view of the schedule at `version`) with `ETag: "{version}"`.
+fn etagged(status: StatusCode, version: u64, body: Value) -> Response {
+    let mut resp = (status, Json(body)).into_response();
+    if let Ok(v) = HeaderValue::from_str(&format!("\"{version}\"")) {
         resp.headers_mut().insert(header::ETAG, v);
     }
     resp
@@ -145,19 +151,51 @@ pub async fn create(
 /// The query identity of the schedule listing's cursors.
 const SCHEDULES_SCOPE: &str = "schedules";
 
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    pub limit: Option<u32>,
+    pub cursor: Option<String>,
+    /// `false`: the schedules without their health (no reads beyond the listing).
+    pub health: Option<bool>,
+}
+
 pub async fn list(
     State(api): State<Api>,
-    ApiQuery(q): ApiQuery<PageQuery>,
+    ApiQuery(q): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<Value>> {
     let start = api
         .cursors()
         .open_given(SCHEDULES_SCOPE, q.cursor.as_deref())?;
-    let store = api.deps().store.clone();
+    let with_health = q.health != Some(false);
     let read = |limit: u32, start: Option<String>| {
-        let store = store.clone();
-        async move { store.list_schedules(limit, start.as_deref()).await }
+        let api = api.clone();
+        async move {
+            let page = api
+                .deps()
+                .store
+                .list_schedules(limit, start.as_deref())
+                .await?;
+            let mut health = if with_health {
+                api.health_of_all(&page.items).await?
+            } else {
+                Vec::new()
+            };
+            health.resize(page.items.len(), None);
+            Ok(Page {
+                items: page.items.into_iter().zip(health).collect(),
+                next: page.next,
+            })
+        }
     };
-    let (items, next) = store_page(api.limit(q.limit), start, read, views::schedule).await?;
+    let view = |(s, health): &(StoredSchedule, Option<Health>)| {
+        if with_health {
+            views::schedule_with_health(s, health.as_ref())
+        } else {
+            views::schedule(s)
+        }
+    };
+    let (items, next) = store_page(api.limit(q.limit), start, read, view).await?;
     Ok(page_json(
         items,
         api.cursors().seal_next(SCHEDULES_SCOPE, next),
@@ -166,7 +204,9 @@ pub async fn list(
 
 pub async fn get(State(api): State<Api>, ApiPath(id): ApiPath<String>) -> ApiResult<Response> {
     let stored = api.deps().store.get_schedule(&id).await?;
-    Ok(with_etag(StatusCode::OK, &stored))
+    let health = api.health_of(&stored).await?;
+    let body = views::schedule_with_health(&stored, health.as_ref());
+    Ok(etagged(StatusCode::OK, stored.version, body))
 }
 
 /// The query parameter and the header that confirm a HIGH-risk update, and their value.

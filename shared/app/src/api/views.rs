@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use cronledger_aws::ledger::{AuditEntry, StoredSchedule};
+use cronledger_core::health::Health;
 use cronledger_core::http_target::redact_spec_json;
 use cronledger_core::run::Origin;
 use cronledger_core::window::utc_text;
@@ -31,6 +32,18 @@ pub fn schedule(s: &StoredSchedule) -> Value {
         "created_at": utc_text(s.created_at),
         "updated_at": utc_text(s.updated_at),
     })
+}
+
+/// A schedule with its health (`null` when there is none to read).
+pub fn schedule_with_health(s: &StoredSchedule, health: Option<&Health>) -> Value {
+    let mut v = schedule(s);
+    if let Some(obj) = v.as_object_mut() {
+        obj.insert(
+            "health".into(),
+            serde_json::to_value(health).unwrap_or(Value::Null),
+        );
+    }
+    v
 }
 
 pub fn audit(e: &AuditEntry) -> Value {

@@ -52,6 +52,7 @@ impl Levers {
         let api = Api::new(ApiDeps {
             store: store.clone(),
             ops: ops.clone(),
+            health: None,
             lanes,
             clock,
             system: None,

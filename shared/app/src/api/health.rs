@@ -1,0 +1,73 @@
+//! Schedule health in the api's answers: the core's [`Health`] from two bounded reads a
+//! schedule, run together: its newest [`HEALTH_RUNS`] runs (one Query page) and its outcome
+//! counters of the last 30 days (one Query of at most 30 small items). No history scan.
+
+use cronledger_aws::ledger::{ScheduleState, StoredSchedule};
+use cronledger_aws::StoreError;
+use cronledger_core::health::{health, tally_days, Health, HealthInput};
+use futures_util::stream::{self, StreamExt, TryStreamExt};
+use serde::{Deserialize, Serialize};
+
+use super::Api;
+
+/// The newest runs a schedule's health reads: the failure streak and the runs awaiting
+/// approval are counted over these.
+pub const HEALTH_RUNS: u32 = 25;
+
+/// Schedules of a listing page whose health is read at once.
+const HEALTH_CONCURRENCY: usize = 8;
+
+/// What `cronledger status` reads of each `GET /v1/schedules` item (the api's items carry
+/// more: the whole schedule).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScheduleHealth {
+    pub id: String,
+    pub state: ScheduleState,
+    /// `null` where the api has no counters (the simulator's levers).
+    pub health: Option<Health>,
+}
+
+impl Api {
+    /// `schedule`'s health now; `None` without a counter store.
+    pub(crate) async fn health_of(
+        &self,
+        schedule: &StoredSchedule,
+    ) -> Result<Option<Health>, StoreError> {
+        let Some(counters) = &self.deps().health else {
+            return Ok(None);
+        };
+        let now = self.now();
+        let (from, through) = tally_days(now);
+        let id = schedule.id();
+        let (runs, tallies) = futures_util::future::try_join(
+            self.deps().store.run_history(id, HEALTH_RUNS, None),
+            counters.outcome_days(id, from, through),
+        )
+        .await?;
+        Ok(Some(health(&HealthInput {
+            priority: schedule.spec.priority,
+            slo: schedule.spec.slo,
+            tallies: &tallies,
+            newest_runs: &runs.items,
+            next_run_at: schedule.next_run_at,
+            now,
+        })))
+    }
+
+    /// The health of each of `schedules`, in their order, [`HEALTH_CONCURRENCY`] at a time.
+    ///
+    /// Cost a page of N schedules: 2N Queries, N of the newest runs (strongly consistent:
+    /// about HEALTH_RUNS x 1.5 KB / 4 KB, ~10 read units each) and N of the counters (one
+    /// unit each), so ~11N read units on top of the listing itself; `?health=false` skips it.
+    pub(crate) async fn health_of_all(
+        &self,
+        schedules: &[StoredSchedule],
+    ) -> Result<Vec<Option<Health>>, StoreError> {
+        // Built first: a stream over a closure's futures trips the handler's `Send` check.
+        let reads: Vec<_> = schedules.iter().map(|s| self.health_of(s)).collect();
+        stream::iter(reads)
+            .buffered(HEALTH_CONCURRENCY)
+            .try_collect()
+            .await
+    }
+}

@@ -1,0 +1,145 @@
+//! Schedule health through the api: runs and outcome counters seeded through the stores,
+//! then each schedule's `health` as `GET /v1/schedules/{id}` and the listing answer it.
+
+use chrono::{DateTime, Utc};
+use cronledger_aws::{HealthStore, Outcome, RunChange};
+use cronledger_core::{RunEvent, ScheduleSpec};
+use cronledger_tests::scheduled_run;
+
+use super::*;
+
+/// A run of `spec` for `scheduled_for`, started a second after it and ended by `end`
+/// (SUCCEED or FAIL) two and a half seconds later.
+async fn ended_run(api: &ApiEnv, spec: &ScheduleSpec, scheduled_for: &str, end: RunEvent) {
+    let at = t(scheduled_for);
+    let run = scheduled_run(spec, at, at, "ticker");
+    let store = &api.env.store;
+    store.create_run(&run).await.expect("run");
+    let second = |s: i64| at + TimeDelta::milliseconds(s);
+    let steps = [
+        RunChange::new(RunEvent::Enqueue, RunStatus::Pending, 0, at),
+        RunChange::new(RunEvent::Start, RunStatus::Queued, 0, second(1000))
+            .with_lease("w", second(60_000)),
+        RunChange::new(end, RunStatus::Running, 1, second(3500)),
+    ];
+    for step in steps {
+        store.transition_run(&run.key, &step).await.expect("step");
+    }
+}
+
+async fn spec_of(api: &ApiEnv, id: &str) -> ScheduleSpec {
+    api.env.store.get_schedule(id).await.expect("stored").spec
+}
+
+fn day_before(now: DateTime<Utc>, days: i64) -> chrono::NaiveDate {
+    (now - TimeDelta::days(days)).date_naive()
+}
+
+#[tokio::test]
+async fn schedules_carry_their_health_one_and_listed() {
+    let api = ApiEnv::new(t(NOW)).await;
+    let mut doc = schedule_doc("billing", "*/5 * * * *");
+    doc["slo"] = json!({"within": "30m", "target": "95%"});
+    create(&api, doc).await;
+    create(&api, schedule_doc("calm", "0 * * * *")).await;
+
+    // Oldest first: a success, two failures, then a window awaiting approval (it neither
+    // counts in nor ends the streak).
+    let billing = spec_of(&api, "billing").await;
+    ended_run(&api, &billing, "2026-03-10T11:00:00Z", RunEvent::Succeed).await;
+    ended_run(&api, &billing, "2026-03-10T11:05:00Z", RunEvent::Fail).await;
+    ended_run(&api, &billing, "2026-03-10T11:10:00Z", RunEvent::Fail).await;
+    let mut held = scheduled_run(&billing, t("2026-03-10T11:15:00Z"), t(NOW), "ticker");
+    held.status = RunStatus::ManualRequired;
+    api.env.store.create_run(&held).await.expect("held");
+
+    let counters = &api.env.ledger.ledger;
+    let now = t(NOW);
+    for (days_ago, outcome, count) in [
+        (0, Outcome::Succeeded { fresh: true }, 8),
+        (0, Outcome::Failed, 2),
+        (1, Outcome::Skipped, 1),
+        // Inside 30 days, outside 7.
+        (10, Outcome::Succeeded { fresh: false }, 9),
+        // Outside both.
+        (40, Outcome::Failed, 50),
+    ] {
+        counters
+            .count_outcome("billing", day_before(now, days_ago), outcome, count)
+            .await
+            .expect("count");
+    }
+
+    let one = api.get(VIEWER, "/v1/schedules/billing").await;
+    assert_eq!(one.status, StatusCode::OK, "{:?}", one.body);
+    assert_eq!(one.headers["etag"], "\"1\"");
+    let h = &one.body["health"];
+    assert_eq!(h["last_run"]["status"], "FAILED");
+    assert_eq!(h["last_run"]["scheduled_for"], "2026-03-10T11:10:00Z");
+    assert_eq!(h["last_run"]["duration_ms"], 2500);
+    assert_eq!(h["next_run_at"], one.body["next_run_at"]);
+    assert!(h["next_run_at"].is_string());
+    assert_eq!(
+        h["counts_7d"],
+        json!({"succeeded": 8, "failed": 2, "skipped": 1})
+    );
+    assert_eq!(
+        h["counts_30d"],
+        json!({"succeeded": 17, "failed": 2, "skipped": 1})
+    );
+    assert_eq!(h["success_rate_7d"], 0.8);
+    assert_eq!(h["success_rate_30d"], 17.0 / 19.0);
+    assert_eq!(
+        h["freshness"],
+        json!({"within": "30m", "target": 0.95, "attainment_30d": 0.4, "met": false})
+    );
+    assert_eq!(h["consecutive_failures"], 2);
+    assert_eq!(h["awaiting_approval"], 1);
+
+    let calm = api.get(VIEWER, "/v1/schedules/calm").await;
+    let c = &calm.body["health"];
+    assert!(c["last_run"].is_null() && c["freshness"].is_null());
+    assert!(c["success_rate_7d"].is_null() && c["success_rate_30d"].is_null());
+    assert_eq!(
+        (&c["consecutive_failures"], &c["awaiting_approval"]),
+        (&json!(0), &json!(0))
+    );
+
+    let listed = api.get(VIEWER, "/v1/schedules?limit=10").await;
+    assert_eq!(listed.status, StatusCode::OK, "{:?}", listed.body);
+    let items = listed.body["items"].as_array().cloned().unwrap_or_default();
+    let health_of = |id: &str| {
+        items
+            .iter()
+            .find(|i| i["id"] == id)
+            .map(|i| i["health"].clone())
+    };
+    assert_eq!(health_of("billing").as_ref(), Some(h));
+    assert_eq!(health_of("calm").as_ref(), Some(c));
+
+    // Without health, the listing reads nothing more and says nothing of it.
+    let bare = api.get(VIEWER, "/v1/schedules?limit=10&health=false").await;
+    assert_eq!(bare.status, StatusCode::OK);
+    let bare_items = bare.body["items"].as_array().cloned().unwrap_or_default();
+    assert_eq!(bare_items.len(), 2);
+    assert!(bare_items.iter().all(|i| i.get("health").is_none()));
+    let bad = api.get(VIEWER, "/v1/schedules?health=maybe").await;
+    assert_eq!(
+        (bad.status, bad.code()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "REQUEST_INVALID")
+    );
+}
+
+#[tokio::test]
+async fn the_status_items_read_back_typed() {
+    let api = ApiEnv::new(t(NOW)).await;
+    create(&api, schedule_doc("typed", "*/5 * * * *")).await;
+    let listed = api.get(VIEWER, "/v1/schedules").await;
+    let items: Vec<cronledger_app::api::health::ScheduleHealth> =
+        serde_json::from_value(listed.body["items"].clone()).expect("typed items");
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0].id, "typed");
+    let health = items[0].health.as_ref().expect("health");
+    assert_eq!(health.consecutive_failures, 0);
+    assert_eq!(health.last_run, None);
+}
