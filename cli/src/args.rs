@@ -35,6 +35,9 @@ pub enum Command {
     Apply(crate::remote::args::ApplyArgs),
     /// (api) Show stored schedules.
     Get(crate::remote::args::GetArgs),
+    /// (api) Every schedule's health, worst first: last result, next run, 7-day success,
+    /// freshness against its slo, failures in a row, runs awaiting approval.
+    Status(crate::remote::args::StatusArgs),
     /// (api) A schedule's run history, or one run (`runs SCHEDULE RUN`) with its attempts.
     Runs(crate::remote::args::RunsArgs),
     /// (api) Operator runs: `run now SCHEDULE`.

@@ -67,6 +67,7 @@ fn main() -> ExitCode {
         Command::Pause(a) => remote::run(remote::Remote::Pause(a)),
         Command::Resume(a) => remote::run(remote::Remote::Resume(a)),
         Command::Backfill(a) => remote::run(remote::Remote::Backfill(a)),
+        Command::Status(a) => remote::run(remote::Remote::Status(a)),
     };
     match result {
         Ok(code) => code,

@@ -23,6 +23,9 @@ use cronledger_tests::app::worker_config;
 use cronledger_tests::{scheduled_run, unique_name};
 use serde_json::{json, Value};
 
+#[path = "remote/status.rs"]
+mod status;
+
 /// A change the server makes to the store just before it answers one request (path match):
 /// another admin's edit landing between the CLI's plan and its apply.
 type Interleave = Arc<Mutex<Option<(String, cronledger_core::ScheduleSpec)>>>;

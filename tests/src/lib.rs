@@ -16,11 +16,15 @@ use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use cronledger_aws::lanes::{LaneSettings, SqsLanes};
-use cronledger_aws::{AwsClients, AwsSettings, DynamoLedger, TableDefinition};
+use cronledger_aws::{
+    AwsClients, AwsSettings, DynamoLedger, LedgerStore, RunChange, TableDefinition,
+};
 use cronledger_core::run::Origin;
-use cronledger_core::{Lane, Run, Schedule, ScheduleSpec, Trigger, ValidationRules};
+use cronledger_core::{
+    Lane, Run, RunEvent, RunStatus, Schedule, ScheduleSpec, Trigger, ValidationRules,
+};
 
 /// Shards the test ledgers use (small, so per-shard queries see several schedules).
 pub const SHARDS: u32 = 4;
@@ -205,6 +209,31 @@ pub fn scheduled_run(
     run.replay_group_id = Some(writer.to_string());
     run.lane = Some(Lane::Normal);
     run
+}
+
+/// The ticker's run of `spec` for `scheduled_for`, stored and driven to its end by `end`
+/// (SUCCEED or FAIL): started a second after `scheduled_for`, ended 2.5 s after the start.
+pub async fn ended_run(
+    store: &dyn LedgerStore,
+    spec: &ScheduleSpec,
+    scheduled_for: DateTime<Utc>,
+    end: RunEvent,
+) -> Run {
+    let at = scheduled_for;
+    let run = scheduled_run(spec, at, at, "ticker");
+    store.create_run(&run).await.expect("run");
+    let later = |ms: i64| at + TimeDelta::milliseconds(ms);
+    let steps = [
+        RunChange::new(RunEvent::Enqueue, RunStatus::Pending, 0, at),
+        RunChange::new(RunEvent::Start, RunStatus::Queued, 0, later(1000))
+            .with_lease("w", later(60_000)),
+        RunChange::new(end, RunStatus::Running, 1, later(3500)),
+    ];
+    let mut ended = run;
+    for step in steps {
+        ended = store.transition_run(&ended.key, &step).await.expect("step");
+    }
+    ended
 }
 
 /// An operator's run at the same instant as an expected one (its own key).

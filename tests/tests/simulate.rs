@@ -20,7 +20,7 @@ use cronledger_app::simulate::{
     lane_settings, simulate, Outage, ScheduleSummary, SimQueues, SimulatedEntry, SimulationConfig,
     SimulationEnv, SimulationReport,
 };
-use cronledger_aws::{BackfillState, DynamoLedger, LedgerStore, OpsStore, ReleaseStateStore};
+use cronledger_aws::{BackfillState, DynamoLedger};
 use cronledger_core::{Reason, RunStatus, ScheduleSpec, Trigger};
 use cronledger_tests::{spec_with, t, TestLanes, TestLedger};
 use serde_json::json;

@@ -160,7 +160,8 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
         ReconcilerConfig::default(),
     )
     .with_kill_switch(kill_switch.clone())
-    .with_alerts(alerter.clone());
+    .with_alerts(alerter.clone())
+    .with_health(ledger.clone());
     tasks.spawn(reconcile_every_minute(
         reconciler,
         backfills,

@@ -10,9 +10,7 @@ use cronledger_app::simulate::{
     lane_settings, parse_instant, simulate, Costing, Outage, ScheduleAt, SimQueues, SimulateError,
     SimulationConfig, SimulationEnv, SimulationReport,
 };
-use cronledger_aws::{
-    AwsClients, AwsSettings, LedgerStore, MemoryStore, OpsStore, ReleaseStateStore, RequestMeter,
-};
+use cronledger_aws::{AwsClients, AwsSettings, MemoryStore, RequestMeter};
 
 use super::{instant, load_local_manifest, stack, CliError, DEFAULT_LOCAL_URL};
 use crate::args::{Format, SimQueuesArg, SimStoreArg, SimulateArgs};

@@ -73,6 +73,12 @@ pub struct GetArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+#[derive(Debug, Args)]
 pub struct RunsArgs {
     pub schedule: String,
     /// One run (its id as the listing prints it): the run with its attempts.

@@ -5,6 +5,7 @@ pub mod args;
 mod backfill;
 pub mod client;
 pub mod sigv4;
+mod status;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, IsTerminal, Write};
@@ -15,7 +16,7 @@ use serde_json::{json, Value};
 
 use self::args::{
     ApplyArgs, BackfillArgs, GetArgs, NoteArgs, OutputFormat, RetryArgs, RunActionArgs, RunArgs,
-    RunCommand, RunsArgs,
+    RunCommand, RunsArgs, StatusArgs,
 };
 use self::client::{segment, Client};
 use crate::commands::{fleet_warnings, load_manifest, print_warnings, read_file};
@@ -35,6 +36,7 @@ pub enum Remote {
     Pause(NoteArgs),
     Resume(NoteArgs),
     Backfill(BackfillArgs),
+    Status(StatusArgs),
 }
 
 pub fn run(command: Remote) -> Result<ExitCode, CliError> {
@@ -125,6 +127,7 @@ async fn dispatch(command: Remote) -> Result<ExitCode, CliError> {
         Remote::Pause(a) => schedule_action(a, "pause").await,
         Remote::Resume(a) => schedule_action(a, "resume").await,
         Remote::Backfill(a) => backfill::backfill(a).await,
+        Remote::Status(a) => status::status(a).await,
     }
 }
 
@@ -156,14 +159,25 @@ fn schedules_table(items: &[Value]) -> String {
     t.to_string()
 }
 
+/// Whether a listing asks for each schedule's health (two more reads a schedule).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Listing {
+    WithHealth,
+    SpecsOnly,
+}
+
 /// Every stored schedule, following the pages.
-async fn all_schedules(client: &Client) -> Result<Vec<Value>, CliError> {
+async fn all_schedules(client: &Client, listing: Listing) -> Result<Vec<Value>, CliError> {
     let mut items = Vec::new();
     let mut cursor: Option<String> = None;
+    let first = match listing {
+        Listing::WithHealth => "/v1/schedules?limit=200",
+        Listing::SpecsOnly => "/v1/schedules?limit=200&health=false",
+    };
     loop {
         let path = match &cursor {
-            Some(c) => format!("/v1/schedules?limit=200&cursor={c}"),
-            None => "/v1/schedules?limit=200".to_string(),
+            Some(c) => format!("{first}&cursor={c}"),
+            None => first.to_string(),
         };
         let page = client.ok(Method::GET, &path, None, &[]).await?;
         items.extend(page["items"].as_array().cloned().unwrap_or_default());
@@ -187,7 +201,7 @@ async fn get(a: GetArgs) -> Result<ExitCode, CliError> {
                 )
                 .await?
         }
-        None => json!({ "items": all_schedules(&client).await? }),
+        None => json!({ "items": all_schedules(&client, Listing::SpecsOnly).await? }),
     };
     print(a.remote.format, &body, |b| match b["items"].as_array() {
         Some(items) => schedules_table(items),
@@ -372,7 +386,7 @@ async fn apply(a: ApplyArgs) -> Result<ExitCode, CliError> {
         .filter_map(|d| d["id"].as_str().map(|id| (id.to_string(), d.clone())))
         .collect();
     let client = Client::connect(&a.remote).await?;
-    let stored: BTreeMap<String, Value> = all_schedules(&client)
+    let stored: BTreeMap<String, Value> = all_schedules(&client, Listing::SpecsOnly)
         .await?
         .into_iter()
         .filter_map(|s| s["id"].as_str().map(|id| (id.to_string(), s.clone())))

@@ -53,6 +53,7 @@ async fn main() -> Result<(), Error> {
             connected.ledger.clone(),
             notifier_from_env(&connected.clients),
         )))
+        .with_health(connected.ledger.clone())
         .with_backfills(connected.ledger),
     );
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {

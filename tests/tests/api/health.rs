@@ -2,29 +2,14 @@
 //! then each schedule's `health` as `GET /v1/schedules/{id}` and the listing answer it.
 
 use chrono::{DateTime, Utc};
-use cronledger_aws::{HealthStore, Outcome, RunChange};
+use cronledger_aws::{HealthStore, Outcome};
 use cronledger_core::{RunEvent, ScheduleSpec};
 use cronledger_tests::scheduled_run;
 
 use super::*;
 
-/// A run of `spec` for `scheduled_for`, started a second after it and ended by `end`
-/// (SUCCEED or FAIL) two and a half seconds later.
 async fn ended_run(api: &ApiEnv, spec: &ScheduleSpec, scheduled_for: &str, end: RunEvent) {
-    let at = t(scheduled_for);
-    let run = scheduled_run(spec, at, at, "ticker");
-    let store = &api.env.store;
-    store.create_run(&run).await.expect("run");
-    let second = |s: i64| at + TimeDelta::milliseconds(s);
-    let steps = [
-        RunChange::new(RunEvent::Enqueue, RunStatus::Pending, 0, at),
-        RunChange::new(RunEvent::Start, RunStatus::Queued, 0, second(1000))
-            .with_lease("w", second(60_000)),
-        RunChange::new(end, RunStatus::Running, 1, second(3500)),
-    ];
-    for step in steps {
-        store.transition_run(&run.key, &step).await.expect("step");
-    }
+    cronledger_tests::ended_run(api.env.store.as_ref(), spec, t(scheduled_for), end).await;
 }
 
 async fn spec_of(api: &ApiEnv, id: &str) -> ScheduleSpec {

@@ -2,9 +2,11 @@
 //! schedule, run together: its newest [`HEALTH_RUNS`] runs (one Query page) and its outcome
 //! counters of the last 30 days (one Query of at most 30 small items). No history scan.
 
+use std::cmp::Ordering;
+
 use cronledger_aws::ledger::{ScheduleState, StoredSchedule};
 use cronledger_aws::StoreError;
-use cronledger_core::health::{health, tally_days, Health, HealthInput};
+use cronledger_core::health::{health, tally_days, worst_first, Health, HealthInput};
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 
@@ -25,6 +27,22 @@ pub struct ScheduleHealth {
     pub state: ScheduleState,
     /// `null` where the api has no counters (the simulator's levers).
     pub health: Option<Health>,
+}
+
+impl ScheduleHealth {
+    /// `cronledger status`'s order: by [`worst_first`], schedules without health after
+    /// those with it, archived ones (never to run again) last.
+    pub fn worst_first(a: &ScheduleHealth, b: &ScheduleHealth) -> Ordering {
+        let archived = |s: &ScheduleHealth| s.state == ScheduleState::Archived;
+        archived(a)
+            .cmp(&archived(b))
+            .then_with(|| match (&a.health, &b.health) {
+                (Some(x), Some(y)) => worst_first(&a.id, x, &b.id, y),
+                (Some(_), None) => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+                (None, None) => a.id.cmp(&b.id),
+            })
+    }
 }
 
 impl Api {
@@ -69,5 +87,45 @@ impl Api {
             .buffered(HEALTH_CONCURRENCY)
             .try_collect()
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use cronledger_core::health::Counts;
+    use cronledger_core::Priority;
+
+    use super::*;
+
+    fn item(id: &str, state: ScheduleState, failures: Option<u32>) -> ScheduleHealth {
+        ScheduleHealth {
+            id: id.into(),
+            state,
+            health: failures.map(|consecutive_failures| Health {
+                priority: Priority::Normal,
+                last_run: None,
+                next_run_at: None,
+                success_rate_7d: None,
+                success_rate_30d: None,
+                counts_7d: Counts::default(),
+                counts_30d: Counts::default(),
+                freshness: None,
+                consecutive_failures,
+                awaiting_approval: 0,
+            }),
+        }
+    }
+
+    #[test]
+    fn status_puts_the_worst_first_unknown_after_and_archived_last() {
+        let mut items = [
+            item("retired", ScheduleState::Archived, Some(9)),
+            item("unknown", ScheduleState::Active, None),
+            item("fine", ScheduleState::Active, Some(0)),
+            item("failing", ScheduleState::Paused, Some(3)),
+        ];
+        items.sort_by(ScheduleHealth::worst_first);
+        let ids: Vec<&str> = items.iter().map(|i| i.id.as_str()).collect();
+        assert_eq!(ids, ["failing", "fine", "unknown", "retired"]);
     }
 }

@@ -389,6 +389,7 @@ impl Reconciler {
                 cronledger_aws::Created::New(run) => {
                     report.entries_written += 1;
                     count(entry, report);
+                    self.count_skipped_for_health(&run).await;
                     self.metrics.count_for(
                         schedule.id(),
                         metric_of(&entry.action),

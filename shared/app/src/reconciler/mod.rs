@@ -35,7 +35,9 @@ use std::sync::Arc;
 use chrono::{DateTime, TimeDelta, Utc};
 use cronledger_aws::keys::shard_of;
 use cronledger_aws::ledger::{RunChange, StoredSchedule};
-use cronledger_aws::{LaneQueue, LedgerStore, OpsStore, ReleaseStateStore, StoreError};
+use cronledger_aws::{
+    HealthStore, LaneQueue, LedgerStore, OpsStore, ReleaseStateStore, StoreError,
+};
 use cronledger_core::spec::Approval;
 use cronledger_core::ScheduleSpec;
 use cronledger_core::{Lane, Reason, Run, RunEvent, RunStatus, Trigger};
@@ -214,6 +216,8 @@ pub struct Reconciler {
     kill_switch: Option<Arc<KillSwitchCheck>>,
     /// Where the pass's alerts go; `None`: they are only logged.
     alerter: Option<Arc<Alerter>>,
+    /// Where the windows it records SKIPPED are counted for health; `None`: not counted.
+    health: Option<Arc<dyn HealthStore>>,
 }
 
 impl Reconciler {
@@ -236,7 +240,14 @@ impl Reconciler {
             schedules: ScheduleCache::default(),
             kill_switch: None,
             alerter: None,
+            health: None,
         }
+    }
+
+    /// Counts the windows it records SKIPPED or COALESCED on their schedules' health.
+    pub fn with_health(mut self, health: Arc<dyn HealthStore>) -> Reconciler {
+        self.health = Some(health);
+        self
     }
 
     /// Raises the pass's alerts (missed windows, awaiting approval, deadlines, paused

@@ -349,7 +349,8 @@ pub async fn simulate(
     )
     .with_backfills(env.ops.clone())
     .with_kill_switch_opt(kill_switch.clone())
-    .with_alerts(alerter.clone());
+    .with_alerts(alerter.clone())
+    .with_health(env.health.clone());
     // The reconciler function's second step, as deployed.
     let releaser = BackfillReleaser {
         store: env.store.clone(),

@@ -1,0 +1,86 @@
+//! `cronledger status`: every schedule's health, one line each, worst first.
+
+use std::process::ExitCode;
+
+use cronledger_app::api::health::ScheduleHealth;
+use cronledger_core::health::Health;
+use cronledger_core::window::utc_text;
+use serde_json::Value;
+
+use super::args::{OutputFormat, StatusArgs};
+use super::client::Client;
+use super::{all_schedules, Listing};
+use crate::output::Table;
+use crate::CliError;
+
+pub async fn status(a: StatusArgs) -> Result<ExitCode, CliError> {
+    let client = Client::connect(&a.remote).await?;
+    let listed = all_schedules(&client, Listing::WithHealth).await?;
+    let mut items: Vec<ScheduleHealth> = serde_json::from_value(Value::Array(listed))
+        .map_err(|e| CliError::msg(format!("REMOTE_ANSWER_UNREADABLE: {e}")))?;
+    items.sort_by(ScheduleHealth::worst_first);
+    match a.remote.format {
+        OutputFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&items).unwrap_or_default()
+        ),
+        OutputFormat::Table => print!("{}", table(&items)),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn table(items: &[ScheduleHealth]) -> String {
+    let mut t = Table::new([
+        "SCHEDULE",
+        "STATE",
+        "LAST",
+        "ENDED",
+        "NEXT RUN",
+        "7D OK",
+        "FRESHNESS",
+        "FAILS IN A ROW",
+        "AWAITING APPROVAL",
+    ]);
+    for item in items {
+        let mut row = vec![item.id.clone(), item.state.as_str().to_string()];
+        match &item.health {
+            Some(h) => row.extend(health_cells(h)),
+            None => row.extend(std::iter::repeat_n("-".to_string(), 7)),
+        }
+        t.row(row);
+    }
+    t.to_string()
+}
+
+fn health_cells(h: &Health) -> [String; 7] {
+    let last = h.last_run.as_ref();
+    [
+        last.map(|l| l.status.as_str().to_string())
+            .unwrap_or_else(|| "-".into()),
+        last.map(|l| utc_text(l.ended_at))
+            .unwrap_or_else(|| "-".into()),
+        h.next_run_at.map(utc_text).unwrap_or_else(|| "-".into()),
+        h.success_rate_7d.map(percent).unwrap_or_else(|| "-".into()),
+        freshness(h),
+        h.consecutive_failures.to_string(),
+        h.awaiting_approval.to_string(),
+    ]
+}
+
+/// `97.5% >= 95.0%` (met), `40.0% < 95.0%` (missed), `- (95.0%)` (nothing measured yet),
+/// `-` (no `slo`).
+fn freshness(h: &Health) -> String {
+    let Some(f) = h.freshness else {
+        return "-".into();
+    };
+    let target = percent(f.target);
+    match f.attainment_30d {
+        Some(a) if f.met == Some(true) => format!("{} >= {target}", percent(a)),
+        Some(a) => format!("{} < {target}", percent(a)),
+        None => format!("- ({target})"),
+    }
+}
+
+fn percent(fraction: f64) -> String {
+    format!("{:.1}%", fraction * 100.0)
+}
