@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use cronledger_app::simulate::{simulate, SimQueues, SimulationConfig, SimulationEnv};
-use cronledger_aws::{DynamoLedger, LedgerStore, OpsStore, ReleaseStateStore};
+use cronledger_aws::DynamoLedger;
 use cronledger_tests::{spec_with, t, TestLedger};
 use serde_json::json;
 
