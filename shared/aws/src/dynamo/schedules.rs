@@ -322,35 +322,17 @@ impl DynamoLedger {
             StreakChange::Succeeded => expr.set(codec::FAILURE_STREAK, n(0)),
         };
         expr.exists(PK);
-        let sent = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(key(keys::schedule_pk(id), keys::SCHEDULE_SK)))
-            .set_update_expression(expr.update())
-            .set_condition_expression(expr.condition())
-            .set_expression_attribute_names(expr.names())
-            .set_expression_attribute_values(expr.values())
-            .return_values(ReturnValue::UpdatedNew)
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
-            .send()
-            .await;
-        match sent {
-            Ok(out) => {
-                self.meter
-                    .record_capacity("UpdateItem", out.consumed_capacity());
-                let streak = out
-                    .attributes()
-                    .and_then(|a| a.get(codec::FAILURE_STREAK))
-                    .and_then(|v| v.as_n().ok())
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0);
-                Ok(streak)
-            }
-            Err(err) => match unless_condition_failed("UpdateItem", err) {
-                Ok(_) => Err(StoreError::ScheduleNotFound(id.to_string())),
-                Err(e) => Err(e),
-            },
+        let item_key = key(keys::schedule_pk(id), keys::SCHEDULE_SK);
+        match self
+            .update_returning(item_key, &expr, ReturnValue::UpdatedNew)
+            .await?
+        {
+            Some(new) => Ok(new
+                .get(codec::FAILURE_STREAK)
+                .and_then(|v| v.as_n().ok())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)),
+            None => Err(StoreError::ScheduleNotFound(id.to_string())),
         }
     }
 
@@ -412,6 +394,20 @@ impl DynamoLedger {
     /// An update of the item at `item_key`: `true` if applied, `false` if its condition
     /// failed.
     pub(super) async fn update_if(&self, item_key: Item, expr: &Expr) -> Result<bool, StoreError> {
+        Ok(self
+            .update_returning(item_key, expr, ReturnValue::None)
+            .await?
+            .is_some())
+    }
+
+    /// An update of the item at `item_key` answering the attributes `returning` asks for;
+    /// `None` if its condition failed.
+    pub(super) async fn update_returning(
+        &self,
+        item_key: Item,
+        expr: &Expr,
+        returning: ReturnValue,
+    ) -> Result<Option<Item>, StoreError> {
         let sent = self
             .client
             .update_item()
@@ -421,6 +417,7 @@ impl DynamoLedger {
             .set_condition_expression(expr.condition())
             .set_expression_attribute_names(expr.names())
             .set_expression_attribute_values(expr.values())
+            .return_values(returning)
             .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
             .await;
@@ -428,9 +425,9 @@ impl DynamoLedger {
             Ok(out) => {
                 self.meter
                     .record_capacity("UpdateItem", out.consumed_capacity());
-                Ok(true)
+                Ok(Some(out.attributes.unwrap_or_default()))
             }
-            Err(err) => unless_condition_failed("UpdateItem", err),
+            Err(err) => unless_condition_failed("UpdateItem", err).map(|_| None),
         }
     }
 
