@@ -6,11 +6,10 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use cronledger_aws::Outcome;
 use cronledger_core::alerts::{self, About, Alert, Gap, RunRef};
 use cronledger_core::planner::{Action, Plan};
 use cronledger_core::window::utc_text;
-use cronledger_core::{Lane, Priority, Run, RunStatus, ScheduleSpec};
+use cronledger_core::{Lane, Priority, Run, ScheduleSpec};
 
 use super::{ReconcileReport, Reconciler};
 
@@ -45,25 +44,6 @@ pub(super) fn release_paused(lane: Lane, cause: Option<&str>, now: DateTime<Utc>
 }
 
 impl Reconciler {
-    /// A window (or a range of them) recorded SKIPPED or COALESCED: counted on its
-    /// schedule's day counters, beside the outcomes workers count.
-    pub(super) async fn count_skipped_for_health(&self, run: &Run) {
-        let Some(health) = &self.health else {
-            return;
-        };
-        if !matches!(run.status, RunStatus::Skipped | RunStatus::Coalesced) {
-            return;
-        }
-        let day = run.key.scheduled_for.date_naive();
-        let windows = u64::from(run.count.max(1));
-        if let Err(e) = health
-            .count_outcome(&run.key.schedule_id, day, Outcome::Skipped, windows)
-            .await
-        {
-            tracing::warn!(run = %run.key, error = %e, "could not count skipped windows for health");
-        }
-    }
-
     /// A gap of `missed` windows: MISSED_WINDOWS with the policy's decision, and
     /// AWAITING_APPROVAL when some of it is held for an operator.
     pub(super) fn gap_alerts(
