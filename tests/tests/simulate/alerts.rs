@@ -7,9 +7,9 @@ use std::sync::Arc;
 use cronledger_app::simulate::{
     simulate, Outage, SimQueues, SimulationConfig, SimulationEnv, SimulationReport,
 };
-use cronledger_aws::{LedgerStore, MemoryStore, RequestMeter, ScheduleState};
+use cronledger_aws::{HealthStore, LedgerStore, MemoryStore, RequestMeter, ScheduleState};
 use cronledger_core::alerts::{Alert, AlertKind, Severity};
-use cronledger_core::ScheduleSpec;
+use cronledger_core::{RunStatus, ScheduleSpec};
 use cronledger_tests::{spec_with, t};
 use serde_json::json;
 
@@ -156,7 +156,21 @@ async fn an_outage_alerts_one_gap_per_schedule_and_held_work_awaits_approval() {
             json!({"misfire": "MANUAL", "owner": "team-b"}),
         ),
     ];
-    let (report, _) = on_memory(specs, &config).await;
+    let (report, memory) = on_memory(specs, &config).await;
+    // The skipped windows are counted for the schedule's health, as many as the ledger holds.
+    let skipped: u64 = report
+        .ledger
+        .iter()
+        .filter(|e| e.entry.schedule == "skips" && e.entry.status == RunStatus::Skipped)
+        .map(|e| u64::from(e.entry.count.unwrap_or(1)))
+        .sum();
+    let day = t("2026-11-29T00:00:00Z").date_naive();
+    let tallies = memory
+        .outcome_days("skips", day, day)
+        .await
+        .expect("the day's counters");
+    assert!(skipped > 0);
+    assert_eq!(tallies.iter().map(|d| d.skipped).sum::<u64>(), skipped);
     let skips = of(&report, "skips");
     assert_eq!(
         kinds(&skips),
