@@ -8,6 +8,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use cronledger_core::alerts::Alert;
+use cronledger_core::RunKey;
 use serde::{Deserialize, Serialize};
 
 use crate::error::StoreError;
@@ -52,6 +53,28 @@ pub trait AlertStore: Send + Sync {
     /// A schedule's alerts, newest first, at most `limit`.
     async fn alerts_of(&self, schedule: &str, limit: u32)
         -> Result<Vec<RecordedAlert>, StoreError>;
+
+    /// Starts reminding about held work, unless its (schedule, group) is tracked already
+    /// (the first tracker keeps its `since`). `true`: this call started it.
+    async fn track_awaiting(
+        &self,
+        awaiting: &Awaiting,
+        at: DateTime<Utc>,
+    ) -> Result<bool, StoreError>;
+
+    /// Trackers whose reminder is due at `now` (whole seconds), soonest first, at most `limit`.
+    async fn awaiting_due(
+        &self,
+        now: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<Awaiting>, StoreError>;
+
+    /// The tracker's next reminder at `next`; `None`: nothing waits any more, the tracker goes.
+    async fn remind_awaiting(
+        &self,
+        awaiting: &Awaiting,
+        next: Option<DateTime<Utc>>,
+    ) -> Result<(), StoreError>;
 }
 
 /// Why a publish failed.
@@ -68,3 +91,34 @@ pub trait Notifier: Send + Sync {
     /// notifier's default topic.
     async fn publish(&self, alert: &Alert, topic: Option<&str>) -> Result<(), NotifyError>;
 }
+
+/// What waits for an operator, for its reminders (`AWAITING_APPROVAL`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum HeldWork {
+    /// One run held MANUAL_REQUIRED (a window of an `approval: every_run` schedule, a run
+    /// whose outcome nobody knows, a guarded run over its limit).
+    Run { key: RunKey },
+    /// The held windows of one gap, scheduled in `[first, last]`.
+    Windows {
+        first: DateTime<Utc>,
+        last: DateTime<Utc>,
+    },
+}
+
+/// A reminder tracker: work that started waiting for an operator at `since` and has been
+/// told about; at `remind_at` the reconciler looks whether it still waits and, if so,
+/// reminds and moves `remind_at` on, else drops the tracker. One per (schedule, group).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Awaiting {
+    pub schedule: String,
+    /// What the alerts name as waiting: a replay group or a run key.
+    pub group: String,
+    pub held: HeldWork,
+    pub since: DateTime<Utc>,
+    pub remind_at: DateTime<Utc>,
+}
+
+/// How long a reminder tracker is kept (its TTL): held work older than this is long past
+/// every `approval_timeout`, and its reminders stop.
+pub const AWAITING_RECORD_DAYS: i64 = 30;

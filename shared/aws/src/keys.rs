@@ -35,6 +35,12 @@ pub const CATALOG_PK: &str = "SCHEDULES";
 pub const ALERT_PREFIX: &str = "ALERT#";
 /// The `active` index partition of recorded alerts not yet published (the outbox).
 pub const ALERTS_OUTBOX_PK: &str = "ALERTS#OUTBOX";
+/// A schedule's reminder trackers of held work (`AWAITING#{group}`): after the audit
+/// entries and before the health counters and runs, so no prefixed or ranged read of those
+/// meets them.
+pub const AWAITING_PREFIX: &str = "AWAITING#";
+/// The `active` index partition of reminder trackers, by next reminder time.
+pub const ALERTS_AWAITING_PK: &str = "ALERTS#AWAITING";
 
 pub fn schedule_pk(id: &str) -> String {
     format!("SCHED#{id}")
@@ -92,6 +98,17 @@ pub fn alert_outbox_sk(recorded_at: DateTime<Utc>, schedule_id: &str, alert_key:
         "{}#{schedule_id}#{alert_key}",
         recorded_at.format("%Y-%m-%dT%H:%M:%S%.6fZ")
     )
+}
+
+/// A reminder tracker's sort key in its schedule's partition.
+pub fn awaiting_sk(group: &str) -> String {
+    format!("{AWAITING_PREFIX}{group}")
+}
+
+/// A reminder tracker's index sort key: its next reminder first (whole seconds, so text
+/// order is time order and [`due_sk_bound`] bounds the due ones), then its schedule and group.
+pub fn awaiting_index_sk(remind_at: DateTime<Utc>, schedule_id: &str, group: &str) -> String {
+    format!("{}#{schedule_id}#{group}", index_time(remind_at))
 }
 
 pub fn backfill_pk(id: &str) -> String {
@@ -240,6 +257,10 @@ mod tests {
     fn alerts_sort_before_audit_entries_and_runs() {
         let alert = alert_sk("CONSECUTIVE_FAILURES#~~~");
         assert!(alert.as_str() < AUDIT_PREFIX && alert.as_str() < RUN_PREFIX);
+        let tracker = awaiting_sk("~~~");
+        let last_audit = operator_audit_sk(u64::MAX, t("2026-01-01T00:00:00Z"), "~~~", u32::MAX);
+        assert!(awaiting_sk("") > last_audit && tracker.as_str() < HEALTH_PREFIX);
+        assert!(!tracker.starts_with(ALERT_PREFIX) && !tracker.starts_with(AUDIT_PREFIX));
         assert!(!alert.starts_with(AUDIT_PREFIX) && !alert.starts_with(RUN_PREFIX));
         let early = alert_outbox_sk(t("2026-01-01T00:00:00.5Z"), "b", "K");
         let late = alert_outbox_sk(t("2026-01-01T00:00:01Z"), "a", "K");

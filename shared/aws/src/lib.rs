@@ -22,7 +22,7 @@ pub mod ops;
 mod schedule_change;
 pub mod table;
 
-pub use alerts::{AlertStore, Notifier, NotifyError, RecordedAlert};
+pub use alerts::{AlertStore, Awaiting, HeldWork, Notifier, NotifyError, RecordedAlert};
 pub use config::{AwsClients, AwsSettings};
 pub use control::{ReleaseState, ReleaseStateStore};
 pub use dynamo::DynamoLedger;

@@ -8,6 +8,7 @@
 
 mod alerts;
 mod attempts;
+mod awaiting;
 mod capacity;
 mod health;
 mod ops;

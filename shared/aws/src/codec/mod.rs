@@ -2,5 +2,6 @@
 
 pub mod alert;
 pub mod attempt;
+pub mod awaiting;
 pub mod run;
 pub mod schedule;

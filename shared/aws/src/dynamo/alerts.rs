@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use cronledger_core::alerts::Alert;
 
 use super::{DynamoLedger, Expr};
-use crate::alerts::{AlertStore, RecordedAlert};
+use crate::alerts::{AlertStore, Awaiting, RecordedAlert};
 use crate::codec::alert as codec;
 use crate::error::StoreError;
 use crate::item::{s, time};
@@ -112,5 +112,29 @@ impl AlertStore for DynamoLedger {
         limit: u32,
     ) -> Result<Vec<RecordedAlert>, StoreError> {
         metered("alerts_of", self.alerts_of_impl(schedule, limit)).await
+    }
+
+    async fn track_awaiting(
+        &self,
+        awaiting: &Awaiting,
+        at: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        metered("track_awaiting", self.track_awaiting_impl(awaiting, at)).await
+    }
+
+    async fn awaiting_due(
+        &self,
+        now: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<Awaiting>, StoreError> {
+        metered("awaiting_due", self.awaiting_due_impl(now, limit)).await
+    }
+
+    async fn remind_awaiting(
+        &self,
+        awaiting: &Awaiting,
+        next: Option<DateTime<Utc>>,
+    ) -> Result<(), StoreError> {
+        metered("remind_awaiting", self.remind_awaiting_impl(awaiting, next)).await
     }
 }

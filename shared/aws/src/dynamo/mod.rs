@@ -2,6 +2,7 @@
 
 pub(crate) mod alerts;
 mod audit;
+mod awaiting;
 pub(crate) mod control;
 mod expr;
 mod fetch;

@@ -10,6 +10,7 @@
 //! request meter means the same on both stores.
 
 mod alerts;
+mod awaiting;
 mod capacity;
 mod health;
 mod index;
@@ -27,7 +28,7 @@ use cronledger_core::{Attempt, Lane, Run, RunKey, RunStatus, ScheduleSpec};
 
 use cronledger_core::alerts::Alert;
 
-use crate::alerts::{AlertStore, RecordedAlert};
+use crate::alerts::{AlertStore, Awaiting, RecordedAlert};
 use crate::control::{ReleaseState, ReleaseStateStore};
 use crate::error::StoreError;
 use crate::health::DayTally;
@@ -61,6 +62,7 @@ pub(crate) struct Tables {
     pub kill_switch: Option<KillSwitch>,
     pub release_states: HashMap<Lane, ReleaseState>,
     pub alerts: alerts::AlertTables,
+    pub awaiting: awaiting::AwaitingTable,
     /// By schedule id, then by UTC day: the outcome counters.
     pub health: BTreeMap<String, BTreeMap<NaiveDate, DayTally>>,
 }
@@ -471,5 +473,35 @@ impl AlertStore for MemoryStore {
         limit: u32,
     ) -> Result<Vec<RecordedAlert>, StoreError> {
         metered("alerts_of", async { self.alerts_of_impl(schedule, limit) }).await
+    }
+
+    async fn track_awaiting(
+        &self,
+        awaiting: &Awaiting,
+        at: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        metered("track_awaiting", async {
+            self.track_awaiting_impl(awaiting, at)
+        })
+        .await
+    }
+
+    async fn awaiting_due(
+        &self,
+        now: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<Awaiting>, StoreError> {
+        metered("awaiting_due", async { self.awaiting_due_impl(now, limit) }).await
+    }
+
+    async fn remind_awaiting(
+        &self,
+        awaiting: &Awaiting,
+        next: Option<DateTime<Utc>>,
+    ) -> Result<(), StoreError> {
+        metered("remind_awaiting", async {
+            self.remind_awaiting_impl(awaiting, next)
+        })
+        .await
     }
 }
