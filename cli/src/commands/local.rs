@@ -192,7 +192,7 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
             },
         )
         .with_kill_switch(kill_switch.clone())
-        .with_alerts(alerter)
+        .with_alerts(alerter.clone())
         .with_health(ledger.clone()),
     );
     for &lane in Lane::ALL {
@@ -205,7 +205,8 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
         ));
     }
     let ticker = Ticker::new(ledger.clone(), lanes.clone(), TickerConfig::default())
-        .with_kill_switch(kill_switch);
+        .with_kill_switch(kill_switch)
+        .with_alerts(alerter);
     tasks.spawn(tick_every_minute(ticker, stop_rx.clone()));
 
     println!(

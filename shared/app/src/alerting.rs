@@ -16,6 +16,9 @@ use serde::Serialize;
 
 use crate::metrics::Metrics;
 
+mod held;
+pub use held::{Held, ReminderReport};
+
 /// How old an outbox entry must be before a pass publishes it: younger ones may still be
 /// in the hands of the writer that recorded them.
 const OUTBOX_MIN_AGE: TimeDelta = TimeDelta::seconds(60);

@@ -8,11 +8,11 @@
 
 use std::fmt;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::window::utc_text;
-use crate::{Priority, Span, Window};
+use crate::{Priority, ScheduleSpec, Span, Window};
 
 /// What an alert is about. The wire names are the JSON body's `kind` and the SNS
 /// `kind` attribute subscribers filter on.
@@ -228,7 +228,16 @@ pub struct About<'a> {
     pub priority: Priority,
 }
 
-impl About<'_> {
+impl<'a> About<'a> {
+    /// What the alerts of `spec`'s schedule name.
+    pub fn of(spec: &'a ScheduleSpec) -> About<'a> {
+        About {
+            schedule: &spec.id,
+            owner: spec.owner.as_deref(),
+            priority: spec.priority,
+        }
+    }
+
     fn alert(
         &self,
         kind: AlertKind,
@@ -443,8 +452,7 @@ pub fn awaiting_approval(
     if waiting == 0 || now < since {
         return None;
     }
-    let every = settings.remind_after().as_secs().max(60) as i64;
-    let reminder = (now - since).num_seconds() / every;
+    let reminder = (now - since).num_seconds() / reminder_every(settings);
     let (subject, message) = if reminder == 0 {
         (
             group.to_string(),
@@ -466,6 +474,25 @@ pub fn awaiting_approval(
         message,
         now,
     ))
+}
+
+/// Seconds between reminders: `remind_after`, at least a minute (one reconciler pass).
+fn reminder_every(settings: &AlertSettings) -> i64 {
+    i64::try_from(settings.remind_after().as_secs())
+        .unwrap_or(i64::MAX)
+        .max(60)
+}
+
+/// When the first reminder after `now` is due for work waiting since `since`: the next
+/// multiple of `remind_after` from `since`, so a late pass does not shift later reminders.
+pub fn next_reminder(
+    settings: &AlertSettings,
+    since: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> DateTime<Utc> {
+    let every = reminder_every(settings);
+    let elapsed = (now - since).num_seconds().max(0);
+    since + TimeDelta::seconds((elapsed / every + 1).saturating_mul(every))
 }
 
 /// A backfill or a catch-up release paused by a live signal (`cause`), since `paused_at`.

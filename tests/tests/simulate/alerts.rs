@@ -4,12 +4,13 @@
 
 use std::sync::Arc;
 
+use cronledger_app::faults::CrashPoint;
 use cronledger_app::simulate::{
     simulate, Outage, SimQueues, SimulationConfig, SimulationEnv, SimulationReport,
 };
 use cronledger_aws::{HealthStore, LedgerStore, MemoryStore, RequestMeter, ScheduleState};
 use cronledger_core::alerts::{Alert, AlertKind, Severity};
-use cronledger_core::{RunStatus, ScheduleSpec};
+use cronledger_core::{Reason, RunStatus, ScheduleSpec};
 use cronledger_tests::{spec_with, t};
 use serde_json::json;
 
@@ -183,12 +184,157 @@ async fn an_outage_alerts_one_gap_per_schedule_and_held_work_awaits_approval() {
         vec![
             (AlertKind::MissedWindows, Severity::Critical),
             (AlertKind::AwaitingApproval, Severity::Warning),
+            (AlertKind::AwaitingApproval, Severity::Warning),
         ],
         "{asks:#?}"
+    );
+    // The gap's held windows are one request; the window that was under way when the outage
+    // began, found late by its worker and held, is its own.
+    assert_eq!(asks[1].subject, "catchup:asks:2026-11-29T00:40:00Z");
+    assert_eq!(
+        asks[2].run.as_deref(),
+        Some("asks/RUN#2026-11-29T00:30:00Z")
     );
     assert!(
         asks[0].message.contains("await approval"),
         "{}",
         asks[0].message
     );
+}
+
+/// The simulator's reconciler pass interval: a reminder is raised by the first pass after
+/// it is due.
+const RECONCILER_EVERY: chrono::TimeDelta = chrono::TimeDelta::minutes(5);
+
+/// The AWAITING_APPROVAL alerts of `schedule`, in the order they were published.
+fn awaiting<'a>(report: &'a SimulationReport, schedule: &str) -> Vec<&'a Alert> {
+    of(report, schedule)
+        .into_iter()
+        .filter(|a| a.kind == AlertKind::AwaitingApproval)
+        .collect()
+}
+
+/// A held gap is told once when it starts waiting, reminded once per `remind_after` while
+/// it waits, and never again once an operator approved it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn held_windows_are_reminded_each_period_until_approved_then_never_again() {
+    let mut config = SimulationConfig::new(t("2026-11-29T00:00:00Z"), t("2026-11-29T06:00:00Z"));
+    config.outages =
+        vec![Outage::parse("2026-11-29T00:30:00Z..2026-11-29T01:30:00Z").expect("an outage")];
+    let approved = t("2026-11-29T04:00:00Z");
+    config.approve_all_at = vec![approved];
+    let spec = spec_with(
+        "asks",
+        "*/10 * * * *",
+        json!({"misfire": "MANUAL", "alerts": {"remind_after": "1h"}}),
+    );
+    let (report, _) = on_memory(vec![spec], &config).await;
+    let told = awaiting(&report, "asks");
+    let firsts: Vec<&&Alert> = told
+        .iter()
+        .filter(|a| !a.subject.contains("#reminder-"))
+        .collect();
+    assert_eq!(
+        firsts.len(),
+        2,
+        "the held gap and the held late window: {told:#?}"
+    );
+    for first in firsts {
+        let since = first.at;
+        let due: Vec<i64> = (1..10)
+            .filter(|k| since + chrono::TimeDelta::hours(*k) < approved)
+            .collect();
+        assert!(!due.is_empty(), "the test waits long enough for a reminder");
+        let mut expected = vec![first.subject.clone()];
+        expected.extend(
+            due.iter()
+                .map(|k| format!("{}#reminder-{k}", first.subject)),
+        );
+        let group: Vec<&&Alert> = told
+            .iter()
+            .filter(|a| a.subject.split("#reminder-").next() == Some(first.subject.as_str()))
+            .collect();
+        let subjects: Vec<&str> = group.iter().map(|a| a.subject.as_str()).collect();
+        assert_eq!(subjects, expected, "{told:#?}");
+        for (k, reminder) in due.iter().zip(&group[1..]) {
+            let at = since + chrono::TimeDelta::hours(*k);
+            assert!(
+                reminder.at >= at && reminder.at <= at + RECONCILER_EVERY,
+                "reminder {k} at {}, due {at}",
+                reminder.at
+            );
+            assert!(reminder.message.contains("still await approval"));
+        }
+    }
+}
+
+/// Each window of an `approval: every_run` schedule is its own request: told once (the
+/// ticker records it, the reconciler's outbox publishes it), reminded while it waits, and
+/// left alone once it expired unapproved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_window_awaiting_approval_is_told_then_reminded_until_it_expires() {
+    let config = SimulationConfig::new(t("2026-11-29T00:00:00Z"), t("2026-11-29T04:00:00Z"));
+    let spec = spec_with(
+        "approve-each",
+        "0 * * * *",
+        json!({
+            "approval": "every_run",
+            "approval_timeout": "90m",
+            "alerts": {"remind_after": "1h"},
+        }),
+    );
+    let (report, _) = on_memory(vec![spec], &config).await;
+    let held: Vec<String> = report
+        .ledger
+        .iter()
+        .filter(|e| {
+            e.entry.schedule == "approve-each"
+                && matches!(
+                    e.entry.reason,
+                    Some(Reason::ApprovalRequired | Reason::ApprovalTimeout)
+                )
+        })
+        .map(|e| format!("approve-each/RUN#{}", e.entry.scheduled_for))
+        .collect();
+    assert!(held.len() >= 3, "{held:?}");
+    let told = awaiting(&report, "approve-each");
+    let mut reminded = 0;
+    for key in &held {
+        let subjects: Vec<&str> = told
+            .iter()
+            .filter(|a| a.run.as_deref() == Some(key.as_str()))
+            .map(|a| a.subject.as_str())
+            .collect();
+        // Expired after 90 minutes: one reminder at most (at one hour).
+        let reminder = format!("{key}#reminder-1");
+        assert!(
+            subjects == [key.as_str()] || subjects == [key.as_str(), reminder.as_str()],
+            "{key}: {subjects:?}"
+        );
+        reminded += usize::from(subjects.len() == 2);
+    }
+    assert!(reminded >= 2, "windows that waited an hour were reminded");
+    assert_eq!(told.len(), held.len() + reminded, "nothing else: {told:#?}");
+}
+
+/// A run whose worker vanished, of a job not declared idempotent, is held for an operator
+/// (WORKER_LOST): the owner is told, naming the run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_held_because_its_worker_vanished_awaits_approval_by_name() {
+    let mut config = SimulationConfig::new(t("2026-11-29T00:00:00Z"), t("2026-11-29T01:00:00Z"));
+    config.crashes = vec![CrashPoint::MidJob];
+    config.crash_every = 3;
+    let spec = spec_with("vanishes", "*/10 * * * *", json!({"owner": "team-c"}));
+    let (report, _) = on_memory(vec![spec], &config).await;
+    let lost: Vec<String> = report
+        .ledger
+        .iter()
+        .filter(|e| e.reason == Some(Reason::WorkerLost))
+        .map(|e| format!("vanishes/RUN#{}", e.entry.scheduled_for))
+        .collect();
+    assert!(!lost.is_empty(), "a crash held some window");
+    let told = awaiting(&report, "vanishes");
+    let named: Vec<&str> = told.iter().filter_map(|a| a.run.as_deref()).collect();
+    assert_eq!(named, lost, "{told:#?}");
+    assert!(told.iter().all(|a| a.owner.as_deref() == Some("team-c")));
 }

@@ -6,25 +6,19 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
+use cronledger_aws::HeldWork;
 use cronledger_core::alerts::{self, About, Alert, Gap, RunRef};
 use cronledger_core::planner::{Action, Plan};
 use cronledger_core::window::utc_text;
 use cronledger_core::{Lane, Priority, Run, ScheduleSpec};
 
 use super::{ReconcileReport, Reconciler};
+use crate::alerting::Held;
 
 /// What a lane-wide alert names as its schedule: no one schedule's owner gets it by an
 /// owner filter, every subscriber without one does.
 fn lane_subject(lane: Lane) -> String {
     format!("lane:{lane}")
-}
-
-fn about(spec: &ScheduleSpec) -> About<'_> {
-    About {
-        schedule: &spec.id,
-        owner: spec.owner.as_deref(),
-        priority: spec.priority,
-    }
 }
 
 /// A live signal paused the catch-up release of `lane` (its backfills and catch-up runs).
@@ -85,25 +79,35 @@ impl Reconciler {
             held,
         };
         let topic = spec.alerts.topic.clone();
-        let about = about(spec);
+        let about = About::of(spec);
         if let Some(alert) = alerts::missed_windows(&about, &gap, plan.through) {
             report.to_raise.push((alert, topic.clone()));
         }
-        let waiting = if plan.backfill.as_ref().is_some_and(|b| b.start_paused) {
+        if plan.backfill.as_ref().is_some_and(|b| b.start_paused) {
             // The held windows wait as one paused backfill: its reminders follow it.
-            0
-        } else {
-            held
+            return;
+        }
+        let holds: Vec<_> = plan
+            .entries
+            .iter()
+            .filter(|e| matches!(e.action, Action::Hold { .. }))
+            .collect();
+        let (Some(first_held), Some(last_held)) = (holds.first(), holds.last()) else {
+            return;
         };
-        if let Some(alert) = alerts::awaiting_approval(
-            &about,
-            &spec.alerts,
-            &gap_id,
-            waiting,
-            plan.through,
-            plan.through,
-        ) {
+        let held = Held {
+            spec,
+            group: gap_id,
+            work: HeldWork::Windows {
+                first: first_held.scheduled_for,
+                last: last_held.range_end.unwrap_or(last_held.scheduled_for),
+            },
+            waiting: held,
+            since: plan.through,
+        };
+        if let Some(alert) = held.alert() {
             report.to_raise.push((alert, topic));
+            report.to_track.push(held.tracker());
         }
     }
 
@@ -125,7 +129,7 @@ impl Reconciler {
                 window: run.window,
             };
             if let Some(alert) =
-                alerts::deadline_missed(&about(spec), spec.deadline, &run_ref, None, now)
+                alerts::deadline_missed(&About::of(spec), spec.deadline, &run_ref, None, now)
             {
                 report.to_raise.push((alert, spec.alerts.topic.clone()));
             }
@@ -153,7 +157,7 @@ impl Reconciler {
             let spec = &stored.spec;
             let waiting = backfill.total_windows.min(u64::from(u32::MAX)) as u32;
             if let Some(alert) = alerts::awaiting_approval(
-                &about(spec),
+                &About::of(spec),
                 &spec.alerts,
                 &format!("backfill:{}", backfill.id),
                 waiting.max(1),
@@ -180,6 +184,11 @@ impl Reconciler {
                 report.alerts_published += 1;
             }
         }
+        for tracker in std::mem::take(&mut report.to_track) {
+            alerter.track(&tracker).await;
+        }
+        let reminders = alerter.remind_held(self.store.as_ref(), now).await;
+        report.approval_reminders += reminders.reminded;
         let outbox = alerter.publish_outbox(self.store.as_ref(), now).await;
         report.alerts_from_outbox += outbox.published;
     }

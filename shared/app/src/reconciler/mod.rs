@@ -159,6 +159,11 @@ pub struct ReconcileReport {
     /// end of the pass, see [`alerts`]).
     #[serde(skip)]
     pub to_raise: Vec<(cronledger_core::alerts::Alert, Option<String>)>,
+    /// Held work whose approval reminders start with this pass's alerts.
+    #[serde(skip)]
+    pub to_track: Vec<cronledger_aws::Awaiting>,
+    /// AWAITING_APPROVAL reminders raised for work still held.
+    pub approval_reminders: u32,
     /// Windows that waited for approval past `approval_timeout`, now SKIPPED.
     pub approvals_expired: u32,
     /// The kill switch was on: the pass planned, released and resolved nothing (and the
@@ -191,6 +196,8 @@ impl ReconcileReport {
         self.alerts_published += o.alerts_published;
         self.alerts_from_outbox += o.alerts_from_outbox;
         self.to_raise.extend(o.to_raise);
+        self.to_track.extend(o.to_track);
+        self.approval_reminders += o.approval_reminders;
         self.kill_switch_engaged |= o.kill_switch_engaged;
         self.approvals_expired += o.approvals_expired;
         self.errors.extend(o.errors);

@@ -35,6 +35,8 @@ use cronledger_aws::ledger::{RunChange, StoredSchedule};
 use cronledger_aws::StoreError;
 use cronledger_core::{Lane, Reason, Run, RunEvent, RunStatus, Trigger};
 
+use crate::alerting::Held;
+
 use super::{lane_of, ReconcileError, ReconcileReport, Reconciler, StuckReport};
 
 /// What to do about one active run.
@@ -315,6 +317,9 @@ impl Reconciler {
         } else {
             stuck.held += 1;
             tracing::warn!(run = %moved.key, reason = ?reason, "stalled run held for an operator");
+            if let Some(alerter) = &self.alerter {
+                alerter.hold(&Held::run(&stored.spec, &moved, now)).await;
+            }
         }
         Ok(())
     }

@@ -333,6 +333,7 @@ pub async fn simulate(
             )
             .with_send_clock(Arc::new(time.clock()))
             .with_faults(faults.clone())
+            .with_alerts(alerter.clone())
             .with_kill_switch_opt(kill_switch.clone())
         })
         .collect();

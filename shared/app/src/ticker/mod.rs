@@ -28,6 +28,7 @@ use futures_util::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
 use tracing::Instrument;
 
+use crate::alerting::{Alerter, Held};
 use crate::clock::{Clock, SystemClock};
 use crate::faults::{CrashPoint, Faults};
 use crate::kill_switch::KillSwitchCheck;
@@ -188,6 +189,9 @@ pub struct Ticker {
     /// scheduling decision, and a tick that runs late must not make every run late with it.
     send_clock: Arc<dyn Clock>,
     kill_switch: Option<Arc<KillSwitchCheck>>,
+    /// Records the AWAITING_APPROVAL of `approval: every_run` windows (published by the
+    /// reconciler's outbox pass: a tick never waits on a publish).
+    alerts: Option<Arc<Alerter>>,
     metrics: Metrics,
 }
 
@@ -205,8 +209,15 @@ impl Ticker {
             faults: None,
             send_clock: Arc::new(SystemClock),
             kill_switch: None,
+            alerts: None,
             metrics: Metrics::new(),
         }
+    }
+
+    /// Records an AWAITING_APPROVAL for each window held for approval (`approval: every_run`).
+    pub fn with_alerts(mut self, alerter: Arc<Alerter>) -> Ticker {
+        self.alerts = Some(alerter);
+        self
     }
 
     /// Fires nothing while the kill switch is on (its EventBridge schedule is disabled too;
@@ -454,6 +465,7 @@ impl Ticker {
             };
             if created {
                 self.count_created(stored.id(), &fire.run, &mut report);
+                self.announce_hold(&stored, &fire.run).await;
             }
             if fire.next_run_at.is_some_and(|next| next <= until) {
                 stored.next_run_at = fire.next_run_at;
@@ -614,7 +626,10 @@ impl Ticker {
             next_run_at: next,
         };
         match self.store.fire(&fire).await? {
-            FireOutcome::Created => self.count_created(stored.id(), &fire.run, report),
+            FireOutcome::Created => {
+                self.count_created(stored.id(), &fire.run, report);
+                self.announce_hold(stored, &fire.run).await;
+            }
             FireOutcome::Lost {
                 schedule_moved: true,
                 ..
@@ -636,6 +651,19 @@ impl Ticker {
             report.count_send(self.enqueue(&fire.run, fire_at, now).await);
         }
         Ok(true)
+    }
+
+    /// A window created MANUAL_REQUIRED (it awaits an operator's approval): its alert and
+    /// reminders.
+    async fn announce_hold(&self, stored: &StoredSchedule, run: &Run) {
+        if run.status != RunStatus::ManualRequired {
+            return;
+        }
+        if let Some(alerter) = &self.alerts {
+            alerter
+                .record_hold(&Held::run(&stored.spec, run, run.created_at))
+                .await;
+        }
     }
 
     /// Sends a PENDING run to its lane, due at `fire_at`, and marks it QUEUED. A failure

@@ -11,6 +11,7 @@ use cronledger_core::alerts::{self, About, Alert, RunRef};
 use cronledger_core::{Run, RunStatus};
 
 use super::Worker;
+use crate::alerting::Held;
 
 /// Who the audit names when the scheduler pauses a schedule itself.
 pub const SCHEDULER_ACTOR: &str = "cronledger";
@@ -21,11 +22,7 @@ impl Worker {
     pub(super) async fn after_end(&self, stored: &StoredSchedule, ended: &Run, now: DateTime<Utc>) {
         self.count_for_health(stored, ended, now).await;
         let spec = &stored.spec;
-        let about = About {
-            schedule: stored.id(),
-            owner: spec.owner.as_deref(),
-            priority: spec.priority,
-        };
+        let about = About::of(spec);
         let key = ended.key.to_string();
         let run = RunRef {
             key: &key,
@@ -91,6 +88,13 @@ impl Worker {
             for alert in &raised {
                 alerter.raise(alert, spec.alerts.topic.as_deref()).await;
             }
+        }
+    }
+
+    /// After `held` was written MANUAL_REQUIRED: its AWAITING_APPROVAL and reminders.
+    pub(super) async fn after_hold(&self, stored: &StoredSchedule, held: &Run, now: DateTime<Utc>) {
+        if let Some(alerter) = &self.alerts {
+            alerter.hold(&Held::run(&stored.spec, held, now)).await;
         }
     }
 

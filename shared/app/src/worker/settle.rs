@@ -83,6 +83,8 @@ impl Worker {
                 self.metrics.count_for(&run.key.schedule_id, metric, 1);
                 if ended.status.is_terminal() {
                     self.after_end(stored, &ended, now).await;
+                } else if ended.status == RunStatus::ManualRequired {
+                    self.after_hold(stored, &ended, now).await;
                 }
                 // A run that will not execute ends like a finished one: the next QUEUE_NEW
                 // run may go.
@@ -165,6 +167,7 @@ impl Worker {
         match self.store.transition_run(&run.key, &hold).await {
             Ok(held) => {
                 tracing::warn!(%reason, status = %held.status, attempt = run.attempts, "outcome unknown and the job is not idempotent: held for an operator");
+                self.after_hold(stored, &held, now).await;
                 self.metrics
                     .count_for(&run.key.schedule_id, "RunsHeldOutcomeUnknown", 1);
                 self.release_next_queued(stored, now).await;
@@ -208,7 +211,8 @@ impl Worker {
             )),
         });
         match self.store.transition_run(&run.key, &change).await {
-            Ok(_) => {
+            Ok(held) => {
+                self.after_hold(stored, &held, now).await;
                 tracing::warn!(
                     affected = report.affected,
                     max_affected,

@@ -55,7 +55,7 @@ impl DynamoLedger {
             .collect::<Result<Vec<_>, _>>()?;
         // The items are as fresh as the table: one moved on meanwhile is not due.
         due.retain(|a| a.remind_at <= now);
-        due.sort_by(|a, b| codec::index_sk(a).cmp(&codec::index_sk(b)));
+        due.sort_by_key(codec::index_sk);
         Ok(due)
     }
 

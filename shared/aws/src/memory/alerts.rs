@@ -10,7 +10,7 @@ use super::capacity::Request;
 use super::MemoryStore;
 use crate::alerts::RecordedAlert;
 use crate::codec::alert as codec;
-use crate::dynamo::{alerts::OUTBOX_PAGE_MAX, BATCH_GET_KEYS};
+use crate::dynamo::alerts::OUTBOX_PAGE_MAX;
 use crate::error::StoreError;
 use crate::item::Item;
 use crate::keys;
@@ -122,11 +122,7 @@ impl MemoryStore {
             .map(|recorded| codec::encode(recorded))
             .collect::<Result<Vec<Item>, _>>()?;
         let read: Vec<&Item> = items.iter().collect();
-        self.charge_index_query(keys::ACTIVE_INDEX, &read);
-        for chunk in read.chunks(BATCH_GET_KEYS) {
-            self.charge_call("BatchGetItem");
-            self.charge_read("BatchGetItem", None, chunk, false, Request::Standard);
-        }
+        self.charge_index_fetch(keys::ACTIVE_INDEX, &read);
         Ok(waiting.into_iter().cloned().collect())
     }
 

@@ -9,7 +9,6 @@ use super::capacity::Request;
 use super::MemoryStore;
 use crate::alerts::Awaiting;
 use crate::codec::awaiting as codec;
-use crate::dynamo::BATCH_GET_KEYS;
 use crate::error::StoreError;
 use crate::item::Item;
 use crate::keys;
@@ -79,11 +78,7 @@ impl MemoryStore {
             .map(|(_, a)| codec::encode(a))
             .collect::<Result<Vec<Item>, _>>()?;
         let read: Vec<&Item> = items.iter().collect();
-        self.charge_index_query(keys::ACTIVE_INDEX, &read);
-        for chunk in read.chunks(BATCH_GET_KEYS) {
-            self.charge_call("BatchGetItem");
-            self.charge_read("BatchGetItem", None, chunk, false, Request::Standard);
-        }
+        self.charge_index_fetch(keys::ACTIVE_INDEX, &read);
         Ok(entries
             .into_iter()
             .map(|(_, a)| a.clone())

@@ -247,4 +247,38 @@ proptest! {
             prop_assert_eq!(fired[1], Severity::Critical);
         }
     }
+
+    /// A tracker that reminds at `next_reminder` raises each reminder exactly once, however
+    /// late or often the passes that look at it run.
+    #[test]
+    fn reminders_at_next_reminder_raise_each_one_once(gaps in proptest::collection::vec(1i64..20_000, 1..40), hours in 1u64..6) {
+        let settings = AlertSettings { remind_after: Some(Span::hours(hours)), ..AlertSettings::default() };
+        let a = about(Priority::Normal);
+        let since = at("2026-12-01T00:00:00Z");
+        let mut remind_at = next_reminder(&settings, since, since);
+        prop_assert_eq!(remind_at, since + TimeDelta::hours(hours as i64));
+        let mut now = since;
+        let mut raised = Vec::new();
+        for gap in gaps {
+            now += TimeDelta::seconds(gap);
+            if now < remind_at {
+                continue;
+            }
+            let alert = awaiting_approval(&a, &settings, "g", 1, since, now).expect("still waiting");
+            raised.push(alert.key());
+            remind_at = next_reminder(&settings, since, now);
+            prop_assert!(remind_at > now);
+        }
+        let due = (now - since).num_seconds() / (hours as i64 * 3600);
+        let expected: Vec<String> = (1..=due).map(|n| format!("AWAITING_APPROVAL#g#reminder-{n}")).collect();
+        // A late pass covers the reminders it slept through with the newest one.
+        prop_assert!(raised.len() as i64 <= due);
+        prop_assert!(raised.iter().all(|k| expected.contains(k)));
+        let mut unique = raised.clone();
+        unique.dedup();
+        prop_assert_eq!(unique.len(), raised.len(), "each reminder once");
+        if due > 0 {
+            prop_assert_eq!(raised.last(), expected.last());
+        }
+    }
 }
