@@ -2,10 +2,17 @@
 //! before the schedule existed (issue 17, point 7): created PAUSED with the reasons, the dry
 //! run says so, a plain resume is refused, and an admin's approval (noted, audited) starts it.
 
+use std::sync::Arc;
+
 use axum::http::StatusCode;
+use chrono::Duration;
+use cronledger_app::alerting::Alerter;
 use cronledger_app::api::ApiConfig;
+use cronledger_aws::notify::MemoryNotifier;
+use cronledger_core::alerts::AlertKind;
 use cronledger_core::run::Origin;
 use cronledger_tests::api::{Answer, ApiEnv, NowValue, ADMIN, OPERATOR, VIEWER};
+use cronledger_tests::reconcile::{reconcile, reconciler, reconciler_config, FakeSignals};
 use cronledger_tests::t;
 use serde_json::{json, Value};
 
@@ -215,4 +222,81 @@ async fn a_schedule_without_side_effects_backfills_as_before() {
         )
         .await;
     assert_eq!(approve.status, StatusCode::CONFLICT);
+}
+
+/// A backfill waiting for an admin is told to its schedule's owner once, reminded each
+/// `alerts.remind_after` while it waits, and never again once approved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backfill_awaiting_approval_is_told_once_then_reminded_until_approved() {
+    let created_at = t("2026-03-10T00:00:30Z");
+    let api = ApiEnv::with_config(created_at, approval_over_three()).await;
+    let doc = json!({"id": "held", "cron": "0 * * * *", "timezone": "UTC", "owner": "team-h",
+                     "overlap": "ALLOW", "side_effects": true, "job": {"type": "noop"},
+                     "alerts": {"remind_after": "1h"}});
+    let a = api.post(ADMIN, "/v1/schedules", Some(doc)).await;
+    assert_eq!(a.status, StatusCode::CREATED, "{:?}", a.body);
+    let asked_at = t(NOW);
+    api.env.clock.set(asked_at);
+    let range = json!({"from": "2026-03-10T01:00:00Z", "to": "2026-03-10T06:00:00Z"});
+    let created = ask(&api, "held", &range, false).await;
+    assert_eq!(created.body["state"], "PAUSED");
+    let id = id_of(&created.body);
+
+    let notifier = Arc::new(MemoryNotifier::new());
+    let r = reconciler(
+        &api.env,
+        Arc::new(FakeSignals::default()),
+        reconciler_config(),
+    )
+    .with_backfills(Arc::new(api.env.ledger.ledger.clone()))
+    .with_alerts(Arc::new(Alerter::new(
+        Arc::new(api.env.ledger.ledger.clone()),
+        notifier.clone(),
+    )));
+    let group = format!("backfill:{id}");
+    // (The windows the schedule missed before the backfill, held for approval too, are
+    // told and reminded on their own.)
+    let told = || -> Vec<String> {
+        notifier
+            .sent()
+            .into_iter()
+            .map(|s| s.alert)
+            .filter(|a| a.kind == AlertKind::AwaitingApproval && a.subject.starts_with(&group))
+            .map(|a| a.subject)
+            .collect()
+    };
+    // Every pass looks; the first tells, the next ones within the hour add nothing.
+    for minutes in [0, 1, 30, 59] {
+        reconcile(&r, asked_at + Duration::minutes(minutes)).await;
+    }
+    assert_eq!(told(), [group.clone()]);
+    reconcile(&r, asked_at + Duration::minutes(61)).await;
+    reconcile(&r, asked_at + Duration::minutes(90)).await;
+    reconcile(&r, asked_at + Duration::minutes(121)).await;
+    let reminders = [format!("{group}#reminder-1"), format!("{group}#reminder-2")];
+    assert_eq!(
+        told(),
+        [group.clone(), reminders[0].clone(), reminders[1].clone()]
+    );
+
+    api.env.clock.set(asked_at + Duration::minutes(130));
+    let approved = api
+        .post(
+            ADMIN,
+            &format!("/v1/backfills/{id}/approve"),
+            Some(json!({"note": "go"})),
+        )
+        .await;
+    assert_eq!(approved.status, StatusCode::OK, "{:?}", approved.body);
+    for hours in [3, 4, 8] {
+        reconcile(&r, asked_at + Duration::hours(hours) + Duration::minutes(1)).await;
+    }
+    assert_eq!(told().len(), 3, "nothing after the approval: {:?}", told());
+    let sent = notifier.sent();
+    assert!(sent
+        .iter()
+        .all(|s| s.alert.owner.as_deref() == Some("team-h")));
+    assert!(sent
+        .iter()
+        .any(|s| s.alert.message.contains("still await approval")));
 }
