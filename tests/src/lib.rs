@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use chrono::{DateTime, TimeDelta, Utc};
 use cronledger_aws::lanes::{LaneSettings, SqsLanes};
 use cronledger_aws::{
-    AwsClients, AwsSettings, DynamoLedger, LedgerStore, RunChange, TableDefinition,
+    AwsClients, AwsSettings, DynamoLedger, LedgerStore, RunChange, StreakChange, TableDefinition,
 };
 use cronledger_core::run::Origin;
 use cronledger_core::{
@@ -232,6 +232,18 @@ pub async fn ended_run(
     let mut ended = run;
     for step in steps {
         ended = store.transition_run(&ended.key, &step).await.expect("step");
+    }
+    // The schedule's failure streak, moved as the worker moves it at a run's end.
+    let change = match ended.status {
+        RunStatus::Failed => Some(StreakChange::Failed),
+        RunStatus::Success | RunStatus::PartialSuccess => Some(StreakChange::Succeeded),
+        _ => None,
+    };
+    if let Some(change) = change {
+        store
+            .count_failure_streak(&spec.id, change)
+            .await
+            .expect("streak");
     }
     ended
 }

@@ -269,7 +269,7 @@ async fn a_backfill_awaiting_approval_is_told_once_then_reminded_until_approved(
     for minutes in [0, 1, 30, 59] {
         reconcile(&r, asked_at + Duration::minutes(minutes)).await;
     }
-    assert_eq!(told(), [group.clone()]);
+    assert_eq!(told(), std::slice::from_ref(&group));
     reconcile(&r, asked_at + Duration::minutes(61)).await;
     reconcile(&r, asked_at + Duration::minutes(90)).await;
     reconcile(&r, asked_at + Duration::minutes(121)).await;

@@ -10,7 +10,7 @@ use std::cmp::Ordering;
 use chrono::{DateTime, Days, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::alerts::{failure_streak, FreshnessSlo};
+use crate::alerts::FreshnessSlo;
 use crate::{Priority, Run, RunStatus, Span};
 
 /// One UTC day (of the windows' `scheduled_for`) of a schedule's outcomes.
@@ -46,8 +46,11 @@ pub struct HealthInput<'a> {
     /// The counters of the days [`tally_days`] names (others are ignored).
     pub tallies: &'a [DayTally],
     /// The schedule's newest runs, newest first, as a bounded read returns them (its size
-    /// bounds how far back the failure streak and the approvals are counted).
+    /// bounds how far back the approvals are counted).
     pub newest_runs: &'a [Run],
+    /// Failures in a row as the schedule's state counts them (the count the alerts use:
+    /// moved by each run's end, so no history is read for it).
+    pub failure_streak: u32,
     pub next_run_at: Option<DateTime<Utc>>,
     pub now: DateTime<Utc>,
 }
@@ -118,8 +121,7 @@ pub struct Health {
     pub counts_30d: Counts,
     /// Present when the schedule has an `slo`.
     pub freshness: Option<Freshness>,
-    /// FAILED runs in a row at the newest end of the runs read (see
-    /// [`failure_streak`]).
+    /// Runs ended FAILED in a row since the last success (the schedule's failure streak).
     pub consecutive_failures: u32,
     /// MANUAL_REQUIRED runs among the runs read.
     pub awaiting_approval: u32,
@@ -158,7 +160,6 @@ pub fn health(input: &HealthInput<'_>) -> Health {
             met: attainment_30d.map(|a| a >= target),
         }
     });
-    let oldest_first = input.newest_runs.iter().rev();
     Health {
         priority: input.priority,
         last_run: input.newest_runs.iter().find_map(last_run),
@@ -168,7 +169,7 @@ pub fn health(input: &HealthInput<'_>) -> Health {
         counts_7d,
         counts_30d,
         freshness,
-        consecutive_failures: failure_streak(oldest_first.map(|r| r.status)),
+        consecutive_failures: input.failure_streak,
         awaiting_approval: input
             .newest_runs
             .iter()

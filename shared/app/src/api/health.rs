@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use super::Api;
 
-/// The newest runs a schedule's health reads: the failure streak and the runs awaiting
-/// approval are counted over these.
+/// The newest runs a schedule's health reads: its last run and the runs awaiting approval
+/// (the failure streak is the schedule's own counter).
 pub const HEALTH_RUNS: u32 = 25;
 
 /// Schedules of a listing page whose health is read at once.
@@ -67,6 +67,7 @@ impl Api {
             slo: schedule.spec.slo,
             tallies: &tallies,
             newest_runs: &runs.items,
+            failure_streak: schedule.failure_streak,
             next_run_at: schedule.next_run_at,
             now,
         })))

@@ -61,6 +61,7 @@ fn input<'a>(tallies: &'a [DayTally], runs: &'a [Run]) -> HealthInput<'a> {
         slo: None,
         tallies,
         newest_runs: runs,
+        failure_streak: crate::alerts::failure_streak(runs.iter().rev().map(|r| r.status)),
         next_run_at: None,
         now: at(NOW),
     }
@@ -155,7 +156,7 @@ fn the_last_run_is_the_newest_that_ended_with_its_duration() {
 }
 
 #[test]
-fn failures_in_a_row_and_approvals_come_from_the_newest_runs() {
+fn failures_in_a_row_come_from_the_streak_and_approvals_from_the_newest_runs() {
     // Newest first: two failures, a skip (neither counts nor ends the streak), one more
     // failure, then a success.
     let runs = [
@@ -170,6 +171,12 @@ fn failures_in_a_row_and_approvals_come_from_the_newest_runs() {
     let h = health(&input(&[], &runs));
     assert_eq!(h.consecutive_failures, 3);
     assert_eq!(h.awaiting_approval, 2);
+    // The stored streak is what counts: it reaches past the runs read.
+    let long = HealthInput {
+        failure_streak: 40,
+        ..input(&[], &runs)
+    };
+    assert_eq!(health(&long).consecutive_failures, 40);
 }
 
 #[test]
