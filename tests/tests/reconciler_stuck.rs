@@ -9,14 +9,16 @@ use cronledger_app::alerting::Alerter;
 use cronledger_app::faults::CrashPoint;
 use cronledger_aws::lanes::LaneSettings;
 use cronledger_aws::ledger::RunChange;
-use cronledger_aws::notify::MemoryNotifier;
+use cronledger_aws::notify::{MemoryNotifier, Tee};
 use cronledger_aws::ReleaseStateStore;
+use cronledger_aws::SnsNotifier;
 use cronledger_core::alerts::{Alert, AlertKind};
 use cronledger_core::{Lane, Reason, RunEvent, RunKey, RunStatus, Schedule};
 use cronledger_tests::app::{AppEnv, CrashAt, LaneCall};
 use cronledger_tests::reconcile::{
     assert_every_window_once, reconcile, reconciler, reconciler_config, FakeSignals,
 };
+use cronledger_tests::sns::TestTopic;
 use cronledger_tests::{spec_with, t};
 use serde_json::json;
 
@@ -205,10 +207,18 @@ async fn catch_up_pauses_while_live_work_is_in_trouble_and_resumes_when_it_clear
     let signals = Arc::new(FakeSignals::default());
     let mut config = reconciler_config();
     config.pause.alarms = vec!["cronledger-errors".into()];
+    // Published to a topic on the emulator, then listed (the list is what reached it).
+    let mut topic = TestTopic::new().await;
+    let subscriber = topic.subscribe_queue(None).await;
     let notifier = Arc::new(MemoryNotifier::new());
+    let sns = SnsNotifier::new(topic.clients.sns.clone(), Some(topic.arn.clone()), None);
+    let tee = Tee {
+        first: Arc::new(sns),
+        then: notifier.clone(),
+    };
     let r = reconciler(&env, signals.clone(), config).with_alerts(Arc::new(Alerter::new(
         Arc::new(env.ledger.ledger.clone()),
-        notifier.clone(),
+        Arc::new(tee),
     )));
     let control = env.ledger.ledger.clone();
     let published = |kind: AlertKind| -> Vec<Alert> {
@@ -328,6 +338,36 @@ async fn catch_up_pauses_while_live_work_is_in_trouble_and_resumes_when_it_clear
         .iter()
         .all(|g| g.paused && g.cause.as_deref() == Some("ALARM: cronledger-errors")));
     assert_eq!(report.released, 0);
+
+    // Every alert reached the topic once: the lane pauses (BACKFILL_PAUSED) among them.
+    let sent = notifier.sent();
+    let delivered = topic
+        .received(&subscriber, sent.len(), std::time::Duration::from_secs(5))
+        .await;
+    let subjects = |kinds: Vec<(String, String)>| {
+        let mut kinds = kinds;
+        kinds.sort();
+        kinds
+    };
+    assert_eq!(
+        subjects(
+            delivered
+                .iter()
+                .map(|m| (
+                    m.body["kind"].as_str().unwrap_or_default().to_string(),
+                    m.body["subject"].as_str().unwrap_or_default().to_string()
+                ))
+                .collect()
+        ),
+        subjects(
+            sent.iter()
+                .map(|s| (s.alert.kind.to_string(), s.alert.subject.clone()))
+                .collect()
+        )
+    );
+    assert!(delivered
+        .iter()
+        .any(|m| m.body["kind"] == "BACKFILL_PAUSED"));
 }
 
 /// A worker outage leaves live runs QUEUED past the re-send threshold with their messages

@@ -214,6 +214,21 @@ impl Notifier for MemoryNotifier {
     }
 }
 
+/// Publishes to `first` and, once that succeeded, to `then`: the simulator on the emulators
+/// keeps the list of what reached the topic.
+pub struct Tee {
+    pub first: Arc<dyn Notifier>,
+    pub then: Arc<dyn Notifier>,
+}
+
+#[async_trait]
+impl Notifier for Tee {
+    async fn publish(&self, alert: &Alert, topic: Option<&str>) -> Result<(), NotifyError> {
+        self.first.publish(alert, topic).await?;
+        self.then.publish(alert, topic).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use chrono::{DateTime, Utc};

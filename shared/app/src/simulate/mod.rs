@@ -39,9 +39,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
 use cronledger_aws::lanes::LaneSettings;
 use cronledger_aws::ledger::ChangeMeta;
-use cronledger_aws::notify::MemoryNotifier;
+use cronledger_aws::notify::{MemoryNotifier, Tee};
 use cronledger_aws::MeterSnapshot;
-use cronledger_aws::{AlertStore, HealthStore};
+use cronledger_aws::{AlertStore, HealthStore, Notifier};
 use cronledger_aws::{
     Backfill, LaneError, LedgerStore, OpsStore, ReleaseStateStore, RequestMeter, StoreError,
 };
@@ -117,6 +117,9 @@ pub struct SimulationEnv {
     /// The store's and lanes' request meter, if they share one: the report then counts
     /// the emulator calls by operation (where a simulation's wall time goes).
     pub meter: Option<RequestMeter>,
+    /// Where alerts are published besides the report's list (an SNS topic on the
+    /// emulator); an alert is listed once this notifier took it.
+    pub notifier: Option<Arc<dyn Notifier>>,
 }
 
 impl SimulationEnv {
@@ -139,7 +142,14 @@ impl SimulationEnv {
             queues,
             shards,
             meter,
+            notifier: None,
         }
+    }
+
+    /// Alerts published to `notifier` too (see [`SimulationEnv::notifier`]).
+    pub fn with_notifier(mut self, notifier: Arc<dyn Notifier>) -> Self {
+        self.notifier = Some(notifier);
+        self
     }
 }
 
@@ -297,7 +307,14 @@ pub async fn simulate(
     let kill_switch =
         (!config.kill_switches.is_empty()).then(|| Arc::new(KillSwitchCheck::new(env.ops.clone())));
     let notifier = Arc::new(MemoryNotifier::new());
-    let alerter = Arc::new(Alerter::new(env.alerts.clone(), notifier.clone()));
+    let publish: Arc<dyn Notifier> = match &env.notifier {
+        Some(first) => Arc::new(Tee {
+            first: first.clone(),
+            then: notifier.clone(),
+        }),
+        None => notifier.clone(),
+    };
+    let alerter = Arc::new(Alerter::new(env.alerts.clone(), publish));
     let workers: Vec<Arc<Worker>> = ["sim-worker-a", "sim-worker-b"]
         .into_iter()
         .map(|owner| {
