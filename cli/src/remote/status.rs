@@ -57,8 +57,12 @@ fn health_cells(h: &Health) -> [String; 7] {
     [
         last.map(|l| l.status.as_str().to_string())
             .unwrap_or_else(|| "-".into()),
-        last.map(|l| utc_text(l.ended_at))
-            .unwrap_or_else(|| "-".into()),
+        // Milliseconds are enough to read; the JSON keeps the stored precision.
+        last.map(|l| {
+            l.ended_at
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+        })
+        .unwrap_or_else(|| "-".into()),
         h.next_run_at.map(utc_text).unwrap_or_else(|| "-".into()),
         h.success_rate_7d.map(percent).unwrap_or_else(|| "-".into()),
         freshness(h),
