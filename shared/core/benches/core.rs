@@ -63,6 +63,8 @@ fn spec(id: String, cron: &str, misfire: MisfirePolicy) -> ScheduleSpec {
         alerts: Default::default(),
         deadline: None,
         slo: None,
+        after: Vec::new(),
+        accept_partial: false,
         job: JobSpec::Noop {
             duration: Span::ZERO,
             duration_ms: 0,

@@ -62,6 +62,13 @@ pub enum Code {
     ScheduleInvalidDeadline,
     /// `slo` is malformed: `within` zero or over a week, `target` outside (0, 100] percent.
     ScheduleInvalidSlo,
+    /// `after` is not a list of up to ten distinct schedule ids other than its own, or
+    /// `accept_partial` is not a boolean or has no `after` to apply to.
+    ScheduleInvalidAfter,
+    /// `after` names a schedule that does not exist.
+    DependencyUnknownUpstream,
+    /// `after` edges go round in a cycle.
+    DependencyCycle,
 }
 
 impl Code {
@@ -101,6 +108,9 @@ impl Code {
             Code::ScheduleInvalidAlerts => "SCHEDULE_INVALID_ALERTS",
             Code::ScheduleInvalidDeadline => "SCHEDULE_INVALID_DEADLINE",
             Code::ScheduleInvalidSlo => "SCHEDULE_INVALID_SLO",
+            Code::ScheduleInvalidAfter => "SCHEDULE_INVALID_AFTER",
+            Code::DependencyUnknownUpstream => "DEPENDENCY_UNKNOWN_UPSTREAM",
+            Code::DependencyCycle => "DEPENDENCY_CYCLE",
         }
     }
 }

@@ -5,6 +5,7 @@
 pub mod alerts;
 pub mod attempt;
 pub mod delay;
+pub mod dependency;
 pub mod error;
 pub mod health;
 pub mod http_target;

@@ -22,6 +22,7 @@ use crate::tolerance;
 mod alerting;
 mod field_reader;
 mod job_check;
+mod upstreams;
 
 use field_reader::FieldReader;
 use job_check::validate_job;
@@ -257,6 +258,13 @@ pub struct ScheduleSpec {
     /// The freshness objective the schedule's health reports against.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo: Option<FreshnessSlo>,
+    /// Schedules whose run for a business window must succeed before this schedule's run
+    /// for that window (see [`crate::dependency`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<String>,
+    /// An upstream's PARTIAL_SUCCESS counts as success.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub accept_partial: bool,
     pub job: JobSpec,
 }
 
@@ -410,6 +418,8 @@ const KNOWN_FIELDS: &[&str] = &[
     "alerts",
     "deadline",
     "slo",
+    "after",
+    "accept_partial",
     "job",
 ];
 
@@ -457,6 +467,20 @@ pub fn parse_manifest(
                 ));
             }
         }
+    }
+    let position: BTreeMap<&str, usize> = specs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.id.as_str(), i))
+        .collect();
+    let after_field = |id: &str| {
+        position
+            .get(id)
+            .map_or_else(|| "after".to_string(), |i| format!("schedules[{i}].after"))
+    };
+    if issues.is_empty() {
+        // Across schedules, once each is valid (an invalid one would read as unknown).
+        issues.extend(crate::dependency::check_graph(&specs, &after_field));
     }
     if issues.is_empty() {
         Ok(specs)
@@ -602,6 +626,7 @@ pub fn validate_schedule(
         },
     };
     let alerting = alerting::read(obj, &field, &mut issues);
+    let upstreams = upstreams::read(obj, id.as_deref(), &field, &mut issues);
     let job = validate_job(obj.get("job"), &field("job"), rules, &mut issues);
     let requested = tolerance::Requested {
         grace,
@@ -655,6 +680,8 @@ pub fn validate_schedule(
                 alerts: alerting.alerts,
                 deadline: alerting.deadline,
                 slo: alerting.slo,
+                after: upstreams.after,
+                accept_partial: upstreams.accept_partial,
                 job,
             })
         }

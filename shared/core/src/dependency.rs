@@ -1,0 +1,177 @@
+//! Dependencies between schedules: `after: [A, ...]` runs a schedule's window once every
+//! upstream's run for the same business window has succeeded, and accounts for it as
+//! SKIPPED (UPSTREAM_NOT_SUCCEEDED) when one of them did not.
+//!
+//! Pure: the graph checks a manifest (or the stored schedules) is refused for, the decision
+//! for one window from the upstream outcomes known so far, and the chain the api and `plan`
+//! show. Where outcomes come from and when the decision is made is the app's.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Code, Issue};
+use crate::{RunStatus, ScheduleSpec};
+
+/// Most upstreams one schedule may wait for.
+pub const MAX_UPSTREAMS: usize = 10;
+
+/// What a downstream window does, given its upstreams' outcomes for that window.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Readiness {
+    /// Some upstreams have not ended this window yet (named, in `after`'s order).
+    Waiting { pending: Vec<String> },
+    /// Every upstream succeeded (PARTIAL_SUCCESS counting with `accept_partial`): the
+    /// window's run is created, trigger DEPENDENCY.
+    Ready,
+    /// An upstream ended without succeeding: the window is recorded SKIPPED
+    /// (UPSTREAM_NOT_SUCCEEDED), naming the first such upstream in `after`'s order.
+    Skip { upstream: String, status: RunStatus },
+}
+
+/// The decision for one window of a schedule that runs `after` its upstreams, from the
+/// outcome each upstream's run for that window ended with (absent: not ended yet). A
+/// non-terminal status counts as not ended; FAILED counts as ended (an operator's retry
+/// of it is a new outcome, which the app decides on again).
+pub fn readiness(
+    after: &[String],
+    accept_partial: bool,
+    outcomes: &BTreeMap<String, RunStatus>,
+) -> Readiness {
+    let mut pending = Vec::new();
+    for upstream in after {
+        match outcomes.get(upstream).copied() {
+            Some(RunStatus::Success) => {}
+            Some(RunStatus::PartialSuccess) if accept_partial => {}
+            Some(status) if status.is_terminal() => {
+                return Readiness::Skip {
+                    upstream: upstream.clone(),
+                    status,
+                }
+            }
+            _ => pending.push(upstream.clone()),
+        }
+    }
+    if pending.is_empty() {
+        Readiness::Ready
+    } else {
+        Readiness::Waiting { pending }
+    }
+}
+
+/// Problems of a set of schedules' dependencies: an `after` naming no schedule of the set
+/// (DEPENDENCY_UNKNOWN_UPSTREAM), and every cycle (DEPENDENCY_CYCLE, once per cycle, on
+/// the schedule of the cycle that sorts first). `field` names a schedule's `after` in the
+/// issues (its position in the manifest, say).
+pub fn check_graph(specs: &[ScheduleSpec], field: &dyn Fn(&str) -> String) -> Vec<Issue> {
+    let ids: BTreeSet<&str> = specs.iter().map(|s| s.id.as_str()).collect();
+    let mut issues = Vec::new();
+    for spec in specs {
+        for upstream in spec.after.iter().filter(|u| !ids.contains(u.as_str())) {
+            issues.push(Issue::new(
+                Code::DependencyUnknownUpstream,
+                field(&spec.id),
+                format!(
+                    "`{}` runs after `{upstream}`, which is not a schedule",
+                    spec.id
+                ),
+            ));
+        }
+    }
+    for cycle in cycles(specs) {
+        let first = cycle.first().cloned().unwrap_or_default();
+        let mut path = cycle.clone();
+        path.push(first.clone());
+        issues.push(Issue::new(
+            Code::DependencyCycle,
+            field(&first),
+            format!("dependencies go round in a cycle: {}", path.join(" -> ")),
+        ));
+    }
+    issues
+}
+
+/// Every cycle of the `after` graph, each as its schedules from the one that sorts first,
+/// following `after` edges backwards (upstream to downstream); deterministic.
+fn cycles(specs: &[ScheduleSpec]) -> Vec<Vec<String>> {
+    let downstream = downstream_map(specs);
+    let mut found: BTreeSet<Vec<String>> = BTreeSet::new();
+    for start in downstream.keys() {
+        // A depth-first walk from `start` that only visits schedules sorting after it, so
+        // each cycle is found once, from its smallest member.
+        let mut stack: Vec<(String, Vec<String>)> = vec![(start.clone(), vec![start.clone()])];
+        while let Some((at, path)) = stack.pop() {
+            for next in downstream.get(&at).into_iter().flatten() {
+                if next == start {
+                    found.insert(path.clone());
+                } else if next > start && !path.contains(next) {
+                    let mut longer = path.clone();
+                    longer.push(next.clone());
+                    stack.push((next.clone(), longer));
+                }
+            }
+        }
+    }
+    found.into_iter().collect()
+}
+
+/// Upstream -> the schedules that run after it, each list sorted.
+fn downstream_map(specs: &[ScheduleSpec]) -> BTreeMap<String, BTreeSet<String>> {
+    let mut map: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for spec in specs {
+        for upstream in &spec.after {
+            map.entry(upstream.clone())
+                .or_default()
+                .insert(spec.id.clone());
+        }
+    }
+    map
+}
+
+/// A schedule's place in the dependency graph, as the api, `plan` and `preview` show it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Chain {
+    /// Schedules it waits for, directly or through others, nearest first.
+    pub upstream: Vec<String>,
+    /// Schedules that wait for it, directly or through others, nearest first.
+    pub downstream: Vec<String>,
+}
+
+/// `id`'s chain among `specs` (breadth first, each schedule once, cycles tolerated).
+pub fn chain(specs: &[ScheduleSpec], id: &str) -> Chain {
+    let upstream_of: BTreeMap<&str, &[String]> = specs
+        .iter()
+        .map(|s| (s.id.as_str(), s.after.as_slice()))
+        .collect();
+    let downstream = downstream_map(specs);
+    let walk = |next: &dyn Fn(&str) -> Vec<String>| {
+        let mut seen = BTreeSet::from([id.to_string()]);
+        let mut order = Vec::new();
+        let mut frontier = vec![id.to_string()];
+        while !frontier.is_empty() {
+            let mut following = Vec::new();
+            for at in &frontier {
+                for n in next(at) {
+                    if seen.insert(n.clone()) {
+                        order.push(n.clone());
+                        following.push(n);
+                    }
+                }
+            }
+            frontier = following;
+        }
+        order
+    };
+    Chain {
+        upstream: walk(&|at: &str| upstream_of.get(at).map_or_else(Vec::new, |u| u.to_vec())),
+        downstream: walk(&|at: &str| {
+            downstream
+                .get(at)
+                .map_or_else(Vec::new, |d| d.iter().cloned().collect())
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests;

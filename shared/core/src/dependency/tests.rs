@@ -1,0 +1,301 @@
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use proptest::prelude::*;
+
+use super::*;
+use crate::spec::parse_manifest;
+use crate::ValidationRules;
+
+fn now() -> DateTime<Utc> {
+    "2026-12-01T00:00:00Z".parse().expect("instant")
+}
+
+fn manifest(schedules: &[(&str, &[&str])]) -> String {
+    let items: Vec<serde_json::Value> = schedules
+        .iter()
+        .map(|(id, after)| {
+            serde_json::json!({"id": id, "cron": "0 * * * *", "timezone": "UTC",
+                               "after": after, "job": {"type": "noop"}})
+        })
+        .collect();
+    serde_json::json!({ "schedules": items }).to_string()
+}
+
+/// The schedules, validated without their `after`, then given it (the manifest refuses
+/// `after` until the runtime runs it; the graph checks are what it will use).
+fn specs(schedules: &[(&str, &[&str])]) -> Vec<ScheduleSpec> {
+    let plain: Vec<(&str, &[&str])> = schedules.iter().map(|(id, _)| (*id, &[][..])).collect();
+    let mut specs =
+        parse_manifest(&manifest(&plain), &ValidationRules::default(), now()).expect("valid");
+    for (spec, (_, after)) in specs.iter_mut().zip(schedules) {
+        spec.after = after.iter().map(|s| s.to_string()).collect();
+    }
+    specs
+}
+
+/// The graph's problems, each field named by the schedule's position.
+fn codes(schedules: &[(&str, &[&str])]) -> Vec<(String, String)> {
+    let field = |id: &str| {
+        let i = schedules
+            .iter()
+            .position(|(s, _)| *s == id)
+            .unwrap_or(usize::MAX);
+        format!("schedules[{i}].after")
+    };
+    check_graph(&specs(schedules), &field)
+        .iter()
+        .map(|i| (i.code.as_str().to_string(), i.field.clone()))
+        .collect()
+}
+
+/// The field's own problems, as the manifest reports them.
+fn field_codes(schedules: &[(&str, &[&str])]) -> Vec<(String, String)> {
+    match parse_manifest(&manifest(schedules), &ValidationRules::default(), now()) {
+        Ok(_) => Vec::new(),
+        Err(invalid) => invalid
+            .0
+            .iter()
+            .map(|i| (i.code.as_str().to_string(), i.field.clone()))
+            .collect(),
+    }
+}
+
+fn outcomes(pairs: &[(&str, RunStatus)]) -> BTreeMap<String, RunStatus> {
+    pairs.iter().map(|(u, s)| (u.to_string(), *s)).collect()
+}
+
+fn after(ids: &[&str]) -> Vec<String> {
+    ids.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn a_window_waits_for_every_upstream_then_runs_or_is_skipped() {
+    let ab = after(&["a", "b"]);
+    assert_eq!(
+        readiness(&ab, false, &outcomes(&[])),
+        Readiness::Waiting {
+            pending: after(&["a", "b"])
+        }
+    );
+    assert_eq!(
+        readiness(
+            &ab,
+            false,
+            &outcomes(&[("a", RunStatus::Success), ("b", RunStatus::Running)])
+        ),
+        Readiness::Waiting {
+            pending: after(&["b"])
+        }
+    );
+    assert_eq!(
+        readiness(
+            &ab,
+            false,
+            &outcomes(&[("a", RunStatus::Success), ("b", RunStatus::Success)])
+        ),
+        Readiness::Ready
+    );
+    // One upstream failing settles it, whatever the others are doing.
+    assert_eq!(
+        readiness(&ab, false, &outcomes(&[("b", RunStatus::Failed)])),
+        Readiness::Skip {
+            upstream: "b".into(),
+            status: RunStatus::Failed
+        }
+    );
+    for status in [
+        RunStatus::Skipped,
+        RunStatus::Coalesced,
+        RunStatus::Cancelled,
+    ] {
+        assert!(matches!(
+            readiness(&ab, false, &outcomes(&[("a", status)])),
+            Readiness::Skip { .. }
+        ));
+    }
+    // PARTIAL_SUCCESS counts only when the schedule accepts it.
+    let partial = outcomes(&[("a", RunStatus::PartialSuccess), ("b", RunStatus::Success)]);
+    assert!(matches!(
+        readiness(&ab, false, &partial),
+        Readiness::Skip { .. }
+    ));
+    assert_eq!(readiness(&ab, true, &partial), Readiness::Ready);
+}
+
+#[test]
+fn unknown_upstreams_and_cycles_are_refused_with_their_codes() {
+    assert!(codes(&[
+        ("extract", &[]),
+        ("load", &["extract"]),
+        ("report", &["load", "extract"])
+    ])
+    .is_empty());
+    assert_eq!(
+        codes(&[("load", &["extract"])]),
+        [(
+            "DEPENDENCY_UNKNOWN_UPSTREAM".to_string(),
+            "schedules[0].after".to_string()
+        )]
+    );
+    let cycle = codes(&[("a", &["c"]), ("b", &["a"]), ("c", &["b"]), ("d", &["a"])]);
+    assert_eq!(
+        cycle,
+        [(
+            "DEPENDENCY_CYCLE".to_string(),
+            "schedules[0].after".to_string()
+        )],
+        "one cycle, told once"
+    );
+    let issues = check_graph(
+        &specs(&[("a", &["c"]), ("b", &["a"]), ("c", &["b"])]),
+        &|id: &str| id.to_string(),
+    );
+    assert!(
+        issues[0].message.contains("a -> b -> c -> a"),
+        "{}",
+        issues[0].message
+    );
+    // The field's own shape.
+    let invalid_after = |field: &str| ("SCHEDULE_INVALID_AFTER".to_string(), field.to_string());
+    assert_eq!(
+        field_codes(&[("a", &["a"])])[0],
+        invalid_after("schedules[0].after[0]")
+    );
+    assert_eq!(
+        field_codes(&[("a", &[]), ("b", &["a", "a"])])[0],
+        invalid_after("schedules[1].after[1]")
+    );
+    assert_eq!(
+        field_codes(&[("a", &["Not An Id"])])[0],
+        invalid_after("schedules[0].after[0]")
+    );
+    // Until the runtime runs it, a schedule with upstreams is refused, saying why.
+    assert_eq!(
+        field_codes(&[("a", &[]), ("b", &["a"])]),
+        [invalid_after("schedules[1].after")]
+    );
+}
+
+#[test]
+fn accept_partial_needs_upstreams_and_the_fields_round_trip() {
+    let text = serde_json::json!({"schedules": [
+        {"id": "a", "cron": "0 * * * *", "timezone": "UTC", "accept_partial": true, "job": {"type": "noop"}}
+    ]})
+    .to_string();
+    let err = parse_manifest(&text, &ValidationRules::default(), now()).expect_err("refused");
+    assert_eq!(err.0[0].code, Code::ScheduleInvalidAfter);
+    let specs = specs(&[("a", &[]), ("b", &["a"])]);
+    assert!(specs[0].after.is_empty());
+    let stored = serde_json::to_value(&specs[0]).expect("json");
+    assert!(
+        stored.get("after").is_none() && stored.get("accept_partial").is_none(),
+        "unchanged for schedules without dependencies"
+    );
+    let b: ScheduleSpec =
+        serde_json::from_value(serde_json::to_value(&specs[1]).expect("json")).expect("back");
+    assert_eq!(b.after, ["a"]);
+}
+
+#[test]
+fn a_chain_lists_upstreams_and_downstreams_nearest_first() {
+    let specs = specs(&[
+        ("extract", &[]),
+        ("rates", &[]),
+        ("aggregate", &["extract", "rates"]),
+        ("report", &["aggregate"]),
+        ("archive", &["report"]),
+    ]);
+    let c = chain(&specs, "report");
+    assert_eq!(c.upstream, ["aggregate", "extract", "rates"]);
+    assert_eq!(c.downstream, ["archive"]);
+    assert_eq!(
+        chain(&specs, "extract").downstream,
+        ["aggregate", "report", "archive"]
+    );
+    assert_eq!(chain(&specs, "rates").upstream, Vec::<String>::new());
+}
+
+fn status() -> impl Strategy<Value = RunStatus> {
+    prop::sample::select(RunStatus::ALL.to_vec())
+}
+
+/// A random graph over `n` schedules: each may run after any others (self-loops left out,
+/// as the field check refuses them).
+fn graph() -> impl Strategy<Value = Vec<Vec<usize>>> {
+    (1usize..7).prop_flat_map(|n| {
+        prop::collection::vec(prop::collection::btree_set(0..n, 0..n), n).prop_map(|sets| {
+            sets.into_iter()
+                .enumerate()
+                .map(|(i, s)| s.into_iter().filter(|j| *j != i).collect())
+                .collect()
+        })
+    })
+}
+
+/// Whether the graph has a cycle: Kahn's algorithm leaves some node unsorted.
+fn has_cycle(edges: &[Vec<usize>]) -> bool {
+    let n = edges.len();
+    let mut waiting: Vec<usize> = edges.iter().map(Vec::len).collect();
+    let mut ready: Vec<usize> = (0..n).filter(|i| waiting[*i] == 0).collect();
+    let mut sorted = 0;
+    while let Some(done) = ready.pop() {
+        sorted += 1;
+        for (i, ups) in edges.iter().enumerate() {
+            if ups.contains(&done) {
+                waiting[i] -= 1;
+                if waiting[i] == 0 {
+                    ready.push(i);
+                }
+            }
+        }
+    }
+    sorted < n
+}
+
+proptest! {
+    /// Ready exactly when every upstream succeeded (partial with accept_partial); Skip names
+    /// a terminal upstream that did not; otherwise Waiting lists the ones not ended.
+    #[test]
+    fn readiness_follows_the_upstream_outcomes(
+        given in prop::collection::vec(prop::option::of(status()), 1..6),
+        accept_partial in any::<bool>(),
+    ) {
+        let ups: Vec<String> = (0..given.len()).map(|i| format!("u{i}")).collect();
+        let known: BTreeMap<String, RunStatus> = ups.iter().zip(&given)
+            .filter_map(|(u, s)| s.map(|s| (u.clone(), s)))
+            .collect();
+        let ok = |s: &Option<RunStatus>| matches!(s, Some(RunStatus::Success))
+            || (accept_partial && matches!(s, Some(RunStatus::PartialSuccess)));
+        let spoiled = |s: &Option<RunStatus>| s.is_some_and(|x| x.is_terminal()) && !ok(s);
+        match readiness(&ups, accept_partial, &known) {
+            Readiness::Ready => prop_assert!(given.iter().all(ok)),
+            Readiness::Skip { upstream, status } => {
+                let first = given.iter().position(spoiled);
+                prop_assert_eq!(Some(upstream), first.map(|i| ups[i].clone()));
+                prop_assert!(status.is_terminal());
+            }
+            Readiness::Waiting { pending } => {
+                prop_assert!(!given.iter().any(spoiled));
+                let expected: Vec<String> = ups.iter().zip(&given)
+                    .filter(|(_, s)| !ok(s)).map(|(u, _)| u.clone()).collect();
+                prop_assert_eq!(pending, expected);
+            }
+        }
+    }
+
+    /// The manifest is refused for a cycle exactly when the graph has one.
+    #[test]
+    fn a_cycle_is_refused_exactly_when_there_is_one(edges in graph()) {
+        let names: Vec<String> = (0..edges.len()).map(|i| format!("s{i}")).collect();
+        let owned: Vec<(String, Vec<String>)> = names.iter().zip(&edges)
+            .map(|(n, ups)| (n.clone(), ups.iter().map(|j| names[*j].clone()).collect()))
+            .collect();
+        let borrowed: Vec<(&str, Vec<&str>)> = owned.iter()
+            .map(|(n, ups)| (n.as_str(), ups.iter().map(String::as_str).collect()))
+            .collect();
+        let listed: Vec<(&str, &[&str])> = borrowed.iter().map(|(n, u)| (*n, u.as_slice())).collect();
+        let refused = codes(&listed).iter().any(|(code, _)| code == "DEPENDENCY_CYCLE");
+        prop_assert_eq!(refused, has_cycle(&edges));
+    }
+}
