@@ -2,7 +2,7 @@
 // (in AWS), the kill switch (admin, with a typed confirmation) and the system audit log.
 
 import { get, post } from "../api.js";
-import { h, when, badge, facts, section, table, button, ask, act, can } from "../ui.js";
+import { h, when, facts, section, table, button, ask, act, can } from "../ui.js";
 
 const CONFIRM = "STOP ALL FIRING";
 
@@ -12,8 +12,8 @@ export async function systemPage(ctx) {
   return [
     h("h1", {}, "System"),
     h("p", { class: "lead", id: "firing" }, status.automatic_firing
-      ? h("span", {}, badge("SUCCESS", "on"), " Automatic firing is on.")
-      : h("span", {}, badge("FAILED", "off"), status.kill_switch_engaged ? " The kill switch is engaged: nothing fires, plans, releases or starts." : " Some automatic schedule is missing or disabled.")),
+      ? h("span", {}, h("span", { class: "badge s-success" }, "ON"), " Automatic firing is on.")
+      : h("span", {}, h("span", { class: "badge s-failed" }, "OFF"), status.kill_switch_engaged ? " The kill switch is engaged: nothing fires, plans, releases or starts." : " Some automatic schedule is missing or disabled.")),
     section("Kill switch", facts([
       ["State", status.kill_switch_engaged ? "ENGAGED" : "released"],
       ["Since", ks ? when(ks.since) : "never set"],
