@@ -10,6 +10,7 @@ pub mod event_source;
 pub mod reconcile;
 pub mod runtime_api;
 pub mod sns;
+pub mod webdriver;
 pub mod webhook;
 
 use std::collections::hash_map::RandomState;

@@ -534,3 +534,59 @@ fn a_function_that_queries_an_index_may_read_the_items_behind_it() {
         }
     }
 }
+
+/// The only unauthenticated routes are the console's static shell, which the router serves
+/// without a role; everything else goes through the authorizer of the `$default` route.
+#[test]
+fn only_the_consoles_shell_is_public_and_the_console_knows_the_authorizer() {
+    use cronledger_app::api::console::{
+        CONSOLE_AUTH_VARIABLE, CONSOLE_CLIENT_ID_VARIABLE, CONSOLE_ISSUER_VARIABLE,
+    };
+    let template = template();
+    let api = &resource(&template, "HttpApi")["Properties"]["DefinitionBody"];
+    let mut public = BTreeSet::new();
+    for (path, methods) in api["paths"].as_mapping().expect("paths").iter() {
+        let path = text(path);
+        for (method, op) in methods.as_mapping().expect("methods").iter() {
+            let secured = !op["security"].is_null();
+            assert_eq!(secured, path == "/$default", "{path} {}", text(method));
+            if !secured {
+                public.insert(format!("{} {path}", text(method).to_uppercase()));
+            }
+        }
+    }
+    // API Gateway's greedy `{proxy+}` is the router's catch-all `{*path}`.
+    let served: BTreeSet<String> = cronledger_app::api::routes()
+        .into_iter()
+        .filter(|r| r.doc.role.is_none() && r.doc.path.starts_with("/console"))
+        .map(|r| {
+            format!(
+                "{} {}",
+                r.doc.method,
+                r.doc.path.replace("{*path}", "{proxy+}")
+            )
+        })
+        .collect();
+    assert_eq!(public, served);
+    assert_eq!(public.len(), 2, "{public:?}");
+
+    let variables = &resource(&template, "ApiFunction")["Properties"]["Environment"]["Variables"];
+    assert_eq!(
+        variables[CONSOLE_AUTH_VARIABLE],
+        yaml("!If [UseJwt, jwt, iam]")
+    );
+    assert_eq!(
+        variables[CONSOLE_ISSUER_VARIABLE],
+        yaml("!If [UseJwt, !Ref JwtIssuer, !Ref AWS::NoValue]")
+    );
+    let client = format!("{:?}", variables[CONSOLE_CLIENT_ID_VARIABLE]);
+    for part in ["ConsoleClientId", "JwtAudience", "UseJwt"] {
+        assert!(
+            client.contains(part),
+            "{CONSOLE_CLIENT_ID_VARIABLE}: {client}"
+        );
+    }
+    // The deployed defaults (IAM) parse: the api function starts.
+    let lookup = |name: &str| (name == CONSOLE_AUTH_VARIABLE).then(|| "iam".to_string());
+    assert!(ApiConfig::from_lookup(lookup).is_ok());
+}

@@ -84,7 +84,12 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
         }
     };
     let _emulators = stack::emulators("LOCAL")?;
-    let name = format!("cronledger-local-{}", now.timestamp());
+    // The pid too: two runners started in the same second on one emulator get a table each.
+    let name = format!(
+        "cronledger-local-{}-{}",
+        now.timestamp(),
+        std::process::id()
+    );
     let stack = stack::create("LOCAL", &name, 1).await?;
     let lanes = stack::create_lanes("LOCAL", &stack, &name, LaneSettings::default()).await?;
     let ledger = stack.ledger;
@@ -210,7 +215,7 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
     tasks.spawn(tick_every_minute(ticker, stop_rx.clone()));
 
     println!(
-        "cronledger local: table {name}, webhook receiver on {local_url}/hooks/{{name}}, api on {local_url}/v1 as `{}` (CRONLEDGER_LOCAL_IDENTITY); Ctrl-C or SIGTERM to stop",
+        "cronledger local: table {name}, webhook receiver on {local_url}/hooks/{{name}}, api on {local_url}/v1 as `{}` (CRONLEDGER_LOCAL_IDENTITY), console on {local_url}/console; Ctrl-C or SIGTERM to stop",
         caller.principal
     );
     let until = args.run_for.map(|s| Duration::from_secs(s.as_secs()));

@@ -170,11 +170,15 @@ mod tests {
     }
 
     fn event(authorizer: Value) -> Value {
+        event_at("/v1/schedules", authorizer)
+    }
+
+    fn event_at(path: &str, authorizer: Value) -> Value {
         json!({
-            "version": "2.0", "routeKey": "$default", "rawPath": "/v1/schedules", "rawQueryString": "",
+            "version": "2.0", "routeKey": "$default", "rawPath": path, "rawQueryString": "",
             "headers": {"host": "api.example"},
             "requestContext": {"accountId": "1", "apiId": "a", "domainName": "api.example", "domainPrefix": "api",
-                "http": {"method": "GET", "path": "/v1/schedules", "protocol": "HTTP/1.1", "sourceIp": "10.0.0.1", "userAgent": "t"},
+                "http": {"method": "GET", "path": path, "protocol": "HTTP/1.1", "sourceIp": "10.0.0.1", "userAgent": "t"},
                 "requestId": "r", "routeKey": "$default", "stage": "$default", "time": "10/Mar/2026:12:00:00 +0000", "timeEpoch": 0,
                 "authorizer": authorizer},
             "isBase64Encoded": false
@@ -198,5 +202,35 @@ mod tests {
             .await
             .expect("an answer");
         assert_eq!(anonymous["statusCode"], 401, "{anonymous}");
+    }
+
+    /// The console's public routes answer without an identity (API Gateway lets them through
+    /// unauthenticated); the data routes behind them still do not.
+    #[tokio::test]
+    async fn the_console_shell_is_served_without_an_identity_and_the_data_is_not() {
+        let shell = http(
+            router(),
+            event_at("/console/schedules/x", json!(null)),
+            "i".into(),
+        )
+        .await
+        .expect("an answer");
+        assert_eq!(shell["statusCode"], 200, "{shell}");
+        assert!(shell["body"]
+            .as_str()
+            .unwrap_or("")
+            .contains("<!doctype html>"));
+        let config = http(
+            router(),
+            event_at("/console/config.json", json!(null)),
+            "i".into(),
+        )
+        .await
+        .expect("an answer");
+        assert_eq!(config["body"], r#"{"auth":"local"}"#, "{config}");
+        let whoami = http(router(), event_at("/v1/whoami", json!(null)), "i".into())
+            .await
+            .expect("an answer");
+        assert_eq!(whoami["statusCode"], 401, "{whoami}");
     }
 }

@@ -8,6 +8,7 @@
 
 pub mod auth;
 pub mod backfills;
+pub mod console;
 pub mod cursor;
 pub mod error;
 pub mod extract;
@@ -37,6 +38,7 @@ use crate::clock::Clock;
 use crate::reconciler::Signals;
 
 pub use auth::{AuthConfig, Caller, Role};
+pub use console::ConsoleAuth;
 pub use cursor::CursorKey;
 pub use error::{ApiError, ApiResult};
 pub use extract::Actor;
@@ -62,6 +64,8 @@ pub struct ApiConfig {
     /// A side-effecting schedule's backfill of more windows than this waits PAUSED for an
     /// admin's approval (`CRONLEDGER_BACKFILL_APPROVAL_OVER`).
     pub backfill_approval_over: u64,
+    /// How the console signs in (`/console/config.json`).
+    pub console: ConsoleAuth,
 }
 
 impl Default for ApiConfig {
@@ -75,6 +79,8 @@ impl Default for ApiConfig {
             backfill_max_windows: 100_000,
             cursor_key: CursorKey::default(),
             backfill_approval_over: 1_000,
+            // The local runner and the tests; a deployment reads it ([`ApiConfig::from_lookup`]).
+            console: ConsoleAuth::Local,
         }
     }
 }
@@ -83,11 +89,12 @@ impl Default for ApiConfig {
 /// `max_runtime` or http `timeout` that the deployed worker cannot honour.
 pub const WORKER_TIMEOUT_VARIABLE: &str = "CRONLEDGER_WORKER_TIMEOUT_SECONDS";
 
-/// A worker timeout in the environment that is not a whole number of seconds.
+/// A setting in the environment the api cannot use.
 #[derive(Debug, thiserror::Error)]
-#[error("{name} must be a whole number, found `{value}`")]
+#[error("{name} must be {expected}, found `{value}`")]
 pub struct InvalidApiSetting {
     pub name: &'static str,
+    pub expected: &'static str,
     pub value: String,
 }
 
@@ -96,17 +103,18 @@ pub const BACKFILL_APPROVAL_VARIABLE: &str = "CRONLEDGER_BACKFILL_APPROVAL_OVER"
 
 impl ApiConfig {
     /// The defaults, with the worker's timeout read through `get` when it is set (unset: the
-    /// template's 900 s, which `cronledger validate` assumes too).
+    /// template's 900 s, which `cronledger validate` assumes too), and the console's sign-in.
     pub fn from_lookup(
         get: impl Fn(&str) -> Option<String>,
     ) -> Result<ApiConfig, InvalidApiSetting> {
         let whole = |name: &'static str| -> Result<Option<u64>, InvalidApiSetting> {
             get(name)
                 .map(|value| {
-                    value
-                        .trim()
-                        .parse::<u64>()
-                        .map_err(|_| InvalidApiSetting { name, value })
+                    value.trim().parse::<u64>().map_err(|_| InvalidApiSetting {
+                        name,
+                        expected: "a whole number",
+                        value,
+                    })
                 })
                 .transpose()
         };
@@ -117,6 +125,7 @@ impl ApiConfig {
         if let Some(windows) = whole(BACKFILL_APPROVAL_VARIABLE)? {
             config.backfill_approval_over = windows;
         }
+        config.console = ConsoleAuth::from_lookup(&get)?;
         Ok(config)
     }
 }
@@ -306,6 +315,15 @@ pub fn routes() -> Vec<Route> {
     let (v, o, a) = (Some(Viewer), Some(Operator), Some(Admin));
     vec![
         route(M::GET, "/openapi.json", None, "This document", get(openapi::serve)),
+        // The console's static shell, its files and its sign-in config: public (they hold no
+        // data; every page reads through the routes below with the caller's identity).
+        route(M::GET, "/console", None, "The operator console (HTML shell)", get(console::shell))
+            .ok(200, "ConsoleFile"),
+        route(M::GET, "/console/{*path}", None, "The console's files (assets/NAME), its sign-in config (config.json: auth jwt|iam|local) and, for any other path, the shell", get(console::path))
+            .ok(200, "ConsoleFile")
+            .errors(&[404]),
+        route(M::GET, "/v1/whoami", v, "The caller's principal, role and groups (the console shows the buttons the role may use)", get(console::whoami))
+            .ok(200, "WhoAmI"),
         // Schedules.
         route(M::POST, "/v1/schedules", a, "Create a schedule (validated; audited)", post(schedules::create))
             .body("ScheduleDocument")

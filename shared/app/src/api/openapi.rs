@@ -41,7 +41,7 @@ pub fn schemas() -> Value {
             "note": note,
         }), &["from", "to"]),
         "KillSwitchRequest": obj(json!({"engaged": {"type": "boolean"}, "note": note}), &["engaged", "note"]),
-        "Schedule": {"type": "object", "properties": {"id": {"type": "string"}, "version": {"type": "integer"}, "state": {"enum": ["ACTIVE", "PAUSED", "ARCHIVED"]}, "spec": {"$ref": "#/components/schemas/ScheduleDocument"}, "next_run_at": time, "pauses": {"type": "array"}, "health": {"$ref": "#/components/schemas/Health"}}},
+        "Schedule": {"type": "object", "properties": {"id": {"type": "string"}, "version": {"type": "integer"}, "state": {"enum": ["ACTIVE", "PAUSED", "ARCHIVED"]}, "describe": {"type": ["string", "null"], "description": "the timing in words, with its zone"}, "spec": {"$ref": "#/components/schemas/ScheduleDocument"}, "next_run_at": time, "pauses": {"type": "array"}, "health": {"$ref": "#/components/schemas/Health"}}},
         "Health": {"type": ["object", "null"], "description": "priority; last_run {status, scheduled_for, ended_at, duration_ms} (the newest ended run); next_run_at; success_rate_7d and success_rate_30d (succeeded / (succeeded + failed), null without ended windows) with counts_7d and counts_30d {succeeded, failed, skipped}; freshness {within, target, attainment_30d, met} when the schedule has an slo (rates and target are fractions 0-1; skipped windows count against attainment); consecutive_failures and awaiting_approval over the newest 25 runs. null where the api keeps no counters; left out with ?health=false."},
         "Run": {"type": "object", "description": "A ledger entry (schedule, scheduled_for, trigger, status, reason, attempts, window_start, window_end, idempotency_key, replay_group_id, range_end, count) plus run_id, lane, forced, timestamps and result. One run (GET, retry) adds attempt_detail (count, current) and attempt_history: its attempts oldest first (the last 20), each {number, lease_epoch, worker, started_at, finished_at, duration_ms, outcome (SUCCESS, PARTIAL_SUCCESS, FAILED_RETRYABLE, FAILED, STALLED, LEASE_TAKEN_OVER; null while running), status, reason, error {code, message}}, and attempts_unlisted (older attempts beyond that bound)."},
         "SchedulePage": {"type": "object", "properties": {"items": {"type": "array", "items": {"$ref": "#/components/schemas/Schedule"}}, "next": {"type": ["string", "null"]}}},
@@ -52,6 +52,8 @@ pub fn schemas() -> Value {
         "Preview": {"type": "object"}, "RiskReport": {"type": "object"}, "AuditLog": {"type": "object", "description": "schedule, entries (one page, oldest first), total, next"},
         "BackfillList": {"type": "object", "description": "items (one page), next"}, "SystemStatus": {"type": "object"}, "SystemAudit": {"type": "object", "description": "entries (newest first), truncated (older ones left off past the page's byte budget)"},
         "RunAtOutcome": {"type": "object"}, "Object": {"type": "object"},
+        "WhoAmI": obj(json!({"principal": {"type": "string"}, "role": {"enum": ["viewer", "operator", "admin"]}, "groups": {"type": "array", "items": {"type": "string"}}}), &["principal", "role", "groups"]),
+        "ConsoleFile": {"type": "string", "description": "HTML, CSS or JavaScript of the console (ETag; If-None-Match answers 304), or config.json: {auth: jwt, issuer, client_id, scopes} | {auth: iam} | {auth: local}"},
     })
 }
 
@@ -78,6 +80,7 @@ fn operation(doc: &RouteDoc) -> Value {
         .path
         .split('/')
         .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+        .map(|name| name.trim_start_matches('*'))
         .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
         .collect();
     params.extend(doc.query.iter().map(|(name, what)| {
@@ -88,9 +91,15 @@ fn operation(doc: &RouteDoc) -> Value {
     }));
     let mut responses = Map::new();
     let (ok, schema) = doc.ok;
+    // The console's files are not JSON (but for its config).
+    let media = if schema == "ConsoleFile" {
+        "text/html"
+    } else {
+        "application/json"
+    };
     responses.insert(
         ok.to_string(),
-        json!({"description": status_text(ok), "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{schema}")}}}}),
+        json!({"description": status_text(ok), "content": {media: {"schema": {"$ref": format!("#/components/schemas/{schema}")}}}}),
     );
     let mut errors: Vec<u16> = doc.errors.to_vec();
     if doc.role.is_some() {
@@ -131,14 +140,17 @@ fn operation(doc: &RouteDoc) -> Value {
     op
 }
 
+/// A route's path as OpenAPI writes it: axum's catch-all `{*rest}` is a plain `{rest}`.
+pub fn path_key(path: &str) -> String {
+    path.replace("{*", "{")
+}
+
 /// The whole document.
 pub fn document() -> Value {
     let mut paths = Map::new();
     for route in routes() {
         let doc = route.doc;
-        let entry = paths
-            .entry(doc.path.to_string())
-            .or_insert_with(|| json!({}));
+        let entry = paths.entry(path_key(doc.path)).or_insert_with(|| json!({}));
         if let Some(obj) = entry.as_object_mut() {
             obj.insert(doc.method.as_str().to_ascii_lowercase(), operation(&doc));
         }
@@ -165,7 +177,8 @@ mod tests {
         let schemas = schemas();
         let mut count = 0;
         for route in routes() {
-            let op = &doc["paths"][route.doc.path][route.doc.method.as_str().to_ascii_lowercase()];
+            let op = &doc["paths"][path_key(route.doc.path)]
+                [route.doc.method.as_str().to_ascii_lowercase()];
             assert!(
                 op.is_object(),
                 "{} {} missing",

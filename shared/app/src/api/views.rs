@@ -6,7 +6,7 @@ use cronledger_core::health::Health;
 use cronledger_core::http_target::redact_spec_json;
 use cronledger_core::run::Origin;
 use cronledger_core::window::utc_text;
-use cronledger_core::{Attempt, Run, RunKey, ScheduleSpec};
+use cronledger_core::{Attempt, Run, RunKey, ScheduleSpec, Timing};
 use serde_json::{json, Value};
 
 use super::error::ApiError;
@@ -21,10 +21,16 @@ pub fn schedule(s: &StoredSchedule) -> Value {
         job: s.spec.job.redacted(),
         ..s.spec.clone()
     };
+    // In words for people ("at 02:00 (Asia/Seoul)"); null for an expression that no longer
+    // parses (stored before a rule tightened).
+    let describe = Timing::parse(&s.spec.cron, s.spec.timezone)
+        .ok()
+        .map(|t| t.describe());
     json!({
         "id": s.id(),
         "version": s.version,
         "state": s.state.as_str(),
+        "describe": describe,
         "spec": spec,
         "next_run_at": s.next_run_at.map(utc_text),
         "reconciled_through": utc_text(s.reconciled_through),
