@@ -46,18 +46,14 @@ impl<'a> Held<'a> {
 
     /// The first AWAITING_APPROVAL (`None` when nothing waits).
     pub fn alert(&self) -> Option<Alert> {
-        let mut alert = alerts::awaiting_approval(
-            &About::of(self.spec),
-            &self.spec.alerts,
+        approval_alert(
+            self.spec,
             &self.group,
+            &self.work,
             self.waiting,
             self.since,
             self.since,
-        )?;
-        if let HeldWork::Run { key } = &self.work {
-            alert.run = Some(key.to_string());
-        }
-        Some(alert)
+        )
     }
 
     /// The tracker of its reminders.
@@ -159,10 +155,10 @@ impl Alerter {
         };
         let waiting = still_waiting(ledger, tracker).await?;
         let spec = &stored.spec;
-        let Some(mut alert) = alerts::awaiting_approval(
-            &About::of(spec),
-            &spec.alerts,
+        let Some(alert) = approval_alert(
+            spec,
             &tracker.group,
+            &tracker.held,
             waiting,
             tracker.since,
             now,
@@ -170,14 +166,29 @@ impl Alerter {
             self.store.remind_awaiting(tracker, None).await?;
             return Ok(false);
         };
-        if let HeldWork::Run { key } = &tracker.held {
-            alert.run = Some(key.to_string());
-        }
         self.raise(&alert, spec.alerts.topic.as_deref()).await;
         let next = alerts::next_reminder(&spec.alerts, tracker.since, now);
         self.store.remind_awaiting(tracker, Some(next)).await?;
         Ok(true)
     }
+}
+
+/// The AWAITING_APPROVAL for `group` at `now` (its first when `now` is `since`, else the
+/// reminder due), naming the run when one run waits. `None` when nothing waits.
+fn approval_alert(
+    spec: &ScheduleSpec,
+    group: &str,
+    work: &HeldWork,
+    waiting: u32,
+    since: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Option<Alert> {
+    let mut alert =
+        alerts::awaiting_approval(&About::of(spec), &spec.alerts, group, waiting, since, now)?;
+    if let HeldWork::Run { key } = work {
+        alert.run = Some(key.to_string());
+    }
+    Some(alert)
 }
 
 /// Runs (windows) of the tracker's work still MANUAL_REQUIRED.

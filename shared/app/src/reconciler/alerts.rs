@@ -54,12 +54,12 @@ impl Reconciler {
             .replay_group_id
             .clone()
             .unwrap_or_else(|| format!("gap:{}:{}", spec.id, utc_text(first.scheduled_for)));
-        let held: u32 = plan
+        let holds: Vec<_> = plan
             .entries
             .iter()
             .filter(|e| matches!(e.action, Action::Hold { .. }))
-            .map(|e| e.count)
-            .sum();
+            .collect();
+        let held: u32 = holds.iter().map(|e| e.count).sum();
         let t = &plan.totals;
         let decision = plan.alerts.first().map_or_else(
             || {
@@ -87,11 +87,6 @@ impl Reconciler {
             // The held windows wait as one paused backfill: its reminders follow it.
             return;
         }
-        let holds: Vec<_> = plan
-            .entries
-            .iter()
-            .filter(|e| matches!(e.action, Action::Hold { .. }))
-            .collect();
         let (Some(first_held), Some(last_held)) = (holds.first(), holds.last()) else {
             return;
         };
