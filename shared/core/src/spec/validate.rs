@@ -1,0 +1,388 @@
+//! Validation of schedules: a manifest (`schedules:` and a list) or one schedule, read as
+//! plain data so one pass reports every problem with its own code, and the calendar checks
+//! ("can this ever fire again?", the shortest gap between fires).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use serde_json::Value;
+
+use super::field_reader::FieldReader;
+use super::job_check::validate_job;
+use super::*;
+use crate::error::{Code, Invalid, Issue};
+use crate::timing::Timing;
+use crate::tolerance;
+
+const KNOWN_FIELDS: &[&str] = &[
+    "id",
+    "name",
+    "cron",
+    "timezone",
+    "enabled",
+    "misfire",
+    "overlap",
+    "grace",
+    "max_auto_catch_up",
+    "max_runtime",
+    "priority",
+    "side_effects",
+    "idempotent",
+    "max_attempts",
+    "owner",
+    "catch_up",
+    "approval",
+    "approval_timeout",
+    "jitter",
+    "retention",
+    "alerts",
+    "deadline",
+    "slo",
+    "after",
+    "accept_partial",
+    "job",
+];
+
+/// Parses a manifest (`schedules:` and a list), YAML or JSON, and validates every schedule.
+/// `now` anchors the calendar checks ("can this ever fire again?").
+pub fn parse_manifest(
+    text: &str,
+    rules: &ValidationRules,
+    now: DateTime<Utc>,
+) -> Result<Vec<ScheduleSpec>, Invalid> {
+    let doc = parse_document(text)?;
+    let Some(list) = doc.get("schedules").and_then(Value::as_array) else {
+        return Err(Invalid::one(Issue::new(
+            Code::ManifestInvalid,
+            "schedules",
+            "a manifest is `schedules:` followed by a list of schedules",
+        )));
+    };
+    let mut issues = Vec::new();
+    if let Some(obj) = doc.as_object() {
+        for key in obj.keys().filter(|k| *k != "schedules") {
+            issues.push(Issue::new(
+                Code::ManifestInvalid,
+                key.clone(),
+                format!("unknown top-level key `{key}`"),
+            ));
+        }
+    }
+    let mut specs = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (i, item) in list.iter().enumerate() {
+        let prefix = format!("schedules[{i}]");
+        match validate_schedule(item, &prefix, rules, now) {
+            Ok(spec) => specs.push(spec),
+            Err(mut found) => issues.append(&mut found),
+        }
+        // Read the id from the raw item so a duplicate is reported even when the schedule
+        // that repeats it has other problems too.
+        if let Some(id) = item.get("id").and_then(Value::as_str) {
+            if !seen.insert(id.to_string()) {
+                issues.push(Issue::new(
+                    Code::ScheduleDuplicateId,
+                    format!("{prefix}.id"),
+                    format!("id `{id}` is used twice"),
+                ));
+            }
+        }
+    }
+    let position: BTreeMap<&str, usize> = specs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.id.as_str(), i))
+        .collect();
+    let after_field = |id: &str| {
+        position
+            .get(id)
+            .map_or_else(|| "after".to_string(), |i| format!("schedules[{i}].after"))
+    };
+    if issues.is_empty() {
+        // Across schedules, once each is valid (an invalid one would read as unknown).
+        issues.extend(crate::dependency::check_graph(&specs, &after_field));
+    }
+    if issues.is_empty() {
+        Ok(specs)
+    } else {
+        Err(Invalid(issues))
+    }
+}
+
+/// Parses YAML or JSON text into a JSON value.
+pub fn parse_document(text: &str) -> Result<Value, Invalid> {
+    let parsed: Result<Value, String> = if text.trim_start().starts_with(['{', '[']) {
+        serde_json::from_str(text).map_err(|e| e.to_string())
+    } else {
+        serde_norway::from_str(text).map_err(|e| e.to_string())
+    };
+    parsed.map_err(|e| {
+        Invalid::one(Issue::new(
+            Code::ManifestInvalid,
+            "",
+            format!("not valid YAML or JSON: {e}"),
+        ))
+    })
+}
+
+/// Validates one schedule given as plain data; `prefix` names it in field paths.
+pub fn validate_schedule(
+    value: &Value,
+    prefix: &str,
+    rules: &ValidationRules,
+    now: DateTime<Utc>,
+) -> Result<ScheduleSpec, Vec<Issue>> {
+    let field = |name: &str| {
+        if prefix.is_empty() {
+            name.to_string()
+        } else {
+            format!("{prefix}.{name}")
+        }
+    };
+    let Some(obj) = value.as_object() else {
+        return Err(vec![Issue::new(
+            Code::ManifestInvalid,
+            prefix,
+            "a schedule must be a mapping of fields",
+        )]);
+    };
+    let mut issues = Vec::new();
+    for key in obj.keys() {
+        if !KNOWN_FIELDS.contains(&key.as_str()) {
+            issues.push(Issue::new(
+                Code::ScheduleUnknownField,
+                field(key),
+                format!("unknown field `{key}`"),
+            ));
+        }
+    }
+    let mut reader = FieldReader {
+        obj,
+        issues: &mut issues,
+        field: &field,
+    };
+
+    let id = reader.required_str("id");
+    if let Some(id) = &id {
+        if !valid_id(id) {
+            reader.issues.push(Issue::new(
+                Code::ScheduleInvalidId,
+                field("id"),
+                format!("id `{id}` must match [a-z0-9-]{{1,64}}"),
+            ));
+        }
+    }
+    let name = reader.optional_str("name");
+    let owner = reader.optional_str("owner");
+    let cron = reader.required_str("cron");
+    let timezone = reader.required_str("timezone").and_then(|name| {
+        name.parse::<Tz>().ok().or_else(|| {
+            reader.issues.push(Issue::new(
+                Code::ScheduleUnknownTimezone,
+                field("timezone"),
+                format!("unknown time zone `{name}`; use an IANA name such as Asia/Seoul"),
+            ));
+            None
+        })
+    });
+    let enabled = reader.bool_or("enabled", defaults::enabled());
+    let side_effects = reader.bool_or("side_effects", defaults::side_effects());
+    let idempotent = reader.bool_or("idempotent", false);
+    let misfire = reader.policy("misfire", defaults::misfire());
+    let overlap = reader.policy("overlap", defaults::overlap());
+    let priority = reader.policy("priority", defaults::priority());
+    let grace = reader.span_or("grace", defaults::grace());
+    let max_runtime = reader.span_or("max_runtime", defaults::max_runtime());
+    let max_auto_catch_up = reader.u32_or("max_auto_catch_up", defaults::max_auto_catch_up());
+    let max_attempts = reader.u32_or("max_attempts", defaults::max_attempts());
+    let approval = reader.named("approval", Approval::None);
+    let approval_timeout = reader.span_or("approval_timeout", defaults::approval_timeout());
+    let jitter = reader.optional_span("jitter");
+    let retention = reader.span_or("retention", defaults::retention());
+    reader
+        .issues
+        .extend(crate::retention::check(retention, &field("retention")));
+    if approval_timeout == Span::ZERO {
+        reader.issues.push(Issue::new(
+            Code::ScheduleInvalidField,
+            field("approval_timeout"),
+            "approval_timeout must be longer than 0s",
+        ));
+    }
+    if max_attempts == 0 {
+        reader.issues.push(Issue::new(
+            Code::ScheduleInvalidField,
+            field("max_attempts"),
+            "max_attempts must be at least 1",
+        ));
+    }
+    if max_runtime == Span::ZERO {
+        reader.issues.push(Issue::new(
+            Code::ScheduleInvalidField,
+            field("max_runtime"),
+            "max_runtime must be longer than 0s",
+        ));
+    }
+    let catch_up = match obj.get("catch_up") {
+        None => CatchUpTiers::default(),
+        Some(v) => match serde_json::from_value::<CatchUpTiers>(v.clone()) {
+            Ok(t) if t.immediate <= t.serial && t.serial <= t.backfill => t,
+            Ok(_) => {
+                issues.push(Issue::new(
+                    Code::ScheduleInvalidField,
+                    field("catch_up"),
+                    "catch_up tiers must grow: immediate <= serial <= backfill",
+                ));
+                CatchUpTiers::default()
+            }
+            Err(e) => {
+                issues.push(Issue::new(
+                    Code::ScheduleInvalidDuration,
+                    field("catch_up"),
+                    format!("catch_up: {e}"),
+                ));
+                CatchUpTiers::default()
+            }
+        },
+    };
+    let alerting = alerting::read(obj, &field, &mut issues);
+    let upstreams = upstreams::read(obj, id.as_deref(), &field, &mut issues);
+    let job = validate_job(obj.get("job"), &field("job"), rules, &mut issues);
+    let requested = tolerance::Requested {
+        grace,
+        max_runtime,
+        job: job.as_ref(),
+    };
+    tolerance::check(&requested, rules, &field, &mut issues);
+
+    if let Some(cron) = &cron {
+        // Without a valid zone the calendar checks cannot run, but the syntax still can:
+        // report both problems at once.
+        match Timing::parse(cron, timezone.unwrap_or(Tz::UTC)) {
+            Err(mut issue) => {
+                issue.field = field("cron");
+                issues.push(issue);
+            }
+            Ok(timing) if timezone.is_some() => {
+                let min_gap =
+                    check_calendar(&timing, job.as_ref(), rules, now, &field, &mut issues);
+                if let Some(jitter) = jitter {
+                    issues.extend(crate::jitter::check(jitter, min_gap, &field("jitter")));
+                }
+            }
+            Ok(_) => {}
+        }
+    }
+
+    match (id, cron, timezone, job) {
+        (Some(id), Some(cron), Some(timezone), Some(job)) if issues.is_empty() => {
+            Ok(ScheduleSpec {
+                id,
+                name,
+                cron,
+                timezone,
+                enabled,
+                misfire,
+                overlap,
+                grace,
+                max_auto_catch_up,
+                max_runtime,
+                priority,
+                side_effects,
+                idempotent,
+                max_attempts,
+                owner,
+                catch_up,
+                approval,
+                approval_timeout,
+                jitter,
+                retention,
+                alerts: alerting.alerts,
+                deadline: alerting.deadline,
+                slo: alerting.slo,
+                after: upstreams.after,
+                accept_partial: upstreams.accept_partial,
+                job,
+            })
+        }
+        _ => Err(issues),
+    }
+}
+
+/// Validates only an expression and a zone (`cronledger validate --cron ... --tz ...`).
+pub fn validate_timing(
+    cron: &str,
+    timezone: &str,
+    rules: &ValidationRules,
+    now: DateTime<Utc>,
+) -> Result<Timing, Vec<Issue>> {
+    let Ok(tz) = timezone.parse::<Tz>() else {
+        let mut issues = vec![Issue::new(
+            Code::ScheduleUnknownTimezone,
+            "timezone",
+            format!("unknown time zone `{timezone}`; use an IANA name such as Asia/Seoul"),
+        )];
+        // The syntax can still be checked without the zone.
+        issues.extend(Timing::parse(cron, Tz::UTC).err());
+        return Err(issues);
+    };
+    let timing = Timing::parse(cron, tz).map_err(|i| vec![i])?;
+    let mut issues = Vec::new();
+    check_calendar(
+        &timing,
+        None,
+        rules,
+        now,
+        &|f: &str| f.to_string(),
+        &mut issues,
+    );
+    if issues.is_empty() {
+        Ok(timing)
+    } else {
+        Err(issues)
+    }
+}
+
+/// Checks that the expression fires again, and not more often than the floor; returns its
+/// shortest interval between occurrences (when it fires twice within the horizon).
+fn check_calendar(
+    timing: &Timing,
+    job: Option<&JobSpec>,
+    rules: &ValidationRules,
+    now: DateTime<Utc>,
+    field: &dyn Fn(&str) -> String,
+    issues: &mut Vec<Issue>,
+) -> Option<Span> {
+    if timing.next_after(now).is_none() {
+        issues.push(Issue::new(
+            Code::ScheduleNeverFires,
+            field("cron"),
+            format!(
+                "`{}` never fires after {}",
+                timing.source(),
+                now.to_rfc3339()
+            ),
+        ));
+        return None;
+    }
+    let floor = job
+        .and_then(|j| rules.min_interval_by_type.get(j.type_name()))
+        .copied()
+        .unwrap_or(rules.min_interval)
+        .max(rules.min_interval);
+    let stats = timing.calendar_stats(now, rules.horizon_days);
+    if let Some(gap) = stats.min_gap.filter(|g| *g < floor) {
+        issues.push(Issue::new(
+            Code::ScheduleIntervalTooShort,
+            field("cron"),
+            format!(
+                "`{}` fires {gap} apart at its closest; the floor{} is {floor}",
+                timing.source(),
+                job.map(|j| format!(" for {} jobs", j.type_name()))
+                    .unwrap_or_default()
+            ),
+        ));
+    }
+    stats.min_gap
+}
