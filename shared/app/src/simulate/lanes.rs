@@ -204,10 +204,16 @@ impl SimLanes {
         Ok(id)
     }
 
-    /// The SQS event source: receives every visible message of every lane and hands each to
-    /// a worker as its own invocation (batch size 1, so a long job never holds batch-mates
-    /// back), concurrently, until the lanes are empty and every invocation has finished or
-    /// is waiting on virtual time.
+    /// The SQS event source: receives every visible message of every lane and hands them to
+    /// workers, up to 10 a invocation as the event source mapping batches them, until the
+    /// lanes are empty and every invocation has finished or is waiting on virtual time.
+    ///
+    /// Messages of one schedule that are visible at the same instant (a backlog after a
+    /// worker outage, a released gap) go out in [`waves`]: the n-th run of each schedule in
+    /// the n-th wave, once the wave before has settled. Deployed, they could start in either
+    /// order; the simulator picks the order they were sent in, so whether a window starts
+    /// beside its predecessor (SKIP_NEW) does not depend on the host's thread timing and
+    /// a simulation repeats. Copies of one message stay in one wave and still race.
     pub async fn drain(
         self: &Arc<Self>,
         workers: &[Arc<Worker>],
@@ -217,6 +223,29 @@ impl SimLanes {
             return Ok(());
         }
         loop {
+            let received = self.receive_visible().await?;
+            if received.is_empty() {
+                return Ok(());
+            }
+            for wave in waves(received) {
+                let mut by_lane: BTreeMap<Lane, Vec<SqsRecord>> = BTreeMap::new();
+                for (lane, record) in wave {
+                    by_lane.entry(lane).or_default().push(record);
+                }
+                for (lane, records) in by_lane {
+                    for batch in records.chunks(10) {
+                        self.spawn_invocation(workers, lane, batch.to_vec(), tasks);
+                    }
+                }
+                self.time.idle().await;
+            }
+        }
+    }
+
+    /// Receives until no lane has a visible message, in the order SQS hands them out.
+    async fn receive_visible(&self) -> Result<Vec<(Lane, SqsRecord)>, LaneError> {
+        let mut all = Vec::new();
+        loop {
             let lanes: Vec<Lane> = self
                 .state()
                 .visible
@@ -225,45 +254,47 @@ impl SimLanes {
                 .map(|(lane, _)| *lane)
                 .collect();
             if lanes.is_empty() {
-                return Ok(());
+                return Ok(all);
             }
             for lane in lanes {
                 while self.state().visible.get(&lane).is_some_and(|n| *n > 0) {
                     let received = self.queues.receive(lane).await?;
                     self.counters.bill.sqs(1);
-                    {
-                        let mut state = self.state();
-                        let n = state.visible.entry(lane).or_default();
-                        // Empty: SQS moved what was left to the DLQ (redrive on receive).
-                        *n = if received.is_empty() {
-                            0
-                        } else {
-                            n.saturating_sub(received.len() as u64)
-                        };
-                    }
-                    if received.is_empty() {
-                        continue;
-                    }
-                    // One invocation per received batch (up to 10), as the event source
-                    // mapping hands it over; the worker handles its messages concurrently.
-                    let n = self.next_worker.fetch_add(1, Ordering::Relaxed);
-                    let worker = workers[n % workers.len()].clone();
-                    let lanes = self.clone();
-                    let records: Vec<SqsRecord> = received.iter().map(SqsRecord::from).collect();
-                    self.counters
-                        .deliveries
-                        .fetch_add(records.len() as u64, Ordering::Relaxed);
-                    for _ in &records {
-                        self.time.enter();
-                    }
-                    tasks.spawn(
-                        async move { lanes.deliver(&worker, lane, records).await }
-                            .with_current_subscriber(),
-                    );
+                    let mut state = self.state();
+                    let n = state.visible.entry(lane).or_default();
+                    // Empty: SQS moved what was left to the DLQ (redrive on receive).
+                    *n = if received.is_empty() {
+                        0
+                    } else {
+                        n.saturating_sub(received.len() as u64)
+                    };
+                    all.extend(received.iter().map(|m| (lane, SqsRecord::from(m))));
                 }
             }
-            self.time.idle().await;
         }
+    }
+
+    /// One worker invocation on `records` (the worker handles them concurrently), each
+    /// counted busy on the virtual clock until it is done.
+    fn spawn_invocation(
+        self: &Arc<Self>,
+        workers: &[Arc<Worker>],
+        lane: Lane,
+        records: Vec<SqsRecord>,
+        tasks: &mut JoinSet<()>,
+    ) {
+        let n = self.next_worker.fetch_add(1, Ordering::Relaxed);
+        let worker = workers[n % workers.len()].clone();
+        let lanes = self.clone();
+        self.counters
+            .deliveries
+            .fetch_add(records.len() as u64, Ordering::Relaxed);
+        for _ in &records {
+            self.time.enter();
+        }
+        tasks.spawn(
+            async move { lanes.deliver(&worker, lane, records).await }.with_current_subscriber(),
+        );
     }
 
     /// One invocation: the worker's batch handler on the records, then the event source's
@@ -376,4 +407,84 @@ impl SimLanes {
 /// `now + d`, with `d` capped at SQS's longest visibility timeout.
 fn later(now: DateTime<Utc>, d: Duration) -> DateTime<Utc> {
     now + TimeDelta::from_std(d.min(QUEUE_VISIBILITY)).unwrap_or(TimeDelta::hours(12))
+}
+
+/// Splits what was received at one instant into waves: a schedule's n-th distinct run goes
+/// in wave n, copies of a message with the first copy, in received order. A body that is
+/// not a lane message goes in the first wave (the worker reports it).
+fn waves(received: Vec<(Lane, SqsRecord)>) -> Vec<Vec<(Lane, SqsRecord)>> {
+    let mut runs_seen: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut waves: Vec<Vec<(Lane, SqsRecord)>> = Vec::new();
+    for (lane, record) in received {
+        let wave = match LaneMessage::parse(&record.body) {
+            Ok(message) => {
+                let run = message.run.to_string();
+                let runs = runs_seen.entry(message.run.schedule_id).or_default();
+                match runs.iter().position(|r| *r == run) {
+                    Some(i) => i,
+                    None => {
+                        runs.push(run);
+                        runs.len() - 1
+                    }
+                }
+            }
+            Err(_) => 0,
+        };
+        if waves.len() <= wave {
+            waves.resize_with(wave + 1, Vec::new);
+        }
+        waves[wave].push((lane, record));
+    }
+    waves
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cronledger_core::{IdempotencyKey, RunKey, Window};
+
+    fn record(schedule: &str, minute: u32, copy: u32) -> (Lane, SqsRecord) {
+        let at: DateTime<Utc> = format!("2026-03-01T01:{minute:02}:00Z").parse().unwrap();
+        let run = RunKey::expected(schedule, at);
+        let window = Window::new(at, at + TimeDelta::minutes(1));
+        let message = LaneMessage::new(
+            run,
+            IdempotencyKey::for_window(schedule, &window, None),
+            window,
+            Lane::Normal,
+            1,
+        );
+        let record = SqsRecord {
+            message_id: format!("{schedule}-{minute}-{copy}"),
+            receipt_handle: format!("r-{schedule}-{minute}-{copy}"),
+            body: message.to_body(),
+            receive_count: 1,
+        };
+        (Lane::Normal, record)
+    }
+
+    fn ids(wave: &[(Lane, SqsRecord)]) -> Vec<&str> {
+        wave.iter().map(|(_, r)| r.message_id.as_str()).collect()
+    }
+
+    #[test]
+    fn a_schedules_backlog_goes_out_one_run_a_wave_with_copies_together() {
+        let received = vec![
+            record("a", 58, 0),
+            record("b", 58, 0),
+            record("a", 59, 0),
+            record("a", 58, 1),
+            (
+                Lane::Normal,
+                SqsRecord {
+                    body: "junk".into(),
+                    ..record("c", 0, 0).1
+                },
+            ),
+        ];
+        let waves = waves(received);
+        assert_eq!(waves.len(), 2);
+        assert_eq!(ids(&waves[0]), ["a-58-0", "b-58-0", "a-58-1", "c-0-0"]);
+        assert_eq!(ids(&waves[1]), ["a-59-0"]);
+    }
 }
