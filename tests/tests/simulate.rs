@@ -6,6 +6,8 @@
 mod alerts;
 #[path = "simulate/cost.rs"]
 mod cost;
+#[path = "simulate/dependencies.rs"]
+mod dependencies;
 #[path = "simulate/levers.rs"]
 mod levers;
 #[path = "simulate/safety.rs"]

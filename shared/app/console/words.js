@@ -27,6 +27,7 @@ export const REASONS = {
   APPROVAL_REQUIRED: "the schedule asks for approval of every run",
   APPROVAL_TIMEOUT: "nobody approved it within approval_timeout",
   AFFECTED_OVER_LIMIT: "the guarded job's dry run would touch more items than guard.max_affected",
+  UPSTREAM_NOT_SUCCEEDED: "a schedule it runs after did not succeed for this window",
 };
 
 export function reasonText(code) {

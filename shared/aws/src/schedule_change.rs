@@ -16,11 +16,20 @@ fn compiled(spec: &ScheduleSpec) -> Result<Schedule, StoreError> {
 }
 
 /// The fire time (`next_run_at`) of the first occurrence strictly after `at` under `spec`.
+/// None for a schedule that runs `after` upstreams: the ticker never fires it (its windows
+/// are created when the upstreams' end), so it stays out of the `due` index.
 pub(crate) fn next_after(
     spec: &ScheduleSpec,
     at: DateTime<Utc>,
 ) -> Result<Option<DateTime<Utc>>, StoreError> {
-    Ok(compiled(spec)?.next_fire_after(at))
+    let compiled = compiled(spec)?;
+    Ok(fired_by_ticker(spec)
+        .then(|| compiled.next_fire_after(at))
+        .flatten())
+}
+
+fn fired_by_ticker(spec: &ScheduleSpec) -> bool {
+    spec.after.is_empty()
 }
 
 /// A new schedule at version 1.
@@ -52,11 +61,9 @@ pub(crate) fn updated(
     meta: &ChangeMeta,
 ) -> Result<StoredSchedule, StoreError> {
     let timing_changed = spec.cron != current.spec.cron || spec.timezone != current.spec.timezone;
-    let next_run_at = compiled(spec)?.next_fire_after_edit(
-        &compiled(&current.spec)?,
-        current.next_run_at,
-        meta.at,
-    );
+    let next_run_at = compiled(spec)?
+        .next_fire_after_edit(&compiled(&current.spec)?, current.next_run_at, meta.at)
+        .filter(|_| fired_by_ticker(spec));
     // The old expression still judges its windows up to now (see `PastTiming`); entries the
     // watermark has passed are done.
     let mut past_timings: Vec<PastTiming> = current.past_timings_ahead().cloned().collect();

@@ -10,8 +10,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+use chrono::{DateTime, Utc};
+
 use crate::error::{Code, Issue};
-use crate::{RunStatus, ScheduleSpec};
+use crate::run::Origin;
+use crate::{Run, RunStatus, ScheduleSpec};
 
 /// Most upstreams one schedule may wait for.
 pub const MAX_UPSTREAMS: usize = 10;
@@ -60,6 +63,38 @@ pub fn readiness(
     }
 }
 
+/// The outcome an upstream's runs give the window at `at`: the expected occurrence's
+/// entry covering it (its own, or a range record's), whatever operators ran beside it.
+pub fn outcome_at(runs: &[Run], at: DateTime<Utc>) -> Option<RunStatus> {
+    runs.iter()
+        .filter(|r| r.key.origin == Origin::Expected)
+        .find(|r| r.key.scheduled_for <= at && at <= r.range_end.unwrap_or(r.key.scheduled_for))
+        .map(|r| r.status)
+}
+
+/// The decision for each window at `windows` of the schedule `spec` (which runs `after`
+/// upstreams), from each upstream's runs over those windows.
+pub fn decide_windows(
+    spec: &ScheduleSpec,
+    windows: &[DateTime<Utc>],
+    upstream_runs: &BTreeMap<String, Vec<Run>>,
+) -> Vec<(DateTime<Utc>, Readiness)> {
+    windows
+        .iter()
+        .map(|&at| {
+            let outcomes: BTreeMap<String, RunStatus> = spec
+                .after
+                .iter()
+                .filter_map(|u| {
+                    let runs = upstream_runs.get(u)?;
+                    Some((u.clone(), outcome_at(runs, at)?))
+                })
+                .collect();
+            (at, readiness(&spec.after, spec.accept_partial, &outcomes))
+        })
+        .collect()
+}
+
 /// Problems of a set of schedules' dependencies: an `after` naming no schedule of the set
 /// (DEPENDENCY_UNKNOWN_UPSTREAM), and every cycle (DEPENDENCY_CYCLE, once per cycle, on
 /// the schedule of the cycle that sorts first). `field` names a schedule's `after` in the
@@ -77,6 +112,29 @@ pub fn check_graph(specs: &[ScheduleSpec], field: &dyn Fn(&str) -> String) -> Ve
                     spec.id
                 ),
             ));
+        }
+    }
+    // A downstream window is the upstreams' window of the same fire time, so they share
+    // one grid: the same cron in the same zone.
+    let by_id: BTreeMap<&str, &ScheduleSpec> = specs.iter().map(|s| (s.id.as_str(), s)).collect();
+    for spec in specs {
+        for upstream in spec.after.iter().filter_map(|u| by_id.get(u.as_str())) {
+            if upstream.cron != spec.cron || upstream.timezone != spec.timezone {
+                issues.push(Issue::new(
+                    Code::DependencyGridMismatch,
+                    field(&spec.id),
+                    format!(
+                        "`{}` ({} {}) runs after `{}` ({} {}): a schedule and its upstreams \
+                         share one window grid, the same cron and time zone",
+                        spec.id,
+                        spec.cron,
+                        spec.timezone.name(),
+                        upstream.id,
+                        upstream.cron,
+                        upstream.timezone.name()
+                    ),
+                ));
+            }
         }
     }
     for cycle in cycles(specs) {

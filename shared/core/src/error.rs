@@ -69,6 +69,8 @@ pub enum Code {
     DependencyUnknownUpstream,
     /// `after` edges go round in a cycle.
     DependencyCycle,
+    /// A schedule and an upstream it runs after fire on different grids (cron or zone).
+    DependencyGridMismatch,
 }
 
 impl Code {
@@ -111,6 +113,7 @@ impl Code {
             Code::ScheduleInvalidAfter => "SCHEDULE_INVALID_AFTER",
             Code::DependencyUnknownUpstream => "DEPENDENCY_UNKNOWN_UPSTREAM",
             Code::DependencyCycle => "DEPENDENCY_CYCLE",
+            Code::DependencyGridMismatch => "DEPENDENCY_GRID_MISMATCH",
         }
     }
 }

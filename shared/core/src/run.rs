@@ -32,6 +32,8 @@ named_enum!(
         CatchUp => "CATCH_UP",
         Manual => "MANUAL",
         Backfill => "BACKFILL",
+        /// Every upstream's run for the window succeeded (`after`).
+        Dependency => "DEPENDENCY",
     }
 );
 
@@ -86,6 +88,8 @@ named_enum!(
         ApprovalTimeout => "APPROVAL_TIMEOUT",
         /// The guarded job's dry run reported more items than `guard.max_affected`.
         AffectedOverLimit => "AFFECTED_OVER_LIMIT",
+        /// An upstream's run for the window ended without succeeding (`after`).
+        UpstreamNotSucceeded => "UPSTREAM_NOT_SUCCEEDED",
     }
 );
 

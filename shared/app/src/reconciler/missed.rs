@@ -124,6 +124,17 @@ impl Reconciler {
         report.schedules = 1;
         let id = stored.id().to_string();
         let span = tracing::info_span!("schedule", schedule = %id);
+        if !stored.spec.after.is_empty() {
+            // Never fired by the ticker: nothing to miss; its windows follow its upstreams.
+            if let Err(e) = self
+                .follow_upstreams(&stored, now, &mut report)
+                .instrument(span)
+                .await
+            {
+                report.error(&format!("schedule {id}"), &e);
+            }
+            return (report, Vec::new());
+        }
         let pending = match self
             .plan_and_write(stored, now, correction_open, &mut report)
             .instrument(span)

@@ -22,6 +22,7 @@
 mod alerts;
 mod backlog;
 pub mod config;
+mod dependents;
 pub mod error;
 mod missed;
 mod proposals;

@@ -22,8 +22,8 @@ fn manifest(schedules: &[(&str, &[&str])]) -> String {
     serde_json::json!({ "schedules": items }).to_string()
 }
 
-/// The schedules, validated without their `after`, then given it (the manifest refuses
-/// `after` until the runtime runs it; the graph checks are what it will use).
+/// The schedules, validated without their `after`, then given it, so the graph checks
+/// can be tested on graphs the manifest refuses.
 fn specs(schedules: &[(&str, &[&str])]) -> Vec<ScheduleSpec> {
     let plain: Vec<(&str, &[&str])> = schedules.iter().map(|(id, _)| (*id, &[][..])).collect();
     let mut specs =
@@ -170,10 +170,92 @@ fn unknown_upstreams_and_cycles_are_refused_with_their_codes() {
         field_codes(&[("a", &["Not An Id"])])[0],
         invalid_after("schedules[0].after[0]")
     );
-    // Until the runtime runs it, a schedule with upstreams is refused, saying why.
+    assert_eq!(field_codes(&[("a", &[]), ("b", &["a"])]), []);
+}
+
+#[test]
+fn a_manifest_with_a_chain_is_accepted_and_one_on_another_grid_is_refused() {
+    let chain = parse_manifest(
+        &manifest(&[("a", &[]), ("b", &["a"]), ("c", &["b"])]),
+        &ValidationRules::default(),
+        now(),
+    )
+    .expect("a chain on one grid");
+    assert_eq!(chain[2].after, ["b"]);
+
+    let text = serde_json::json!({"schedules": [
+        {"id": "a", "cron": "0 * * * *", "timezone": "UTC", "job": {"type": "noop"}},
+        {"id": "b", "cron": "0 * * * *", "timezone": "Asia/Seoul", "after": ["a"], "job": {"type": "noop"}},
+        {"id": "c", "cron": "30 * * * *", "timezone": "UTC", "after": ["a"], "job": {"type": "noop"}}
+    ]})
+    .to_string();
+    let err = parse_manifest(&text, &ValidationRules::default(), now()).expect_err("refused");
+    let found: Vec<(&str, &str)> = err
+        .0
+        .iter()
+        .map(|i| (i.code.as_str(), i.field.as_str()))
+        .collect();
     assert_eq!(
-        field_codes(&[("a", &[]), ("b", &["a"])]),
-        [invalid_after("schedules[1].after")]
+        found,
+        [
+            ("DEPENDENCY_GRID_MISMATCH", "schedules[1].after"),
+            ("DEPENDENCY_GRID_MISMATCH", "schedules[2].after")
+        ]
+    );
+}
+
+#[test]
+fn an_upstream_window_reads_its_expected_entry_or_the_range_covering_it() {
+    let spec = &specs(&[("a", &[]), ("b", &["a"])])[1];
+    let at = |h: u32| -> DateTime<Utc> {
+        format!("2026-12-01T{h:02}:00:00Z")
+            .parse()
+            .expect("instant")
+    };
+    let schedule = crate::Schedule::new(specs(&[("a", &[])])[0].clone()).expect("schedule");
+    let run = |h: u32, status: RunStatus| {
+        let mut r = schedule.pending_run(
+            at(h),
+            schedule.window_for(at(h)),
+            Origin::Expected,
+            crate::Trigger::Scheduled,
+            at(h),
+            1,
+        );
+        r.status = status;
+        r
+    };
+    let mut range = run(2, RunStatus::Skipped);
+    range.range_end = Some(at(4));
+    range.count = 3;
+    // An operator's run of 05:00 beside the expected one that is still running.
+    let mut manual = run(5, RunStatus::Success);
+    manual.key.origin = Origin::Manual("req-1".into());
+    let runs = BTreeMap::from([(
+        "a".to_string(),
+        vec![
+            run(1, RunStatus::Success),
+            range,
+            manual,
+            run(5, RunStatus::Running),
+        ],
+    )]);
+    let decided = decide_windows(spec, &[at(1), at(3), at(5), at(6)], &runs);
+    let skip = Readiness::Skip {
+        upstream: "a".into(),
+        status: RunStatus::Skipped,
+    };
+    let waiting = Readiness::Waiting {
+        pending: after(&["a"]),
+    };
+    assert_eq!(
+        decided,
+        [
+            (at(1), Readiness::Ready),
+            (at(3), skip),
+            (at(5), waiting.clone()),
+            (at(6), waiting)
+        ]
     );
 }
 

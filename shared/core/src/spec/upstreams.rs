@@ -71,20 +71,8 @@ pub(super) fn read(
             "applies to upstream outcomes: it needs `after`".into(),
         );
     }
-    if !after.is_empty() && !EXECUTED {
-        problem(
-            "after",
-            "dependencies are checked but not yet run by this version: a schedule with `after` \
-             would fire on its own cron, not after its upstreams; remove `after` for now"
-                .into(),
-        );
-    }
     Upstreams {
         after,
         accept_partial,
     }
 }
-
-/// Whether the ticker, worker and reconciler run `after` (they do not yet): until they do,
-/// a schedule naming upstreams is refused rather than fired on its own cron.
-const EXECUTED: bool = false;
