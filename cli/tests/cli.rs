@@ -170,6 +170,52 @@ fn plan_json_accounts_for_every_window() {
 }
 
 #[test]
+fn plan_shows_the_dependency_chain_and_plans_no_dependent_window_from_its_cron() {
+    let manifest = write_temp(
+        "chain.yaml",
+        r#"schedules:
+  - { id: collect, cron: "0 * * * *", timezone: UTC, job: { type: noop } }
+  - { id: aggregate, cron: "0 * * * *", timezone: UTC, after: [collect], job: { type: noop } }
+  - { id: report, cron: "0 * * * *", timezone: UTC, after: [aggregate], job: { type: noop } }
+"#,
+    );
+    let args = |format: &'static str| {
+        [
+            "plan",
+            "-f",
+            manifest.to_str().unwrap(),
+            "--watermark",
+            "2026-11-29T00:00:00Z",
+            "--now",
+            "2026-11-29T03:00:00Z",
+            "--format",
+            format,
+        ]
+    };
+    let out = cronledger(&args("json"));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(doc[0]["chain"]["upstream"], serde_json::json!([]));
+    assert_eq!(
+        doc[0]["chain"]["downstream"],
+        serde_json::json!(["aggregate", "report"])
+    );
+    assert!(!doc[0]["entries"].as_array().unwrap().is_empty());
+    assert_eq!(
+        doc[2]["chain"]["upstream"],
+        serde_json::json!(["aggregate", "collect"])
+    );
+    assert_eq!(doc[2]["entries"], serde_json::json!([]));
+
+    let text = stdout(&cronledger(&args("text")));
+    assert!(
+        text.contains("schedule aggregate: runs after collect; runs before report"),
+        "{text}"
+    );
+    assert!(text.contains("none is planned from its cron"), "{text}");
+}
+
+#[test]
 fn bad_times_and_files_exit_1_without_a_panic() {
     for args in [
         vec![

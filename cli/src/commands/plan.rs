@@ -1,6 +1,7 @@
 use std::process::ExitCode;
 
 use chrono::{DateTime, Utc};
+use cronledger_core::dependency::{chain, Chain};
 use cronledger_core::planner::{Action, Plan, Release};
 use cronledger_core::run::LedgerEntry;
 use cronledger_core::window::utc_text;
@@ -37,6 +38,10 @@ struct PlanReport<'a> {
     alerts: &'a [cronledger_core::planner::Alert],
     backfill: &'a Option<cronledger_core::planner::BackfillProposal>,
     totals: &'a cronledger_core::planner::PlanTotals,
+    /// Its place among the manifest's dependencies, when it has one. A schedule with
+    /// upstreams is not planned from its cron: its windows follow its upstreams' outcomes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    chain: Option<Chain>,
 }
 
 /// An entry of `--existing`: an instant, or anything with `scheduled_for` (a ledger entry).
@@ -71,7 +76,8 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, CliError> {
         })?,
     };
     let selected: Vec<_> = specs
-        .into_iter()
+        .iter()
+        .cloned()
         .filter(|s| args.schedule.as_deref().is_none_or(|id| s.id == id))
         .collect();
     if selected.is_empty() {
@@ -89,11 +95,18 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, CliError> {
     let mut reports = Vec::new();
     let mut plans = Vec::new();
     for spec in selected {
+        // The ticker never fires a schedule with upstreams and no window of it is missed:
+        // nothing to plan from its cron.
+        let from = if spec.after.is_empty() {
+            watermark
+        } else {
+            now
+        };
         let schedule = Schedule::new(spec)?;
         let coverage = coverage_for(schedule.id(), &existing);
         let plan = plan(PlanInput {
             schedule: &schedule,
-            watermark,
+            watermark: from,
             now,
             existing: &coverage,
             pauses: &[],
@@ -102,7 +115,10 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, CliError> {
         plans.push((schedule, plan));
     }
     for (schedule, plan) in &plans {
-        reports.push(report(schedule, plan, watermark, now));
+        let mut r = report(schedule, plan, watermark, now);
+        let found = chain(&specs, schedule.id());
+        r.chain = (!found.upstream.is_empty() || !found.downstream.is_empty()).then_some(found);
+        reports.push(r);
     }
     match args.format {
         Format::Json => println!(
@@ -173,10 +189,32 @@ fn report<'a>(
         alerts: &plan.alerts,
         backfill: &plan.backfill,
         totals: &plan.totals,
+        chain: None,
     }
 }
 
 fn print_table(r: &PlanReport<'_>) {
+    if let Some(c) = &r.chain {
+        let list = |ids: &[String]| {
+            if ids.is_empty() {
+                "none".to_string()
+            } else {
+                ids.join(", ")
+            }
+        };
+        println!(
+            "schedule {}: runs after {}; runs before {}",
+            r.schedule,
+            list(&c.upstream),
+            list(&c.downstream)
+        );
+        if !c.upstream.is_empty() {
+            println!(
+                "  its windows follow its upstreams' outcomes; none is planned from its cron\n"
+            );
+            return;
+        }
+    }
     println!(
         "schedule {}: windows after {} through {}{}",
         r.schedule,
