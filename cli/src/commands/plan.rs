@@ -77,8 +77,8 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, CliError> {
     };
     let selected: Vec<_> = specs
         .iter()
-        .cloned()
         .filter(|s| args.schedule.as_deref().is_none_or(|id| s.id == id))
+        .cloned()
         .collect();
     if selected.is_empty() {
         return Err(CliError::msg(format!(
