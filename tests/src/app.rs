@@ -536,6 +536,10 @@ impl LedgerStore for ObservedStore {
         self.inner.advance_watermark(id, expected, through).await
     }
 
+    async fn set_downstream(&self, id: &str, downstream: &[String]) -> Result<(), StoreError> {
+        self.inner.set_downstream(id, downstream).await
+    }
+
     async fn count_failure_streak(
         &self,
         id: &str,

@@ -7,6 +7,7 @@ pub mod backfill;
 pub mod backoff;
 pub mod clock;
 pub mod cost;
+pub mod dependents;
 pub mod deployment;
 pub mod faults;
 pub mod jobs;

@@ -67,6 +67,10 @@ pub struct StoredSchedule {
     pub updated_at: DateTime<Utc>,
     /// Runs ended FAILED in a row since the last success (see [`LedgerStore::count_failure_streak`]).
     pub failure_streak: u32,
+    /// The schedules that run `after` this one, sorted: who a run's end may start. Kept by
+    /// the reconciler from the specs (see [`LedgerStore::set_downstream`]), so it can lag an
+    /// edit by a pass; the specs' `after` is the truth.
+    pub downstream: Vec<String>,
 }
 
 /// How a run's end moves its schedule's failure streak.
@@ -481,6 +485,10 @@ pub trait LedgerStore: Send + Sync {
         expected: DateTime<Utc>,
         through: DateTime<Utc>,
     ) -> Result<bool, StoreError>;
+
+    /// Replaces the schedule's `downstream` list (one UpdateItem, no version condition: it
+    /// is derived from other schedules' specs, not part of this one's rule).
+    async fn set_downstream(&self, id: &str, downstream: &[String]) -> Result<(), StoreError>;
 
     /// Moves the schedule's failure streak with a run's end (one UpdateItem, no version
     /// condition: it is not part of the rule) and answers the streak after it. A success

@@ -51,6 +51,7 @@ pub(crate) fn created(
         created_at: meta.at,
         updated_at: meta.at,
         failure_streak: 0,
+        downstream: Vec::new(),
     })
 }
 
@@ -131,6 +132,7 @@ pub(crate) fn resumed(
         // An operator resumed it: failures count again from here (a schedule that paused
         // itself on failure pauses again only after as many new ones).
         failure_streak: 0,
+        downstream: Vec::new(),
         ..current.clone()
     })
 }

@@ -256,4 +256,41 @@ conformance! {
             "no item was created for it"
         );
     }
+
+    async fn a_dependent_is_never_due_and_its_upstream_keeps_a_downstream_list_through_edits(env: Env) {
+        let ledger = &env.ledger;
+        let t0 = t("2026-03-01T00:00:00Z");
+        let upstream = ledger
+            .create_schedule(spec("collect", "0 * * * *"), meta("alice", t0))
+            .await
+            .expect("upstream");
+        assert!(upstream.downstream.is_empty());
+        let dependent = ledger
+            .create_schedule(
+                spec_with("report", "0 * * * *", json!({"after": ["collect"]})),
+                meta("alice", t0),
+            )
+            .await
+            .expect("dependent");
+        // The ticker never fires it: no next run, not in the `due` index.
+        assert_eq!(dependent.next_run_at, None);
+        assert!(due_ids(&env, "report", t0 + Duration::days(1)).await.is_empty());
+
+        let list = vec!["report".to_string()];
+        ledger.set_downstream("collect", &list).await.expect("set");
+        assert_eq!(ledger.get_schedule("collect").await.expect("get").downstream, list);
+        // An edit of the upstream's rule keeps the list; its version does not move for it.
+        let edited = ledger
+            .update_schedule(spec("collect", "0 * * * *"), 1, meta("bob", t0))
+            .await
+            .expect("edit");
+        assert_eq!((edited.version, edited.downstream.clone()), (2, list));
+        ledger.set_downstream("collect", &[]).await.expect("clear");
+        let cleared = ledger.get_schedule("collect").await.expect("get");
+        assert!(cleared.downstream.is_empty());
+        assert_eq!(cleared.version, 2);
+
+        let missing = ledger.set_downstream("nobody", &[]).await;
+        assert_eq!(missing.unwrap_err().code(), "SCHEDULE_NOT_FOUND");
+    }
 }

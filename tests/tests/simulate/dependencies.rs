@@ -5,7 +5,7 @@ use super::*;
 
 /// Over a day of hourly windows, A's 05:00 window fails for good: B's and C's 05:00 windows
 /// are recorded SKIPPED (UPSTREAM_NOT_SUCCEEDED), and every other window of B and C runs
-/// once, after its upstream ended, with trigger DEPENDENCY.
+/// once, as soon as its upstream ended, with trigger DEPENDENCY.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_chain_skips_downstream_windows_of_a_failed_upstream_window_only() {
     let config = SimulationConfig::new(t("2026-03-01T04:30:00Z"), t("2026-03-02T04:30:00Z"));
@@ -55,8 +55,8 @@ async fn a_chain_skips_downstream_windows_of_a_failed_upstream_window_only() {
             }
             assert_eq!(e.status, RunStatus::Success, "{e:?}");
             assert_eq!(e.executions, 1, "{e:?}");
-            // It started after its upstream's run for the window had ended (the upstream
-            // takes 10 or 5 minutes), within a reconciler pass of that end.
+            // It started as its upstream's run for the window ended (the upstream takes 10
+            // or 5 minutes): the worker that ended it created and sent it.
             let upstream_started = report
                 .ledger
                 .iter()
@@ -66,11 +66,50 @@ async fn a_chain_skips_downstream_windows_of_a_failed_upstream_window_only() {
             let took = if upstream == "collect" { 10 } else { 5 };
             let upstream_ended = upstream_started + chrono::TimeDelta::minutes(took);
             let started = e.first_started_at.as_deref().map(t).expect("started");
-            assert!(
-                upstream_ended <= started
-                    && started <= upstream_ended + chrono::TimeDelta::minutes(5),
-                "{e:?}: {upstream} ended {upstream_ended}"
-            );
+            assert_eq!(started, upstream_ended, "{e:?}");
+        }
+    }
+}
+
+/// A five-minutely chain under crashes at every point, duplicate deliveries, three racing
+/// tickers and a scheduler outage: every window of every schedule is accounted for once,
+/// a dependent window runs only after its upstream's succeeded, and none runs twice except
+/// where a lost completion write made an idempotent job run again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chain_under_crashes_and_duplicate_deliveries_runs_each_window_once() {
+    let mut config = SimulationConfig::new(t("2026-03-01T00:00:00Z"), t("2026-03-01T02:00:00Z"));
+    config.outages = vec![Outage::parse("2026-03-01T00:40:00Z..2026-03-01T00:55:00Z").unwrap()];
+    config.tickers = 3;
+    config.crashes = CrashPoint::ALL.to_vec();
+    config.crash_every = 4;
+    config.duplicate_deliveries = true;
+    let every_five = "*/5 * * * *";
+    let fields = |after: &[&str]| {
+        json!({"misfire": "CATCH_UP_ALL", "max_auto_catch_up": 50, "side_effects": false,
+               "idempotent": true, "after": after})
+    };
+    let specs = vec![
+        spec_with("collect", every_five, fields(&[])),
+        spec_with("aggregate", every_five, fields(&["collect"])),
+        spec_with("report", every_five, fields(&["aggregate"])),
+    ];
+    let report = run(specs, config).await;
+    assert_every_crash_point_hit(&report);
+    assert_accounted(&report, |s| s.reexecuted_after_lost_completion);
+    assert!(report.stats.errors.is_empty(), "{:?}", report.stats.errors);
+    for (id, upstream) in [("aggregate", "collect"), ("report", "aggregate")] {
+        for e in report.ledger.iter().filter(|e| e.schedule == id) {
+            let up = report
+                .ledger
+                .iter()
+                .find(|u| u.schedule == upstream && u.scheduled_for == e.scheduled_for)
+                .expect("the upstream's window");
+            if e.status == RunStatus::Success {
+                assert_eq!(up.status, RunStatus::Success, "{e:?} after {up:?}");
+            } else {
+                assert_eq!(e.reason, Some(Reason::UpstreamNotSucceeded), "{e:?}");
+                assert_ne!(up.status, RunStatus::Success, "{e:?} after {up:?}");
+            }
         }
     }
 }

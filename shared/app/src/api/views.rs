@@ -34,6 +34,9 @@ pub fn schedule(s: &StoredSchedule) -> Value {
         "spec": spec,
         "next_run_at": s.next_run_at.map(utc_text),
         "reconciled_through": utc_text(s.reconciled_through),
+        // The schedules that run after this one (its own upstreams are the spec's `after`),
+        // as the reconciler last kept them.
+        "downstream": s.downstream,
         "pauses": s.pauses,
         "created_at": utc_text(s.created_at),
         "updated_at": utc_text(s.updated_at),

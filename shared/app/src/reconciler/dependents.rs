@@ -1,27 +1,60 @@
-//! Windows of schedules that run `after` upstreams. The ticker never fires them; each pass
-//! decides their windows from the upstreams' runs for the same window:
+//! The reconciler's part in dependencies (see [`crate::dependents`] for the rules): each
+//! pass decides the windows of schedules that run `after` others, up to now, from their
+//! upstreams' runs (range records included).
 //!
-//! - every upstream succeeded: the window's run is created PENDING (trigger DEPENDENCY) and
-//!   sent to its lane;
-//! - an upstream ended without succeeding (FAILED, SKIPPED, COALESCED, CANCELLED, ...): the
-//!   window is recorded SKIPPED (UPSTREAM_NOT_SUCCEEDED), so it stays accounted, and its own
-//!   downstreams are skipped the same way on the pass that reads it;
-//! - an upstream has not ended the window yet: nothing; the watermark stays before it.
+//! The decision is shared with the worker, which makes it first as
+//! an upstream's run ends; a pass records what the worker did not get to. A window's run
+//! created but not sent (a crash in between) is sent by the next pass. The watermark moves
+//! past every window decided, up to the first that still waits.
 //!
-//! The create is conditional on the run's key, so racing reconcilers record each window
-//! once; a window's run created but not sent (a crash in between) is sent by the next pass.
-//! The watermark moves past every window decided, up to the first that still waits.
+//! Each pass also keeps every schedule's `downstream` list (who the worker looks at when a
+//! run ends) in step with the specs' `after`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, TimeDelta, Utc};
-use cronledger_aws::ledger::StoredSchedule;
-use cronledger_aws::Created;
+use cronledger_aws::ledger::{ScheduleState, StoredSchedule};
 use cronledger_core::dependency::{decide_windows, Readiness};
 use cronledger_core::run::Origin;
-use cronledger_core::{Reason, Run, RunStatus, Schedule, Trigger};
+use cronledger_core::{Run, RunStatus, Schedule, Trigger};
+
+use crate::dependents::Recorded;
 
 use super::{ReconcileError, ReconcileReport, Reconciler};
+
+/// The dependency graph a pass reads from the schedules it lists.
+#[derive(Debug, Default)]
+pub(super) struct Graph {
+    /// Upstream -> the schedules (not archived) that run after it.
+    downstream: BTreeMap<String, BTreeSet<String>>,
+    /// This pass's schedules and the `downstream` lists they keep.
+    kept: Vec<(String, Vec<String>)>,
+}
+
+impl Graph {
+    pub(super) fn add_edges(&mut self, schedules: &[StoredSchedule]) {
+        for s in schedules
+            .iter()
+            .filter(|s| s.state != ScheduleState::Archived)
+        {
+            for upstream in &s.spec.after {
+                self.downstream
+                    .entry(upstream.clone())
+                    .or_default()
+                    .insert(s.id().to_string());
+            }
+        }
+    }
+
+    pub(super) fn keep(&mut self, schedules: &[StoredSchedule]) {
+        self.kept.extend(
+            schedules
+                .iter()
+                .filter(|s| s.state != ScheduleState::Archived)
+                .map(|s| (s.id().to_string(), s.downstream.clone())),
+        );
+    }
+}
 
 /// Most windows of one schedule decided in one pass: a minutely schedule's day.
 const MAX_WINDOWS_PER_PASS: usize = 1_440;
@@ -110,26 +143,18 @@ impl Reconciler {
         now: DateTime<Utc>,
         report: &mut ReconcileReport,
     ) -> Result<bool, ReconcileError> {
-        let mut run = schedule.pending_run(
-            at,
-            schedule.window_for(at),
-            Origin::Expected,
-            Trigger::Dependency,
-            now,
+        let recorded = crate::dependents::record_window(
+            self.store.as_ref(),
+            schedule,
             stored.version,
-        );
-        match readiness {
-            Readiness::Waiting { .. } => return Ok(false),
-            Readiness::Ready => {}
-            Readiness::Skip { upstream, status } => {
-                run.status = RunStatus::Skipped;
-                run.reason = Some(Reason::UpstreamNotSucceeded);
-                tracing::info!(run = %run.key, %upstream, upstream_status = %status,
-                    "window skipped: an upstream did not succeed");
-            }
-        }
-        match self.store.create_run(&run).await? {
-            Created::New(run) => {
+            at,
+            readiness,
+            now,
+        )
+        .await?;
+        match recorded {
+            Recorded::Waiting => return Ok(false),
+            Recorded::Created(run) => {
                 report.entries_written += 1;
                 if run.status == RunStatus::Skipped {
                     self.metrics.count_for(stored.id(), "UpstreamSkipped", 1);
@@ -139,10 +164,31 @@ impl Reconciler {
                     self.send_dependent(&run, now, report).await;
                 }
             }
-            // Another reconciler recorded it first; it sends what it created.
-            Created::Existing(_) => report.already_recorded += 1,
+            // Another decider recorded it first; it sends what it created.
+            Recorded::Existing(_) => report.already_recorded += 1,
         }
         Ok(true)
+    }
+
+    /// Brings the `downstream` list of each schedule of this pass in step with the specs'
+    /// `after` (one write per schedule whose list changed: rare).
+    pub(super) async fn sync_downstream(&self, graph: &Graph, report: &mut ReconcileReport) {
+        for (id, stored) in &graph.kept {
+            let wanted: Vec<String> = graph
+                .downstream
+                .get(id)
+                .map(|d| d.iter().cloned().collect())
+                .unwrap_or_default();
+            if *stored == wanted {
+                continue;
+            }
+            match self.store.set_downstream(id, &wanted).await {
+                Ok(()) => {
+                    tracing::info!(schedule = %id, downstream = ?wanted, "downstream list updated")
+                }
+                Err(e) => report.error(&format!("downstream of {id}"), &e.into()),
+            }
+        }
     }
 
     /// Claims and sends a dependent run; the claim is conditional, so of two senders one

@@ -329,6 +329,10 @@ impl Reconciler {
         let mut approvals: Vec<StoredSchedule> = Vec::new();
         // Schedules with a `deadline`: their active runs are checked against it.
         let mut deadlines: BTreeMap<String, ScheduleSpec> = BTreeMap::new();
+        // Who runs after whom, over every schedule (not only this pass's shards), and the
+        // `downstream` lists this pass's schedules keep: kept in step after the listing.
+        let mut graph = dependents::Graph::default();
+        let mut listed_all = false;
         loop {
             let page = match self
                 .store
@@ -341,6 +345,7 @@ impl Reconciler {
                     break;
                 }
             };
+            graph.add_edges(&page.items);
             let mine: Vec<_> = page
                 .items
                 .into_iter()
@@ -356,6 +361,7 @@ impl Reconciler {
                     .filter(|s| s.spec.approval == Approval::EveryRun)
                     .cloned(),
             );
+            graph.keep(&mine);
             deadlines.extend(
                 mine.iter()
                     .filter(|s| s.spec.deadline.is_some())
@@ -372,8 +378,14 @@ impl Reconciler {
             }
             match page.next {
                 Some(next) => cursor = Some(next),
-                None => break,
+                None => {
+                    listed_all = true;
+                    break;
+                }
             }
+        }
+        if listed_all {
+            self.sync_downstream(&graph, &mut report).await;
         }
 
         for stored in &approvals {

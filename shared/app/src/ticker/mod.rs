@@ -706,6 +706,7 @@ mod tests {
             created_at: t("2026-03-01T00:00:00Z"),
             updated_at: t("2026-03-01T00:00:00Z"),
             failure_streak: 0,
+            downstream: Vec::new(),
         }
     }
 

@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 use cronledger_aws::health::outcome_of;
 use cronledger_aws::ledger::StoredSchedule;
-use cronledger_aws::{ChangeMeta, StoreError, StreakChange};
+use cronledger_aws::{ChangeMeta, Outcome, StoreError, StreakChange};
 use cronledger_core::alerts::{self, About, Alert, RunRef};
 use cronledger_core::{Run, RunStatus};
 
@@ -21,6 +21,7 @@ impl Worker {
     /// for. Best effort: the run's end is already recorded.
     pub(super) async fn after_end(&self, stored: &StoredSchedule, ended: &Run, now: DateTime<Utc>) {
         self.count_for_health(stored, ended, now).await;
+        self.start_dependents(stored, ended, now).await;
         let spec = &stored.spec;
         let about = About::of(spec);
         let key = ended.key.to_string();
@@ -88,6 +89,45 @@ impl Worker {
             for alert in &raised {
                 alerter.raise(alert, spec.alerts.topic.as_deref()).await;
             }
+        }
+    }
+
+    /// The schedules that run after this one get their window decided now, not at the
+    /// reconciler's next pass (which decides whatever this misses).
+    async fn start_dependents(&self, stored: &StoredSchedule, ended: &Run, now: DateTime<Utc>) {
+        if stored.downstream.is_empty() {
+            return;
+        }
+        match crate::dependents::after_upstream_end(
+            self.store.as_ref(),
+            self.lanes.as_ref(),
+            &stored.downstream,
+            ended,
+            now,
+        )
+        .await
+        {
+            Ok(created) => {
+                for run in created.iter().filter(|r| r.status == RunStatus::Skipped) {
+                    self.count_skipped(run).await;
+                }
+            }
+            Err(e) => tracing::warn!(error = %e,
+                "could not decide the dependents' window; the reconciler will"),
+        }
+    }
+
+    /// A dependent's window recorded SKIPPED, on its schedule's day counters.
+    async fn count_skipped(&self, run: &Run) {
+        let Some(health) = &self.health else {
+            return;
+        };
+        let day = run.key.scheduled_for.date_naive();
+        if let Err(e) = health
+            .count_outcome(&run.key.schedule_id, day, Outcome::Skipped, 1)
+            .await
+        {
+            tracing::warn!(run = %run.key, error = %e, "could not count the skipped window for health");
         }
     }
 

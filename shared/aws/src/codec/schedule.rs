@@ -27,6 +27,7 @@ pub const PAST_TIMINGS: &str = "past_timings";
 pub const CREATED_AT: &str = "created_at";
 pub const UPDATED_AT: &str = "updated_at";
 pub const FAILURE_STREAK: &str = "failure_streak";
+pub const DOWNSTREAM: &str = "downstream";
 
 pub const ACTION: &str = "action";
 pub const ACTOR: &str = "actor";
@@ -61,6 +62,12 @@ pub fn encode(schedule: &StoredSchedule) -> Result<Item, StoreError> {
         .opt_n(
             FAILURE_STREAK,
             (schedule.failure_streak > 0).then_some(schedule.failure_streak),
+        )
+        .opt_s(
+            DOWNSTREAM,
+            (!schedule.downstream.is_empty())
+                .then(|| to_json(&schedule.downstream))
+                .transpose()?,
         )
         .s(GSI3PK, keys::CATALOG_PK)
         .s(GSI3SK, id);
@@ -101,6 +108,10 @@ pub fn decode(item: &Item) -> Result<StoredSchedule, StoreError> {
         created_at: r.time(CREATED_AT)?,
         updated_at: r.time(UPDATED_AT)?,
         failure_streak: r.opt_n(FAILURE_STREAK)?.unwrap_or(0),
+        downstream: match r.opt_s(DOWNSTREAM)? {
+            Some(_) => r.json(DOWNSTREAM)?,
+            None => Vec::new(),
+        },
     })
 }
 

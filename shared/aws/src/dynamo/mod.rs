@@ -370,6 +370,10 @@ impl LedgerStore for DynamoLedger {
         .await
     }
 
+    async fn set_downstream(&self, id: &str, downstream: &[String]) -> Result<(), StoreError> {
+        metered("set_downstream", self.set_downstream_impl(id, downstream)).await
+    }
+
     async fn count_failure_streak(
         &self,
         id: &str,

@@ -303,6 +303,27 @@ impl DynamoLedger {
         self.conditional_update(id, &expr).await
     }
 
+    pub(super) async fn set_downstream_impl(
+        &self,
+        id: &str,
+        downstream: &[String],
+    ) -> Result<(), StoreError> {
+        let mut expr = Expr::new();
+        if downstream.is_empty() {
+            expr.remove(codec::DOWNSTREAM);
+        } else {
+            let list = serde_json::to_string(downstream)
+                .map_err(|e| StoreError::InvalidRequest(e.to_string()))?;
+            expr.set(codec::DOWNSTREAM, s(list));
+        }
+        expr.exists(PK);
+        if self.conditional_update(id, &expr).await? {
+            Ok(())
+        } else {
+            Err(StoreError::ScheduleNotFound(id.to_string()))
+        }
+    }
+
     /// Failed: one more, answering the new value. Succeeded: `SET
     /// failure_streak = 0` only when the caller's copy of the schedule showed a streak (the
     /// worker passes what it read), so a healthy run writes nothing; here it is written

@@ -263,6 +263,13 @@ impl LedgerStore for MemoryStore {
         .await
     }
 
+    async fn set_downstream(&self, id: &str, downstream: &[String]) -> Result<(), StoreError> {
+        metered("set_downstream", async {
+            self.set_downstream_impl(id, downstream)
+        })
+        .await
+    }
+
     async fn count_failure_streak(
         &self,
         id: &str,

@@ -47,6 +47,7 @@ fn with_schedule(store: &MemoryStore, id: &str, next: DateTime<Utc>) -> StoredSc
         created_at: t0(),
         updated_at: t0(),
         failure_streak: 0,
+        downstream: Vec::new(),
     };
     store
         .tables()

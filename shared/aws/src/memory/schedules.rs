@@ -383,6 +383,27 @@ impl MemoryStore {
 
     /// One conditional UpdateItem: the watermark moves if it is still `expected` (as stored
     /// text, which is what DynamoDB compares).
+    pub(super) fn set_downstream_impl(
+        &self,
+        id: &str,
+        downstream: &[String],
+    ) -> Result<(), StoreError> {
+        let mut tables = self.tables();
+        self.charge_call("UpdateItem");
+        let Some(current) = tables.schedules.get(id) else {
+            self.charge_write("UpdateItem", None, None, Request::Standard);
+            return Err(StoreError::ScheduleNotFound(id.to_string()));
+        };
+        let before = codec::encode(current)?;
+        let (after, stored) = schedule_item(&StoredSchedule {
+            downstream: downstream.to_vec(),
+            ..current.clone()
+        })?;
+        self.charge_write("UpdateItem", Some(&before), Some(&after), Request::Standard);
+        tables.schedules.insert(id.to_string(), stored);
+        Ok(())
+    }
+
     pub(super) fn advance_watermark_impl(
         &self,
         id: &str,
