@@ -11,7 +11,9 @@ use cronledger_app::api::{ApiConfig, Caller, RunAtEvent};
 use cronledger_aws::keys;
 use cronledger_core::run::Origin;
 use cronledger_core::{Lane, RunStatus};
-use cronledger_tests::api::{ApiEnv, NowValue, ADMIN, LAMBDA_ADMIN, OPERATOR, STRANGER, VIEWER};
+use cronledger_tests::api::{
+    Answer, ApiEnv, NowValue, ADMIN, LAMBDA_ADMIN, OPERATOR, STRANGER, VIEWER,
+};
 use cronledger_tests::app::worker_config;
 use cronledger_tests::t;
 use serde_json::{json, Value};

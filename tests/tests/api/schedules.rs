@@ -553,3 +553,77 @@ async fn each_role_is_allowed_and_refused() {
         .await;
     assert_eq!(local_run.status, StatusCode::OK);
 }
+
+/// `after` through the api is checked against the stored schedules: an unknown or archived
+/// upstream, a cycle and a different window grid are refused with their codes, and a
+/// dependent is never due; its upstream's view lists it once the reconciler has kept it.
+#[tokio::test]
+async fn dependencies_are_checked_against_the_stored_schedules() {
+    let api = ApiEnv::new(t(NOW)).await;
+    let with_after = |id: &str, cron: &str, after: &[&str]| {
+        let mut doc = schedule_doc(id, cron);
+        doc["after"] = json!(after);
+        doc
+    };
+    create(&api, schedule_doc("collect", "0 * * * *")).await;
+    let refused = |body: &Answer| {
+        assert_eq!(
+            body.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{:?}",
+            body.body
+        );
+        body.code().to_string()
+    };
+    let unknown = api
+        .post(
+            ADMIN,
+            "/v1/schedules",
+            Some(with_after("report", "0 * * * *", &["nobody"])),
+        )
+        .await;
+    assert_eq!(refused(&unknown), "DEPENDENCY_UNKNOWN_UPSTREAM");
+    let grid = api
+        .post(
+            ADMIN,
+            "/v1/schedules",
+            Some(with_after("report", "30 * * * *", &["collect"])),
+        )
+        .await;
+    assert_eq!(refused(&grid), "DEPENDENCY_GRID_MISMATCH");
+
+    let aggregate = create(&api, with_after("aggregate", "0 * * * *", &["collect"])).await;
+    assert_eq!(aggregate["next_run_at"], Value::Null);
+    create(&api, with_after("report", "0 * * * *", &["aggregate"])).await;
+
+    // collect after report would close collect -> aggregate -> report -> collect.
+    let cycle = api
+        .call_with(
+            Some(Caller::new(ADMIN)),
+            Method::PUT,
+            "/v1/schedules/collect",
+            Some(with_after("collect", "0 * * * *", &["report"])),
+            &[("If-Match", "\"1\"")],
+        )
+        .await;
+    assert_eq!(refused(&cycle), "DEPENDENCY_CYCLE");
+
+    // Once the reconciler kept the lists, moving collect to another grid is refused too.
+    api.env
+        .store
+        .set_downstream("collect", &["aggregate".to_string()])
+        .await
+        .expect("downstream");
+    let listed = api.get(VIEWER, "/v1/schedules/collect").await;
+    assert_eq!(listed.body["downstream"], json!(["aggregate"]));
+    let moved = api
+        .call_with(
+            Some(Caller::new(ADMIN)),
+            Method::PUT,
+            "/v1/schedules/collect?confirm=high-risk",
+            Some(schedule_doc("collect", "5 * * * *")),
+            &[("If-Match", "\"1\"")],
+        )
+        .await;
+    assert_eq!(refused(&moved), "DEPENDENCY_GRID_MISMATCH");
+}

@@ -10,6 +10,7 @@ pub mod auth;
 pub mod backfills;
 pub mod console;
 pub mod cursor;
+mod dependencies;
 pub mod error;
 pub mod extract;
 pub mod health;

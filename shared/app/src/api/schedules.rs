@@ -143,6 +143,7 @@ pub async fn create(
 ) -> ApiResult<Response> {
     let spec = api.validate(&doc)?;
     api.check_job_type(&actor, &spec)?;
+    api.check_dependencies(&spec, &[]).await?;
     let meta = api.meta(&actor, header_note(&headers, "created through the api"));
     let stored = api.deps().store.create_schedule(spec, meta).await?;
     Ok(with_etag(StatusCode::CREATED, &stored))
@@ -299,6 +300,7 @@ pub async fn update(
     api.check_job_type(&actor, &spec)?;
     let current = api.deps().store.get_schedule(&id).await?;
     api.check_job_type(&actor, &current.spec)?;
+    api.check_dependencies(&spec, &current.downstream).await?;
     let report = assess_change(&current.spec, &spec, api.now(), None, 0)
         .map_err(|i| ApiError::issues(&[i]))?;
     let confirmed = confirmed(&confirm, &headers)?;

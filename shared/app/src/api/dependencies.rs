@@ -1,0 +1,110 @@
+//! The dependency checks a schedule written through the api gets against the stored ones
+//! (a manifest gets them across its own schedules in the core): its upstreams exist and are
+//! not archived, it closes no cycle, and it shares its window grid with its upstreams and
+//! with the schedules that run after it. Reads only what it checks: each upstream's
+//! ancestors (a cycle would pass through the schedule itself) and its listed dependents.
+
+use std::collections::{BTreeSet, VecDeque};
+
+use cronledger_aws::ledger::ScheduleState;
+use cronledger_aws::StoreError;
+use cronledger_core::error::{Code, Issue};
+use cronledger_core::ScheduleSpec;
+
+use super::error::{ApiError, ApiResult};
+use super::Api;
+
+/// Most ancestors one check reads; a deeper graph is refused rather than walked unbounded.
+const MAX_ANCESTORS: usize = 1_000;
+
+impl Api {
+    /// Refuses `spec` when its dependencies would not hold; `downstream` is the stored
+    /// schedule's list of dependents (none for a new one).
+    pub(crate) async fn check_dependencies(
+        &self,
+        spec: &ScheduleSpec,
+        downstream: &[String],
+    ) -> ApiResult<()> {
+        let store = &self.deps().store;
+        let mut issues = Vec::new();
+        let grid_issue = |other: &ScheduleSpec, field: &str| {
+            Issue::new(
+                Code::DependencyGridMismatch,
+                field,
+                format!(
+                    "`{}` ({} {}) and `{}` ({} {}) are linked by `after`: they share one \
+                     window grid, the same cron and time zone",
+                    spec.id,
+                    spec.cron,
+                    spec.timezone.name(),
+                    other.id,
+                    other.cron,
+                    other.timezone.name()
+                ),
+            )
+        };
+        let mut queue: VecDeque<String> = spec.after.iter().cloned().collect();
+        let mut seen: BTreeSet<String> = BTreeSet::new();
+        while let Some(id) = queue.pop_front() {
+            if !seen.insert(id.clone()) {
+                continue;
+            }
+            if seen.len() > MAX_ANCESTORS {
+                issues.push(Issue::new(
+                    Code::ScheduleInvalidAfter,
+                    "after",
+                    format!("more than {MAX_ANCESTORS} schedules upstream"),
+                ));
+                break;
+            }
+            let direct = spec.after.contains(&id);
+            if id == spec.id {
+                issues.push(Issue::new(
+                    Code::DependencyCycle,
+                    "after",
+                    format!("`{}` would run after itself through its upstreams", spec.id),
+                ));
+                continue;
+            }
+            match store.get_schedule(&id).await {
+                Ok(up) if up.state != ScheduleState::Archived => {
+                    if direct && (up.spec.cron != spec.cron || up.spec.timezone != spec.timezone) {
+                        issues.push(grid_issue(&up.spec, "after"));
+                    }
+                    queue.extend(up.spec.after.iter().cloned());
+                }
+                Ok(_) | Err(StoreError::ScheduleNotFound(_)) => {
+                    if direct {
+                        issues.push(Issue::new(
+                            Code::DependencyUnknownUpstream,
+                            "after",
+                            format!(
+                                "`{}` runs after `{id}`, which is not an active schedule",
+                                spec.id
+                            ),
+                        ));
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        for id in downstream {
+            match store.get_schedule(id).await {
+                Ok(d)
+                    if d.state != ScheduleState::Archived
+                        && d.spec.after.contains(&spec.id)
+                        && (d.spec.cron != spec.cron || d.spec.timezone != spec.timezone) =>
+                {
+                    issues.push(grid_issue(&d.spec, "cron"));
+                }
+                Ok(_) | Err(StoreError::ScheduleNotFound(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if issues.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::issues(&issues))
+        }
+    }
+}
