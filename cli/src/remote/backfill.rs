@@ -110,18 +110,33 @@ pub(super) async fn backfill(a: BackfillArgs) -> Result<ExitCode, CliError> {
             let v = client.ok(Method::GET, &path, None, &[]).await?;
             print(n.remote.format, &v, |v| {
                 let mut out = format!(
-                    "{} expected windows: {} succeeded, {} missing, {} failed, {} not run, {} in flight; reported count total {}\n",
+                    "{} expected windows: {} succeeded, {} missing, {} failed, {} not run, {} in flight, {} mismatched, {} unverified; reported count total {}\n",
                     s(&v["expected_windows"]),
                     s(&v["succeeded"]),
                     s(&v["missing"]),
                     s(&v["failed"]),
                     s(&v["not_run"]),
                     s(&v["in_flight"]),
+                    s(&v["mismatched"]),
+                    s(&v["unverified"]),
                     s(&v["reported_count_total"])
                 );
-                let mut t = Table::new(["WINDOW", "PROBLEM", "STATUSES"]);
+                let mut t = Table::new(["WINDOW", "PROBLEM", "STATUSES", "EXPECTED", "REPORTED"]);
+                let results = |r: &serde_json::Value| {
+                    if r.is_null() {
+                        String::new()
+                    } else {
+                        format!("count {} checksum {}", s(&r["count"]), s(&r["checksum"]))
+                    }
+                };
                 for p in v["problems"].as_array().into_iter().flatten() {
-                    t.row([s(&p["scheduled_for"]), s(&p["problem"]), s(&p["statuses"])]);
+                    t.row([
+                        s(&p["scheduled_for"]),
+                        s(&p["problem"]),
+                        s(&p["statuses"]),
+                        results(&p["expected"]),
+                        results(&p["reported"]),
+                    ]);
                 }
                 out.push_str(&t.to_string());
                 // The api lists one page of problem windows; the counts above cover all.

@@ -20,7 +20,7 @@ use cronledger_aws::{
     ApprovalReason, Backfill, BackfillState, LaneError, LaneQueue, LedgerStore, OpsStore,
     Reprocess, StoreError,
 };
-use cronledger_core::run::Origin;
+use cronledger_core::run::{Origin, RunResult};
 use cronledger_core::window::utc_text;
 use cronledger_core::{Lane, Reason, Run, RunEvent, RunKey, RunStatus, Schedule, Trigger};
 use serde::Serialize;
@@ -261,9 +261,31 @@ pub async fn progress(
 pub struct Problem {
     pub scheduled_for: String,
     /// MISSING (no ledger entry at all), FAILED, NOT_RUN (skipped, cancelled, coalesced,
-    /// awaiting approval) or IN_FLIGHT.
+    /// awaiting approval), IN_FLIGHT; for a schedule with `verify`, MISMATCH (succeeded,
+    /// but its reported count or checksum is not what the source expected) or UNVERIFIED
+    /// (succeeded, and the source did not answer).
     pub problem: &'static str,
     pub statuses: Vec<RunStatus>,
+    /// MISMATCH: what the source expected and what the job reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reported: Option<Value>,
+}
+
+/// How a succeeded window's reported results compare with what the schedule's `verify`
+/// source expected: a count or checksum that differs, or that the job did not report
+/// while the source answered it, is a mismatch.
+fn results_problem(result: &RunResult) -> Option<&'static str> {
+    let (count, checksum) = (&result.expected_count, &result.expected_checksum);
+    if count.is_none() && checksum.is_none() {
+        return Some("UNVERIFIED");
+    }
+    let differs = count.is_some_and(|c| result.count != Some(c))
+        || checksum
+            .as_ref()
+            .is_some_and(|c| result.checksum.as_ref() != Some(c));
+    differs.then_some("MISMATCH")
 }
 
 /// Expected windows of the backfill's range against the ledger (every run, whoever wrote
@@ -286,6 +308,25 @@ pub async fn verify(
         if let Some(ok) = cover.iter().find(|r| r.status.is_success()) {
             let result = ok.result.clone().unwrap_or_default();
             total_count += result.count.unwrap_or(0);
+            let verified = schedule
+                .spec
+                .verify
+                .as_ref()
+                .map(|_| results_problem(&result));
+            if let Some(Some(problem)) = verified {
+                let mismatch = problem == "MISMATCH";
+                problems.push(Problem {
+                    scheduled_for: utc_text(*t),
+                    problem,
+                    statuses: vec![ok.status],
+                    expected: mismatch.then(|| {
+                        json!({"count": result.expected_count, "checksum": result.expected_checksum})
+                    }),
+                    reported: mismatch
+                        .then(|| json!({"count": result.count, "checksum": result.checksum})),
+                });
+                continue;
+            }
             reported.push(json!({
                 "scheduled_for": utc_text(*t),
                 "status": ok.status,
@@ -308,6 +349,8 @@ pub async fn verify(
             scheduled_for: utc_text(*t),
             problem,
             statuses: cover.iter().map(|r| r.status).collect(),
+            expected: None,
+            reported: None,
         });
     }
     let count_of = |p: &str| problems.iter().filter(|x| x.problem == p).count();
@@ -322,6 +365,8 @@ pub async fn verify(
         "failed": count_of("FAILED"),
         "not_run": count_of("NOT_RUN"),
         "in_flight": count_of("IN_FLIGHT"),
+        "mismatched": count_of("MISMATCH"),
+        "unverified": count_of("UNVERIFIED"),
         "complete": problems.is_empty(),
         "reported_count_total": total_count,
         "problems": problems,

@@ -65,6 +65,7 @@ fn spec(id: String, cron: &str, misfire: MisfirePolicy) -> ScheduleSpec {
         slo: None,
         after: Vec::new(),
         accept_partial: false,
+        verify: None,
         job: JobSpec::Noop {
             duration: Span::ZERO,
             duration_ms: 0,

@@ -268,6 +268,12 @@ pub struct RunResult {
     pub error_code: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// What the schedule's `verify` source expected for the window (see
+    /// [`crate::ScheduleSpec::verify`]), recorded beside what the job reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_count: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_checksum: Option<String>,
 }
 
 /// What distinguishes an operator's run from the expected occurrence at the same instant.

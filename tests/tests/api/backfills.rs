@@ -171,3 +171,83 @@ async fn a_backfill_respects_its_concurrency_pauses_resumes_and_verify_finds_a_h
     let unknown = api.get(VIEWER, "/v1/backfills/nope").await;
     assert_eq!(unknown.status, StatusCode::NOT_FOUND);
 }
+
+/// A schedule with `verify`: each successful run records what the source expected beside
+/// what the job reported, and a backfill's verify lists the one window whose checksum
+/// differs as that window's MISMATCH, with both sides, while the others verify clean.
+#[tokio::test]
+async fn verify_by_results_reports_the_window_whose_checksum_differs() {
+    use axum::extract::Json as Body;
+    use axum::http::Uri;
+    let app = axum::Router::new().fallback(|uri: Uri, Body(ask): Body<Value>| async move {
+        let start = ask["window"]["start"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let checksum = if uri.path() == "/verify" && start.starts_with("2026-03-10T08:30") {
+            "sum-other".to_string()
+        } else {
+            format!("sum-{start}")
+        };
+        axum::Json(json!({"count": 10, "checksum": checksum}))
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("address"));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+
+    // The source and the job listen on 127.0.0.1: loopback allowed, as locally.
+    let config = ApiConfig {
+        rules: cronledger_core::ValidationRules::local(),
+        ..ApiConfig::default()
+    };
+    let api = ApiEnv::with_config(t(NOW), config).await;
+    let mut doc = schedule_doc("checked", "*/10 * * * *");
+    doc["side_effects"] = json!(false);
+    doc["job"] = json!({"type": "http", "url": format!("{base}/job")});
+    doc["verify"] = json!({"type": "http", "url": format!("{base}/verify")});
+    create(&api, doc).await;
+    let range = json!({"from": "2026-03-10T08:00:00Z", "to": "2026-03-10T09:00:00Z",
+                       "concurrency": 10, "rate_per_minute": 100});
+    let created = api
+        .post(OPERATOR, "/v1/schedules/checked/backfills", Some(range))
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{:?}", created.body);
+    let id = created.body["id"].as_str().unwrap_or("").to_string();
+    for pass in 0.. {
+        assert!(pass < 20, "the backfill did not finish");
+        api.env.clock.advance(TimeDelta::minutes(1));
+        if api.release().await.finished.contains(&id) {
+            break;
+        }
+        drain(&api, Lane::Backfill).await;
+    }
+
+    let found = api.get(VIEWER, &format!("/v1/backfills/{id}/verify")).await;
+    let body = &found.body;
+    assert_eq!(body["expected_windows"], 7, "{body:?}");
+    assert_eq!(body["complete"], false, "{body:?}");
+    assert_eq!(
+        (
+            body["mismatched"].clone(),
+            body["unverified"].clone(),
+            body["missing"].clone()
+        ),
+        (json!(1), json!(0), json!(0)),
+        "{body:?}"
+    );
+    let problems = body["problems"].as_array().expect("problems");
+    assert_eq!(problems.len(), 1, "{body:?}");
+    let mismatch = &problems[0];
+    assert_eq!(mismatch["problem"], "MISMATCH");
+    assert_eq!(mismatch["expected"]["checksum"], "sum-other");
+    assert_eq!(mismatch["expected"]["count"], 10);
+    assert_eq!(mismatch["reported"]["count"], 10);
+    let reported = mismatch["reported"]["checksum"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(reported.starts_with("sum-2026-03-10T08:30"), "{mismatch:?}");
+}

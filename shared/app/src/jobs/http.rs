@@ -117,8 +117,9 @@ impl HttpJob {
             .post(url)
             .timeout(Duration::from_secs(timeout.as_secs().max(1)))
             .header("Idempotency-Key", ctx.idempotency_key.as_str());
-        // An unguarded job's calls stay as they were; a guarded job's always say which they are.
-        if guard.is_some() || ctx.mode == JobMode::DryRun {
+        // An unguarded job's calls stay as they were; a guarded job's always say which they
+        // are, and so do dry runs and a `verify` source's questions.
+        if guard.is_some() || ctx.mode != JobMode::Execute {
             request = request.header(MODE_HEADER, ctx.mode.header_value());
         }
         let mut request = request

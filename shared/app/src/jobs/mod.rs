@@ -47,6 +47,8 @@ pub enum JobMode {
     #[default]
     Execute,
     DryRun,
+    /// Asks a schedule's `verify` source what the window's results should be.
+    Verify,
 }
 
 impl JobMode {
@@ -55,6 +57,7 @@ impl JobMode {
         match self {
             JobMode::Execute => "execute",
             JobMode::DryRun => "dry-run",
+            JobMode::Verify => "verify",
         }
     }
 }
@@ -316,8 +319,7 @@ pub fn success_from_answer(answer: &serde_json::Value) -> JobSuccess {
                 .get("checksum")
                 .and_then(serde_json::Value::as_str)
                 .map(str::to_string),
-            error_code: None,
-            message: None,
+            ..RunResult::default()
         },
     }
 }

@@ -111,6 +111,31 @@ impl Worker {
         }
     }
 
+    /// A schedule with `verify`: after a successful execution, asks the source what the
+    /// window's results should be and records that beside what the job reported. A source
+    /// that does not answer leaves them unset (a verification lists the window
+    /// UNVERIFIED); the run's outcome stands either way.
+    pub(super) async fn with_expected(
+        &self,
+        schedule: &Schedule,
+        run: &Run,
+        outcome: JobOutcome,
+    ) -> JobOutcome {
+        let (Some(verify), Ok(mut success)) = (&schedule.spec.verify, outcome.clone()) else {
+            return outcome;
+        };
+        let ctx = self.job_context(schedule, verify, run, JobMode::Verify, None);
+        match self.jobs.run(verify, &ctx).await {
+            Ok(answer) => {
+                success.result.expected_count = answer.result.count;
+                success.result.expected_checksum = answer.result.checksum;
+            }
+            Err(e) => tracing::warn!(error = %e,
+                "the verify source did not answer; the window stays unverified"),
+        }
+        Ok(success)
+    }
+
     /// Renews the lease and the message's visibility until the lease is lost (then returns).
     pub(super) async fn heartbeat(&self, delivery: &Delivery<'_>, run: &Run) {
         let every = self

@@ -383,6 +383,7 @@ impl Worker {
                 ),
             )),
         };
+        let outcome = self.with_expected(&schedule, &started, outcome).await;
         self.record(delivery, &stored, &started, outcome).await
     }
 

@@ -209,6 +209,7 @@ impl Worker {
                 sample(&report.oldest),
                 sample(&report.newest)
             )),
+            ..RunResult::default()
         });
         match self.store.transition_run(&run.key, &change).await {
             Ok(held) => {

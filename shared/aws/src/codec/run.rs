@@ -46,6 +46,8 @@ pub const RESULT_COUNT: &str = "result_count";
 pub const RESULT_CHECKSUM: &str = "result_checksum";
 pub const RESULT_ERROR_CODE: &str = "result_error_code";
 pub const RESULT_MESSAGE: &str = "result_message";
+pub const EXPECTED_COUNT: &str = "expected_count";
+pub const EXPECTED_CHECKSUM: &str = "expected_checksum";
 /// Present (true) only on runs an operator forced.
 pub const FORCED: &str = "forced";
 /// The run's retention in seconds: a terminal transition adds it to its end for the TTL.
@@ -97,6 +99,8 @@ pub fn encode(run: &Run, shards: u32) -> Item {
         .opt_s(RESULT_CHECKSUM, result.checksum)
         .opt_s(RESULT_ERROR_CODE, result.error_code)
         .opt_s(RESULT_MESSAGE, result.message)
+        .opt_n(EXPECTED_COUNT, result.expected_count)
+        .opt_s(EXPECTED_CHECKSUM, result.expected_checksum)
         .n(RETENTION_SECONDS, run.retention.as_secs())
         .opt_n(EXPIRES_AT, run.expires_at().map(|t| t.timestamp()));
     if run.forced {
@@ -136,6 +140,8 @@ pub fn decode(item: &Item) -> Result<Run, StoreError> {
         checksum: r.opt_s(RESULT_CHECKSUM)?.map(str::to_string),
         error_code: r.opt_s(RESULT_ERROR_CODE)?.map(str::to_string),
         message: r.opt_s(RESULT_MESSAGE)?.map(str::to_string),
+        expected_count: r.opt_n(EXPECTED_COUNT)?,
+        expected_checksum: r.opt_s(EXPECTED_CHECKSUM)?.map(str::to_string),
     };
     Ok(Run {
         key,

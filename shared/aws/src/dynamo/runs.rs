@@ -234,7 +234,12 @@ impl DynamoLedger {
                     codec::RESULT_ERROR_CODE,
                     result.error_code.as_deref().map(s),
                 )
-                .set_opt(codec::RESULT_MESSAGE, result.message.as_deref().map(s));
+                .set_opt(codec::RESULT_MESSAGE, result.message.as_deref().map(s))
+                .set_opt(codec::EXPECTED_COUNT, result.expected_count.map(n))
+                .set_opt(
+                    codec::EXPECTED_CHECKSUM,
+                    result.expected_checksum.as_deref().map(s),
+                );
         }
         if let Some(lane) = change.lane_was {
             e.eq(codec::LANE, s(lane.as_str()));

@@ -261,6 +261,11 @@ pub struct ScheduleSpec {
     /// An upstream's PARTIAL_SUCCESS counts as success.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub accept_partial: bool,
+    /// A source that answers what a window's results should be (`{count, checksum}`),
+    /// asked after each successful run and recorded beside what the job reported, so a
+    /// verification finds windows whose results differ, not only missing ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<JobSpec>,
     pub job: JobSpec,
 }
 

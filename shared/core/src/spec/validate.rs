@@ -41,6 +41,7 @@ const KNOWN_FIELDS: &[&str] = &[
     "slo",
     "after",
     "accept_partial",
+    "verify",
     "job",
 ];
 
@@ -249,6 +250,10 @@ pub fn validate_schedule(
     let alerting = alerting::read(obj, &field, &mut issues);
     let upstreams = upstreams::read(obj, id.as_deref(), &field, &mut issues);
     let job = validate_job(obj.get("job"), &field("job"), rules, &mut issues);
+    let verify = match obj.get("verify") {
+        None | Some(Value::Null) => None,
+        Some(value) => validate_job(Some(value), &field("verify"), rules, &mut issues),
+    };
     let requested = tolerance::Requested {
         grace,
         max_runtime,
@@ -303,6 +308,7 @@ pub fn validate_schedule(
                 slo: alerting.slo,
                 after: upstreams.after,
                 accept_partial: upstreams.accept_partial,
+                verify,
                 job,
             })
         }

@@ -120,6 +120,10 @@ pub(super) fn apply_change(stored: &mut StoredRun, change: &RunChange, to: RunSt
         if result.message.is_some() {
             merged.message = result.message.clone();
         }
+        merged.expected_count = result.expected_count.or(merged.expected_count);
+        if result.expected_checksum.is_some() {
+            merged.expected_checksum = result.expected_checksum.clone();
+        }
         run.result = (merged != RunResult::default()).then_some(merged);
     }
     if let Some(group) = &change.catch_up {
