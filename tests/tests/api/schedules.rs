@@ -626,4 +626,16 @@ async fn dependencies_are_checked_against_the_stored_schedules() {
         )
         .await;
     assert_eq!(refused(&moved), "DEPENDENCY_GRID_MISMATCH");
+
+    // Archiving an upstream others still run after is refused, naming them.
+    let archive = api
+        .post(
+            ADMIN,
+            "/v1/schedules/collect/archive",
+            Some(json!({"note": "retire"})),
+        )
+        .await;
+    assert_eq!(archive.status, StatusCode::CONFLICT, "{:?}", archive.body);
+    assert_eq!(archive.code(), "SCHEDULE_HAS_DEPENDENTS");
+    assert_eq!(archive.body["details"]["dependents"], json!(["aggregate"]));
 }

@@ -3,6 +3,7 @@
 //! not archived, it closes no cycle, and it shares its window grid with its upstreams and
 //! with the schedules that run after it. Reads only what it checks: each upstream's
 //! ancestors (a cycle would pass through the schedule itself) and its listed dependents.
+//! Archiving a schedule that others still run after is refused.
 
 use std::collections::{BTreeSet, VecDeque};
 
@@ -106,5 +107,36 @@ impl Api {
         } else {
             Err(ApiError::issues(&issues))
         }
+    }
+
+    /// Refuses to archive a schedule others still run after: their windows would wait for
+    /// it forever. They are edited or archived first.
+    pub(crate) async fn check_no_dependents(&self, id: &str) -> ApiResult<()> {
+        let store = &self.deps().store;
+        let stored = store.get_schedule(id).await?;
+        let mut dependents = Vec::new();
+        for d in &stored.downstream {
+            match store.get_schedule(d).await {
+                Ok(s)
+                    if s.state != ScheduleState::Archived
+                        && s.spec.after.iter().any(|u| u == id) =>
+                {
+                    dependents.push(d.clone());
+                }
+                Ok(_) | Err(StoreError::ScheduleNotFound(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if dependents.is_empty() {
+            return Ok(());
+        }
+        Err(ApiError::conflict(
+            "SCHEDULE_HAS_DEPENDENTS",
+            format!(
+                "`{id}` cannot be archived while {} run after it; edit or archive them first",
+                dependents.join(", ")
+            ),
+        )
+        .with_details(serde_json::json!({ "dependents": dependents })))
     }
 }

@@ -356,6 +356,7 @@ pub async fn lifecycle<const W: u8>(
             store.resume_schedule(&id, version, meta).await?
         }
         _ => {
+            api.check_no_dependents(&id).await?;
             let meta = api.meta(&actor, note.text("archived through the api"));
             store.archive_schedule(&id, version, meta).await?
         }

@@ -8,6 +8,11 @@ use cronledger_aws::StoreError;
 use cronledger_core::{JobSpec, Lane, Run, RunEvent, RunStatus, Schedule};
 
 use super::{Delivery, Worker};
+
+/// Longest a `verify` source may take to answer, and never longer than the lease less one
+/// heartbeat period: the last heartbeat renewed the lease at most that long before the job
+/// ended.
+const VERIFY_TIMEOUT: Duration = Duration::from_secs(20);
 use crate::jobs::{DryRunReport, JobContext, JobFailure, JobMode, JobOutcome};
 
 /// The code a guard's hold leaves on the run's result, with the dry run's count: what an
@@ -125,13 +130,30 @@ impl Worker {
             return outcome;
         };
         let ctx = self.job_context(schedule, verify, run, JobMode::Verify, None);
-        match self.jobs.run(verify, &ctx).await {
-            Ok(answer) => {
+        // No heartbeat runs now: the question must end well inside the lease, or another
+        // worker could reclaim a run whose job already succeeded.
+        let margin = self
+            .config
+            .lease
+            .as_std()
+            .saturating_sub(self.config.heartbeat_every.as_std());
+        // No margin: heartbeats are off (the simulator), and only the ceiling applies.
+        let within = if margin.is_zero() {
+            VERIFY_TIMEOUT
+        } else {
+            margin.min(VERIFY_TIMEOUT)
+        };
+        match tokio::time::timeout(within, self.jobs.run(verify, &ctx)).await {
+            Ok(Ok(answer)) => {
                 success.result.expected_count = answer.result.count;
                 success.result.expected_checksum = answer.result.checksum;
             }
-            Err(e) => tracing::warn!(error = %e,
+            Ok(Err(e)) => tracing::warn!(error = %e,
                 "the verify source did not answer; the window stays unverified"),
+            Err(_) => tracing::warn!(
+                timeout_ms = within.as_millis() as u64,
+                "the verify source did not answer in time; the window stays unverified"
+            ),
         }
         Ok(success)
     }
