@@ -121,9 +121,17 @@ pub async fn assert_every_window_once(
             None => vec![first],
         };
         for w in windows {
-            seen.entry(w)
-                .or_default()
-                .push(format!("{} {} {:?}", run.key, run.status, run.reason));
+            seen.entry(w).or_default().push(format!(
+                "{} {} {:?} trigger {} range_end {:?} created {} lane {:?} version {}",
+                run.key,
+                run.status,
+                run.reason,
+                run.trigger,
+                run.range_end,
+                run.created_at,
+                run.lane,
+                run.schedule_version
+            ));
         }
     }
     let expected: Vec<DateTime<Utc>> = schedule.timing().between(from, to).collect();
