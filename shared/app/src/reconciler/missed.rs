@@ -413,7 +413,11 @@ impl Reconciler {
                 .iter()
                 .find(|(s, e)| *s <= entry.scheduled_for && entry.scheduled_for <= *e)
             {
-                written.partial |= end < last;
+                if end < last {
+                    // See below: the rest of this plan no longer holds.
+                    written.partial = true;
+                    break;
+                }
                 continue;
             }
             let run = plan.to_run(schedule, entry, now, stored.version);
@@ -439,8 +443,17 @@ impl Reconciler {
                     report.already_recorded += 1;
                     let end = existing.range_end.unwrap_or(existing.key.scheduled_for);
                     theirs.push((existing.key.scheduled_for, end));
-                    written.partial |= end < last;
                     written.covered_until = written.covered_until.max(Some(end));
+                    if end < last {
+                        // Another writer recorded this entry's first windows and not the rest,
+                        // so it saw a ledger this plan did not: its later entries no longer
+                        // hold. Writing them anyway once let an 11:00 pass fire RUN_ONCE's
+                        // latest window while an 11:03 pass, whose range began one window
+                        // later, coalesced that same window. The next round re-plans from a
+                        // fresh read.
+                        written.partial = true;
+                        break;
+                    }
                 }
             }
         }
