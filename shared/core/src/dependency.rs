@@ -119,22 +119,7 @@ pub fn check_graph(specs: &[ScheduleSpec], field: &dyn Fn(&str) -> String) -> Ve
     let by_id: BTreeMap<&str, &ScheduleSpec> = specs.iter().map(|s| (s.id.as_str(), s)).collect();
     for spec in specs {
         for upstream in spec.after.iter().filter_map(|u| by_id.get(u.as_str())) {
-            if upstream.cron != spec.cron || upstream.timezone != spec.timezone {
-                issues.push(Issue::new(
-                    Code::DependencyGridMismatch,
-                    field(&spec.id),
-                    format!(
-                        "`{}` ({} {}) runs after `{}` ({} {}): a schedule and its upstreams \
-                         share one window grid, the same cron and time zone",
-                        spec.id,
-                        spec.cron,
-                        spec.timezone.name(),
-                        upstream.id,
-                        upstream.cron,
-                        upstream.timezone.name()
-                    ),
-                ));
-            }
+            issues.extend(grid_mismatch(spec, upstream, &field(&spec.id)));
         }
     }
     for cycle in cycles(specs) {
@@ -148,6 +133,28 @@ pub fn check_graph(specs: &[ScheduleSpec], field: &dyn Fn(&str) -> String) -> Ve
         ));
     }
     issues
+}
+
+/// DEPENDENCY_GRID_MISMATCH on `field` when `spec` and `other`, linked by `after`, fire on
+/// different grids (cron or zone): a dependent window is its upstreams' window of the same
+/// fire time.
+pub fn grid_mismatch(spec: &ScheduleSpec, other: &ScheduleSpec, field: &str) -> Option<Issue> {
+    (spec.cron != other.cron || spec.timezone != other.timezone).then(|| {
+        Issue::new(
+            Code::DependencyGridMismatch,
+            field,
+            format!(
+                "`{}` ({} {}) and `{}` ({} {}) are linked by `after`: they share one window \
+                 grid, the same cron and time zone",
+                spec.id,
+                spec.cron,
+                spec.timezone.name(),
+                other.id,
+                other.cron,
+                other.timezone.name()
+            ),
+        )
+    })
 }
 
 /// Every cycle of the `after` graph, each as its schedules from the one that sorts first,

@@ -7,8 +7,9 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
-use cronledger_aws::ledger::ScheduleState;
+use cronledger_aws::ledger::{ScheduleState, StoredSchedule};
 use cronledger_aws::StoreError;
+use cronledger_core::dependency::grid_mismatch;
 use cronledger_core::error::{Code, Issue};
 use cronledger_core::ScheduleSpec;
 
@@ -28,22 +29,6 @@ impl Api {
     ) -> ApiResult<()> {
         let store = &self.deps().store;
         let mut issues = Vec::new();
-        let grid_issue = |other: &ScheduleSpec, field: &str| {
-            Issue::new(
-                Code::DependencyGridMismatch,
-                field,
-                format!(
-                    "`{}` ({} {}) and `{}` ({} {}) are linked by `after`: they share one \
-                     window grid, the same cron and time zone",
-                    spec.id,
-                    spec.cron,
-                    spec.timezone.name(),
-                    other.id,
-                    other.cron,
-                    other.timezone.name()
-                ),
-            )
-        };
         let mut queue: VecDeque<String> = spec.after.iter().cloned().collect();
         let mut seen: BTreeSet<String> = BTreeSet::new();
         while let Some(id) = queue.pop_front() {
@@ -69,8 +54,8 @@ impl Api {
             }
             match store.get_schedule(&id).await {
                 Ok(up) if up.state != ScheduleState::Archived => {
-                    if direct && (up.spec.cron != spec.cron || up.spec.timezone != spec.timezone) {
-                        issues.push(grid_issue(&up.spec, "after"));
+                    if direct {
+                        issues.extend(grid_mismatch(spec, &up.spec, "after"));
                     }
                     queue.extend(up.spec.after.iter().cloned());
                 }
@@ -89,18 +74,8 @@ impl Api {
                 Err(e) => return Err(e.into()),
             }
         }
-        for id in downstream {
-            match store.get_schedule(id).await {
-                Ok(d)
-                    if d.state != ScheduleState::Archived
-                        && d.spec.after.contains(&spec.id)
-                        && (d.spec.cron != spec.cron || d.spec.timezone != spec.timezone) =>
-                {
-                    issues.push(grid_issue(&d.spec, "cron"));
-                }
-                Ok(_) | Err(StoreError::ScheduleNotFound(_)) => {}
-                Err(e) => return Err(e.into()),
-            }
+        for dependent in self.active_dependents(&spec.id, downstream).await? {
+            issues.extend(grid_mismatch(spec, &dependent.spec, "cron"));
         }
         if issues.is_empty() {
             Ok(())
@@ -112,21 +87,13 @@ impl Api {
     /// Refuses to archive a schedule others still run after: their windows would wait for
     /// it forever. They are edited or archived first.
     pub(crate) async fn check_no_dependents(&self, id: &str) -> ApiResult<()> {
-        let store = &self.deps().store;
-        let stored = store.get_schedule(id).await?;
-        let mut dependents = Vec::new();
-        for d in &stored.downstream {
-            match store.get_schedule(d).await {
-                Ok(s)
-                    if s.state != ScheduleState::Archived
-                        && s.spec.after.iter().any(|u| u == id) =>
-                {
-                    dependents.push(d.clone());
-                }
-                Ok(_) | Err(StoreError::ScheduleNotFound(_)) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
+        let stored = self.deps().store.get_schedule(id).await?;
+        let dependents: Vec<String> = self
+            .active_dependents(id, &stored.downstream)
+            .await?
+            .into_iter()
+            .map(|d| d.spec.id)
+            .collect();
         if dependents.is_empty() {
             return Ok(());
         }
@@ -138,5 +105,28 @@ impl Api {
             ),
         )
         .with_details(serde_json::json!({ "dependents": dependents })))
+    }
+
+    /// The schedules of `listed` (a `downstream` list, which may lag) that are not archived
+    /// and still run after `id`.
+    async fn active_dependents(
+        &self,
+        id: &str,
+        listed: &[String],
+    ) -> ApiResult<Vec<StoredSchedule>> {
+        let mut found = Vec::new();
+        for d in listed {
+            match self.deps().store.get_schedule(d).await {
+                Ok(s)
+                    if s.state != ScheduleState::Archived
+                        && s.spec.after.iter().any(|u| u == id) =>
+                {
+                    found.push(s)
+                }
+                Ok(_) | Err(StoreError::ScheduleNotFound(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(found)
     }
 }
