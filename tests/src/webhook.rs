@@ -295,6 +295,8 @@ mod tests {
             deadline: end,
             mode: JobMode::Execute,
             approved_affected: Some(3),
+            step: None,
+            previous: None,
         }
     }
 

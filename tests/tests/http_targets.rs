@@ -116,6 +116,8 @@ fn ctx() -> JobContext {
         deadline: at(),
         mode: JobMode::Execute,
         approved_affected: None,
+        step: None,
+        previous: None,
     }
 }
 

@@ -13,6 +13,9 @@ pub enum CrashPoint {
     MidJob,
     /// The job finished but the worker died before writing the outcome.
     BeforeCompletionWrite,
+    /// A step succeeded and its checkpoint was written, but the worker died before sending
+    /// the next step's message (only `steps` jobs reach it, so it is not in [`Self::ALL`]).
+    BetweenSteps,
 }
 
 impl CrashPoint {
@@ -29,11 +32,15 @@ impl CrashPoint {
             CrashPoint::AfterSend => "after-send",
             CrashPoint::MidJob => "mid-job",
             CrashPoint::BeforeCompletionWrite => "before-completion-write",
+            CrashPoint::BetweenSteps => "between-steps",
         }
     }
 
     pub fn parse(name: &str) -> Option<CrashPoint> {
-        CrashPoint::ALL.into_iter().find(|p| p.name() == name)
+        CrashPoint::ALL
+            .into_iter()
+            .chain([CrashPoint::BetweenSteps])
+            .find(|p| p.name() == name)
     }
 }
 

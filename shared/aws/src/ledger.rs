@@ -4,6 +4,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use cronledger_core::run::{is_initial, transition, RunResult};
+use cronledger_core::steps::StepCheckpoint;
 use cronledger_core::{Attempt, Lane, Reason, Run, RunEvent, RunKey, RunStatus, ScheduleSpec};
 use serde::{Deserialize, Serialize};
 
@@ -235,6 +236,9 @@ pub struct RunChange {
     /// that version's job (an operator's "retry with the current definition"). `None`
     /// keeps the version the run was created under.
     pub schedule_version: Option<u64>,
+    /// A `steps` job's checkpoints as this change leaves them (see `cronledger_core::steps`);
+    /// `None` keeps the stored ones.
+    pub steps: Option<Vec<StepCheckpoint>>,
 }
 
 impl RunChange {
@@ -253,6 +257,7 @@ impl RunChange {
             catch_up: None,
             lane_was: None,
             schedule_version: None,
+            steps: None,
         }
     }
 
@@ -266,7 +271,10 @@ impl RunChange {
 
     /// Whether this change opens a new lease epoch.
     pub fn opens_epoch(&self) -> bool {
-        matches!(self.event, RunEvent::Start | RunEvent::Reclaim)
+        matches!(
+            self.event,
+            RunEvent::Start | RunEvent::Reclaim | RunEvent::StartStep
+        )
     }
 
     /// The status the change leads to, or why no store may apply it (refused before any

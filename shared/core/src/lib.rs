@@ -16,6 +16,7 @@ pub mod run;
 pub mod schedule;
 pub mod span;
 pub mod spec;
+pub mod steps;
 pub mod timing;
 pub mod tolerance;
 pub mod window;

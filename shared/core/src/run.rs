@@ -173,6 +173,12 @@ named_enum!(
         Reject => "REJECT",
         Cancel => "CANCEL",
         Retry => "RETRY",
+        /// A step of a `steps` job succeeded and handed over to the next step's message: the
+        /// attempt ends, the run stays RUNNING (see [`crate::steps`]).
+        AdvanceStep => "ADVANCE_STEP",
+        /// A worker took the next step of a run handed over between steps: new attempt, new
+        /// lease epoch, still RUNNING.
+        StartStep => "START_STEP",
     }
 );
 
@@ -221,7 +227,9 @@ pub fn transition(from: RunStatus, event: RunEvent) -> Result<RunStatus, Transit
         (S::Pending | S::Queued | S::RetryPending, E::WaitResume) => S::Pending,
         (S::Pending, E::PlanCatchUp) => S::Pending,
 
-        (S::Running, E::Reclaim | E::Heartbeat) => S::Running,
+        (S::Running, E::Reclaim | E::Heartbeat | E::AdvanceStep | E::StartStep) => S::Running,
+        // A run between two steps whose schedule stopped: it waits for the resume.
+        (S::Running, E::WaitResume) => S::Pending,
         (S::Running, E::Succeed) => S::Success,
         (S::Running, E::SucceedPartially) => S::PartialSuccess,
         (S::Running, E::FailRetryable) => S::RetryPending,
@@ -362,6 +370,9 @@ pub struct Run {
     /// `retention`; longer for range records): see [`crate::retention`].
     #[serde(default = "default_retention")]
     pub retention: crate::span::Span,
+    /// A `steps` job's checkpoints, one per step (empty for a one-call job).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<crate::steps::StepCheckpoint>,
 }
 
 fn default_retention() -> crate::span::Span {

@@ -147,6 +147,7 @@ impl Schedule {
             job_id: None,
             result: None,
             forced: false,
+            steps: Vec::new(),
             retention: self.spec.retention,
         }
     }

@@ -38,6 +38,12 @@ pub struct JobContext {
     /// let through, so the target can refuse when it finds more.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approved_affected: Option<u64>,
+    /// For a step of a `steps` job: its name (the idempotency key ends `#{step}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+    /// For a step after the first: the previous step's `output`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<serde_json::Value>,
 }
 
 /// Whether a call executes the job or asks it what it would touch (the destructive-job guard).
@@ -131,6 +137,8 @@ pub struct JobSuccess {
     /// Part of the work was done; the run ends PARTIAL_SUCCESS.
     pub partial: bool,
     pub result: RunResult,
+    /// What a step hands to the next (its answer's `output`).
+    pub output: Option<serde_json::Value>,
 }
 
 /// How a job ended badly.
@@ -250,6 +258,7 @@ impl JobTargets {
                 Ok(success_from_answer(&answer))
             }
             JobSpec::Handler { name, .. } => self.handler(name)?.run(job, ctx).await,
+            JobSpec::Steps { .. } => Err(steps_not_a_target()),
         }
     }
 
@@ -276,6 +285,7 @@ impl JobTargets {
                 DryRunReport::from_answer(&answer)
             }
             JobSpec::Handler { name, .. } => self.handler(name)?.dry_run(job, &ctx).await,
+            JobSpec::Steps { .. } => Err(steps_not_a_target()),
         }
     }
 
@@ -306,7 +316,15 @@ impl JobTargets {
     }
 }
 
-/// Reads an optional `{count, checksum, partial}` report out of a target's JSON answer.
+/// A steps job is run step by step by the worker, never handed to a target whole.
+fn steps_not_a_target() -> JobFailure {
+    JobFailure::permanent(
+        "JOB_TARGET_MISMATCH",
+        "a steps job runs one step per attempt; its steps are the targets",
+    )
+}
+
+/// Reads an optional `{count, checksum, partial, output}` report out of a target's JSON answer.
 pub fn success_from_answer(answer: &serde_json::Value) -> JobSuccess {
     JobSuccess {
         partial: answer
@@ -321,6 +339,7 @@ pub fn success_from_answer(answer: &serde_json::Value) -> JobSuccess {
                 .map(str::to_string),
             ..RunResult::default()
         },
+        output: answer.get("output").filter(|v| !v.is_null()).cloned(),
     }
 }
 

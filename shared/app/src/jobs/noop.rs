@@ -45,7 +45,10 @@ impl JobHandler for NoopJob {
                 ),
             ));
         }
-        Ok(JobSuccess::default())
+        Ok(JobSuccess {
+            output: job.payload().get("output").cloned(),
+            ..JobSuccess::default()
+        })
     }
 
     async fn dry_run(&self, job: &JobSpec, _ctx: &JobContext) -> Result<DryRunReport, JobFailure> {

@@ -32,6 +32,8 @@ fn ctx(mode: JobMode) -> JobContext {
         deadline: at("2026-03-02T00:15:00Z"),
         mode,
         approved_affected: None,
+        step: None,
+        previous: None,
     }
 }
 

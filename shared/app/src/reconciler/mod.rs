@@ -102,6 +102,8 @@ pub struct StuckReport {
     pub retried: u32,
     /// STALLED runs held for an operator (not idempotent, or out of attempts).
     pub held: u32,
+    /// Steps runs between two steps whose next step's message was lost, sent again.
+    pub steps_resent: u32,
 }
 
 impl StuckReport {
@@ -114,6 +116,7 @@ impl StuckReport {
         self.stalled += o.stalled;
         self.retried += o.retried;
         self.held += o.held;
+        self.steps_resent += o.steps_resent;
     }
 }
 

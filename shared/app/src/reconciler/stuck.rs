@@ -36,6 +36,9 @@ use cronledger_aws::StoreError;
 use cronledger_core::{Lane, Reason, Run, RunEvent, RunStatus, Trigger};
 
 use crate::alerting::Held;
+use crate::worker::HANDOVER_OWNER;
+use cronledger_aws::LaneMessage;
+use cronledger_core::steps::{self, handed_over};
 
 use super::{lane_of, ReconcileError, ReconcileReport, Reconciler, StuckReport};
 
@@ -46,13 +49,18 @@ enum Verdict {
     SendPending,
     ReleaseQueuedBehind,
     Resend,
+    /// A steps run between two steps whose next step's message never came (lost, or its
+    /// worker died before sending it): send it again.
+    ResendStep,
     Stall(Reason),
     Resolve,
 }
 
 /// A run the worker parked because its schedule was stopped (see `RunEvent::WaitResume`).
 fn waits_for_resume(run: &Run) -> bool {
-    run.trigger != Trigger::Scheduled
+    // A steps run stopped between two steps is parked too, whatever its trigger.
+    let part_done = run.steps.iter().any(|c| c.attempts > 0);
+    (run.trigger != Trigger::Scheduled || part_done)
         && matches!(run.reason, Some(Reason::Paused | Reason::Disabled))
 }
 
@@ -66,6 +74,19 @@ fn waits_behind_its_successor(run: &Run, active: &[Run]) -> bool {
             && o.attempts == 0
             && lane_of(o) == lane_of(run)
     })
+}
+
+/// Whether `run` may be tried again on its own: a steps run counts its current step's
+/// attempts against that step's limit.
+fn attempts_left(spec: &cronledger_core::ScheduleSpec, run: &Run) -> bool {
+    let Some(list) = spec.job.steps() else {
+        return run.attempts < spec.max_attempts;
+    };
+    let Some(index) = steps::current(list, &run.steps) else {
+        return run.attempts < spec.max_attempts;
+    };
+    let limit = list[index].max_attempts.unwrap_or(spec.max_attempts);
+    steps::checkpoints(list, &run.steps)[index].attempts < limit
 }
 
 impl Reconciler {
@@ -207,6 +228,14 @@ impl Reconciler {
                     .map(|l| l.until)
                     .or(run.last_heartbeat_at)
                     .unwrap_or(run.created_at);
+                if handed_over(&run.steps) {
+                    // Nothing runs between steps: no stall, and no runtime limit applies.
+                    return if lease_until <= now {
+                        Verdict::ResendStep
+                    } else {
+                        Verdict::Fine
+                    };
+                }
                 if lease_until + grace <= now {
                     return Verdict::Stall(Reason::HeartbeatLost);
                 }
@@ -255,6 +284,28 @@ impl Reconciler {
                     _ => stuck.retry_resent += 1,
                 }
             }
+            Verdict::ResendStep => {
+                // Claimed by a renewed hand-over lease under the epoch read, so of racing
+                // reconcilers one sends; a duplicate would be harmless (one start wins).
+                let until = now + self.config.stuck.stall_grace.as_delta();
+                let claim = RunChange::new(
+                    RunEvent::Heartbeat,
+                    RunStatus::Running,
+                    run.lease_epoch,
+                    now,
+                )
+                .with_lease(HANDOVER_OWNER, until);
+                match self.store.transition_run(&run.key, &claim).await {
+                    Ok(_) => {}
+                    Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => {
+                        return Ok(())
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+                let message = LaneMessage::next_attempt(run, lane);
+                self.lanes.send(&message, std::time::Duration::ZERO).await?;
+                stuck.steps_resent += 1;
+            }
             Verdict::Stall(reason) => {
                 let mut change =
                     RunChange::new(RunEvent::Stall, RunStatus::Running, run.lease_epoch, now);
@@ -289,7 +340,7 @@ impl Reconciler {
                 run.key.schedule_id.clone(),
             )));
         };
-        let retry = stored.spec.idempotent && run.attempts < stored.spec.max_attempts;
+        let retry = stored.spec.idempotent && attempts_left(&stored.spec, run);
         let (event, reason) = if retry {
             (RunEvent::RetryAfterStall, None)
         } else if stored.spec.idempotent {

@@ -8,6 +8,7 @@ use std::ops::Deref;
 use chrono::{DateTime, Utc};
 use cronledger_aws::{LedgerStore, StoreError};
 use cronledger_core::run::LedgerEntry;
+use cronledger_core::steps::StepStatus;
 use cronledger_core::window::utc_text;
 use cronledger_core::{Run, RunKey};
 use futures_util::stream::{self, StreamExt, TryStreamExt};
@@ -25,6 +26,20 @@ pub struct SimulatedEntry {
     pub executions: u32,
     /// When the entry's first attempt started (RFC3339), `None` if it never started.
     pub first_started_at: Option<String>,
+    /// A steps job's steps: each one's checkpoint and how many times its target was called.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<SimulatedStep>,
+}
+
+/// One step of a simulated entry.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SimulatedStep {
+    pub name: String,
+    pub status: StepStatus,
+    /// Attempts the ledger counted for the step.
+    pub attempts: u32,
+    /// Calls of the step's target (a crash after the call is a call the ledger may not count).
+    pub executions: u32,
 }
 
 impl Deref for SimulatedEntry {
@@ -45,8 +60,14 @@ pub(super) async fn simulated_entries(
     executions: &BTreeMap<String, Vec<Execution>>,
 ) -> Result<Vec<SimulatedEntry>, StoreError> {
     let mut calls: BTreeMap<&RunKey, u32> = BTreeMap::new();
+    let mut step_calls: BTreeMap<(&RunKey, &str), u32> = BTreeMap::new();
     for execution in executions.values().flatten() {
         *calls.entry(&execution.run).or_default() += 1;
+        if let Some(step) = &execution.step {
+            *step_calls
+                .entry((&execution.run, step.as_str()))
+                .or_default() += 1;
+        }
     }
     let mut entries: Vec<SimulatedEntry> = stream::iter(runs.iter().flatten())
         .map(|run| async {
@@ -54,6 +75,19 @@ pub(super) async fn simulated_entries(
                 entry: run.ledger_entry(),
                 executions: calls.get(&run.key).copied().unwrap_or(0),
                 first_started_at: first_start(store, run).await?.map(utc_text),
+                steps: run
+                    .steps
+                    .iter()
+                    .map(|c| SimulatedStep {
+                        name: c.name.clone(),
+                        status: c.status,
+                        attempts: c.attempts,
+                        executions: step_calls
+                            .get(&(&run.key, c.name.as_str()))
+                            .copied()
+                            .unwrap_or(0),
+                    })
+                    .collect(),
             })
         })
         .buffered(READS_AT_ONCE)

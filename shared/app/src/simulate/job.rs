@@ -16,6 +16,8 @@ pub struct Execution {
     pub run: RunKey,
     pub attempt: u32,
     pub succeeded: bool,
+    /// The step of a steps job this execution was (`None`: the whole job).
+    pub step: Option<String>,
 }
 
 /// Executions by idempotency key.
@@ -83,6 +85,7 @@ impl JobHandler for VirtualNoop {
                 run: ctx.run.clone(),
                 attempt: ctx.attempt,
                 succeeded: outcome.is_ok(),
+                step: ctx.step.clone(),
             },
         );
         outcome

@@ -189,6 +189,7 @@ mod tests {
         let executions = calls
             .iter()
             .map(|&(attempt, succeeded)| Execution {
+                step: None,
                 run: run.key.clone(),
                 attempt,
                 succeeded,

@@ -10,6 +10,8 @@ use cronledger_core::{
     RunKey, RunStatus, Schedule, Trigger,
 };
 
+use cronledger_core::steps::handed_over;
+
 use super::read::Sighting;
 use super::Worker;
 use crate::overlap::{active_runs_of, is_live, live_active_before};
@@ -64,6 +66,12 @@ impl Worker {
         let stopped = stored.stopped();
         let event = match run.status {
             RunStatus::Pending | RunStatus::Queued | RunStatus::RetryPending => RunEvent::Start,
+            // Between two steps: the next step's message (or a copy) takes the run on.
+            RunStatus::Running if handed_over(&run.steps) => match stopped {
+                Some(Reason::Archived) => return Ok(Admission::GiveUp(Reason::Archived)),
+                Some(reason) => return Ok(Admission::WaitResume(reason)),
+                None => return Ok(Admission::Start(RunEvent::StartStep)),
+            },
             RunStatus::Running if lease_live => {
                 return Ok(Admission::Ack("running under a live lease"))
             }
@@ -107,9 +115,12 @@ impl Worker {
             }
         }
         // Catch-up and backfill runs are paced by their release budgets, not the overlap policy.
+        // A steps run part-way through (resumed after a pause or a retry) is the same run
+        // going on, not a new window beside the active one.
         if schedule.spec.overlap == OverlapPolicy::Allow
             || event == RunEvent::Reclaim
             || !is_live(run.trigger)
+            || run.steps.iter().any(|c| c.attempts > 0)
         {
             return Ok(Admission::Start(event));
         }

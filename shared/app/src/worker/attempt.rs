@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use cronledger_aws::ledger::RunChange;
 use cronledger_aws::StoreError;
-use cronledger_core::{JobSpec, Lane, Run, RunEvent, RunStatus, Schedule};
+use cronledger_core::{Lane, Run, RunEvent, RunStatus, Schedule};
 
+use super::steps::Work;
 use super::{Delivery, Worker};
 
 /// Longest a `verify` source may take to answer, and never longer than the lease less one
@@ -53,8 +54,7 @@ impl Worker {
     /// dry run's count that was let through.
     fn job_context(
         &self,
-        schedule: &Schedule,
-        job: &JobSpec,
+        work: &Work<'_>,
         run: &Run,
         mode: JobMode,
         approved_affected: Option<u64>,
@@ -63,12 +63,14 @@ impl Worker {
             run: run.key.clone(),
             window: run.window,
             business_date: run.business_date,
-            idempotency_key: run.idempotency_key.clone(),
-            attempt: run.attempts,
-            payload: job.payload().clone(),
-            deadline: self.clock.now() + schedule.spec.max_runtime.as_delta(),
+            idempotency_key: work.idempotency_key(run),
+            attempt: work.attempt(run),
+            payload: work.target.payload().clone(),
+            deadline: self.clock.now() + work.max_runtime.as_delta(),
             mode,
             approved_affected,
+            step: work.step.as_ref().map(|s| s.name.clone()),
+            previous: work.step.as_ref().and_then(|s| s.previous.clone()),
         }
     }
 
@@ -79,8 +81,8 @@ impl Worker {
     /// approved count. A target that cannot dry-run fails the run (GUARD_UNSUPPORTED).
     pub(super) async fn guard(
         &self,
-        schedule: &Schedule,
-        job: &JobSpec,
+        _schedule: &Schedule,
+        work: &Work<'_>,
         run: &Run,
         lane: Lane,
         max_affected: u64,
@@ -88,8 +90,8 @@ impl Worker {
         if let Some(approved) = approved_hold(run, lane) {
             return Guarded::Proceed(approved);
         }
-        let ctx = self.job_context(schedule, job, run, JobMode::DryRun, None);
-        match self.jobs.dry_run(job, &ctx).await {
+        let ctx = self.job_context(work, run, JobMode::DryRun, None);
+        match self.jobs.dry_run(work.target, &ctx).await {
             Ok(report) if report.affected <= max_affected => Guarded::Proceed(report.affected),
             Ok(report) => Guarded::Hold(report),
             Err(failure) => Guarded::Fail(failure),
@@ -100,14 +102,14 @@ impl Worker {
     pub(super) async fn execute(
         &self,
         delivery: &Delivery<'_>,
-        schedule: &Schedule,
-        job: &JobSpec,
+        _schedule: &Schedule,
+        work: &Work<'_>,
         run: &Run,
         approved_affected: Option<u64>,
     ) -> AttemptEnd {
-        let ctx = self.job_context(schedule, job, run, JobMode::Execute, approved_affected);
-        let job = self.jobs.run(job, &ctx);
-        let limit = tokio::time::sleep(schedule.spec.max_runtime.as_std());
+        let ctx = self.job_context(work, run, JobMode::Execute, approved_affected);
+        let job = self.jobs.run(work.target, &ctx);
+        let limit = tokio::time::sleep(work.max_runtime.as_std());
         let heartbeat = self.heartbeat(delivery, run);
         tokio::select! {
             outcome = job => AttemptEnd::Finished(outcome),
@@ -129,7 +131,13 @@ impl Worker {
         let (Some(verify), Ok(mut success)) = (&schedule.spec.verify, outcome.clone()) else {
             return outcome;
         };
-        let ctx = self.job_context(schedule, verify, run, JobMode::Verify, None);
+        let asked = Work {
+            target: verify,
+            max_runtime: schedule.spec.max_runtime,
+            max_attempts: schedule.spec.max_attempts,
+            step: None,
+        };
+        let ctx = self.job_context(&asked, run, JobMode::Verify, None);
         // No heartbeat runs now: the question must end well inside the lease, or another
         // worker could reclaim a run whose job already succeeded.
         let margin = self

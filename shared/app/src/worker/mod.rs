@@ -16,6 +16,9 @@ mod attempt;
 mod outcome;
 mod read;
 mod settle;
+mod steps;
+
+pub use steps::HANDOVER_OWNER;
 
 use std::sync::Arc;
 
@@ -39,6 +42,7 @@ use crate::runs::ScheduleCache;
 use admission::{already_done, Admission};
 use attempt::{AttemptEnd, Guarded};
 use settle::Unrun;
+use steps::Work;
 
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
@@ -260,7 +264,9 @@ impl Worker {
                 }
                 Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
             };
-            if let Some(reason) = already_done(&seen) {
+            // A run between steps is its window's run going on, not another run of it.
+            let going_on = event == cronledger_core::RunEvent::StartStep;
+            if let Some(reason) = already_done(&seen).filter(|_| !going_on) {
                 return self.end_unrun(run, &stored, Unrun::Skip(reason), now).await;
             }
             // The job of the run's own version (a retry after an edit does what the first
@@ -276,8 +282,9 @@ impl Worker {
                 }
                 Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
             };
-            let change = RunChange::new(event, run.status, run.lease_epoch, now)
+            let mut change = RunChange::new(event, run.status, run.lease_epoch, now)
                 .with_lease(&self.config.owner, now + self.config.lease.as_delta());
+            change.steps = steps::opening(&job, run, now);
             match self.store.transition_run(key, &change).await {
                 Ok(started) => break (started, now, job),
                 Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. })
@@ -331,12 +338,16 @@ impl Worker {
             // The process "dies": no outcome, the lease runs out, the message comes back.
             return Err(HandlerFailure::Retry("injected crash mid-job".into()));
         }
-        let approved_affected = match job.guard() {
+        let work = Work::of(&job, &stored.spec, &started);
+        if let Some(step) = &work.step {
+            tracing::Span::current().record("step", step.name.as_str());
+        }
+        let approved_affected = match work.target.guard() {
             None => None,
             Some(guard) => match self
                 .guard(
                     &schedule,
-                    &job,
+                    &work,
                     &started,
                     delivery.message.lane,
                     guard.max_affected,
@@ -350,12 +361,14 @@ impl Worker {
                         .await
                 }
                 Guarded::Fail(failure) => {
-                    return self.record(delivery, &stored, &started, Err(failure)).await
+                    return self
+                        .record(delivery, &stored, &started, &work, Err(failure))
+                        .await
                 }
             },
         };
         let ended = self
-            .execute(delivery, &schedule, &job, &started, approved_affected)
+            .execute(delivery, &schedule, &work, &started, approved_affected)
             .await;
         if self.crashes(CrashPoint::BeforeCompletionWrite, &started) {
             return Err(HandlerFailure::Retry(
@@ -377,14 +390,16 @@ impl Worker {
             }
             AttemptEnd::OutranMaxRuntime => Err(JobFailure::retryable(
                 "MAX_RUNTIME_EXCEEDED",
-                format!(
-                    "the attempt ran past max_runtime {}",
-                    stored.spec.max_runtime
-                ),
+                format!("the attempt ran past max_runtime {}", work.max_runtime),
             )),
         };
-        let outcome = self.with_expected(&schedule, &started, outcome).await;
-        self.record(delivery, &stored, &started, outcome).await
+        let outcome = if work.ends_the_run() {
+            self.with_expected(&schedule, &started, outcome).await
+        } else {
+            outcome
+        };
+        self.record(delivery, &stored, &started, &work, outcome)
+            .await
     }
 
     pub(super) fn crashes(&self, point: CrashPoint, run: &Run) -> bool {

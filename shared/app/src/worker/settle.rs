@@ -11,6 +11,7 @@ use cronledger_core::run::RunResult;
 use cronledger_core::{Lane, OverlapPolicy, Reason, Run, RunEvent, RunStatus};
 
 use super::attempt::AFFECTED_OVER_LIMIT;
+use super::steps::Work;
 use super::{Delivery, Worker};
 use crate::jobs::{DryRunReport, JobFailure, JobOutcome};
 use crate::metrics::Unit;
@@ -270,10 +271,18 @@ impl Worker {
         delivery: &Delivery<'_>,
         stored: &StoredSchedule,
         run: &Run,
-        outcome: JobOutcome,
+        work: &Work<'_>,
+        mut outcome: JobOutcome,
     ) -> Result<(), HandlerFailure> {
         let now = self.clock.now();
-        let last_attempt = run.attempts >= stored.spec.max_attempts;
+        let checkpoints = work.ended(run, &mut outcome, now);
+        if outcome.is_ok() && !work.ends_the_run() {
+            if let Some(checkpoints) = checkpoints {
+                return self.hand_over(delivery, stored, run, checkpoints).await;
+            }
+        }
+        let attempt = work.attempt(run);
+        let last_attempt = attempt >= work.max_attempts;
         let (event, reason, result) = match &outcome {
             Ok(s) if s.partial => (RunEvent::SucceedPartially, None, s.result.clone()),
             Ok(s) => (RunEvent::Succeed, None, s.result.clone()),
@@ -294,6 +303,7 @@ impl Worker {
         let mut change = RunChange::new(event, RunStatus::Running, run.lease_epoch, now);
         change.reason = reason;
         change.result = Some(result);
+        change.steps = checkpoints;
         match self.store.transition_run(&run.key, &change).await {
             Ok(done) => {
                 let duration_ms = run.started_at.map(|s| (now - s).num_milliseconds());
@@ -326,11 +336,11 @@ impl Worker {
         }
         match (event, outcome) {
             (RunEvent::FailRetryable, Err(f)) => {
-                let delay = self.config.backoff.delay(&run.key, run.attempts);
+                let delay = self.config.backoff.delay(&run.key, attempt);
                 self.hide(delivery, delay).await;
                 Err(HandlerFailure::Retry(format!(
                     "attempt {} failed ({}); retry in {}s",
-                    run.attempts,
+                    attempt,
                     f.code(),
                     delay.as_secs()
                 )))

@@ -3,6 +3,7 @@
 
 use cronledger_core::retention::DEFAULT_RETENTION;
 use cronledger_core::run::{Lease, Origin, RunResult};
+use cronledger_core::steps::StepCheckpoint;
 use cronledger_core::{IdempotencyKey, Run, RunKey, RunStatus, Span, Window};
 
 use crate::error::StoreError;
@@ -48,6 +49,8 @@ pub const RESULT_ERROR_CODE: &str = "result_error_code";
 pub const RESULT_MESSAGE: &str = "result_message";
 pub const EXPECTED_COUNT: &str = "expected_count";
 pub const EXPECTED_CHECKSUM: &str = "expected_checksum";
+/// A `steps` job's checkpoints, as JSON (absent for a one-call job).
+pub const STEPS: &str = "steps";
 /// Present (true) only on runs an operator forced.
 pub const FORCED: &str = "forced";
 /// The run's retention in seconds: a terminal transition adds it to its end for the TTL.
@@ -105,6 +108,9 @@ pub fn encode(run: &Run, shards: u32) -> Item {
         .opt_n(EXPIRES_AT, run.expires_at().map(|t| t.timestamp()));
     if run.forced {
         w = w.bool(FORCED, true);
+    }
+    if !run.steps.is_empty() {
+        w = w.s(STEPS, steps_json(&run.steps));
     }
     if run.status.is_active() {
         let shard = keys::shard_of(&run.key.schedule_id, shards);
@@ -174,7 +180,18 @@ pub fn decode(item: &Item) -> Result<Run, StoreError> {
         retention: r
             .opt_n(RETENTION_SECONDS)?
             .map_or(DEFAULT_RETENTION, Span::seconds),
+        steps: match r.opt_s(STEPS)? {
+            Some(text) => serde_json::from_str(text).map_err(|e| {
+                r.malformed(STEPS, format!("is not a list of step checkpoints: {e}"))
+            })?,
+            None => Vec::new(),
+        },
     })
+}
+
+/// The `steps` attribute's text: plain data, so serialization cannot fail.
+pub fn steps_json(steps: &[StepCheckpoint]) -> String {
+    serde_json::to_string(steps).unwrap_or_else(|_| "[]".to_string())
 }
 
 fn decode_origin(r: &ItemReader<'_>) -> Result<Origin, StoreError> {

@@ -241,6 +241,9 @@ impl DynamoLedger {
                     result.expected_checksum.as_deref().map(s),
                 );
         }
+        if let Some(steps) = &change.steps {
+            e.set(codec::STEPS, s(codec::steps_json(steps)));
+        }
         if let Some(lane) = change.lane_was {
             e.eq(codec::LANE, s(lane.as_str()));
         }

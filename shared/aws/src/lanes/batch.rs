@@ -180,6 +180,7 @@ where
                 run = %run,
                 request_id,
                 attempt = tracing::field::Empty,
+                step = tracing::field::Empty,
             );
             async {
                 match handler(message, record).await {

@@ -3,6 +3,7 @@
 
 use super::field_reader::type_name;
 use super::*;
+use crate::steps::{Step, MAX_STEPS, STEP_FIELDS};
 
 pub(super) fn validate_job(
     value: Option<&Value>,
@@ -18,6 +19,9 @@ pub(super) fn validate_job(
         ));
         return None;
     };
+    if value.get("type").and_then(Value::as_str) == Some("steps") {
+        return validate_steps(value, path, rules, issues);
+    }
     let before = issues.len();
     if let Some(payload) = value.get("payload") {
         let size = serde_json::to_vec(payload).map(|b| b.len()).unwrap_or(0);
@@ -117,6 +121,104 @@ pub(super) fn validate_job(
         _ => {}
     }
     (issues.len() == before).then_some(job)
+}
+
+/// A `type: steps` job: 1 to [`MAX_STEPS`] steps, each named (unique, like a schedule id)
+/// and each an http, lambda, handler or noop target checked like a job of its own.
+fn validate_steps(
+    value: &Value,
+    path: &str,
+    rules: &ValidationRules,
+    issues: &mut Vec<Issue>,
+) -> Option<JobSpec> {
+    let before = issues.len();
+    let Some(obj) = value.as_object() else {
+        issues.push(Issue::new(
+            Code::ScheduleInvalidJob,
+            path,
+            "job must be a mapping",
+        ));
+        return None;
+    };
+    for key in obj.keys().filter(|k| *k != "type" && *k != "steps") {
+        issues.push(Issue::new(
+            Code::ScheduleUnknownField,
+            format!("{path}.{key}"),
+            format!("unknown field `{key}`; a steps job has only `steps` (each step has its own target)"),
+        ));
+    }
+    let list = match obj.get("steps").and_then(Value::as_array) {
+        Some(list) if !list.is_empty() && list.len() <= MAX_STEPS => list,
+        _ => {
+            issues.push(Issue::new(
+                Code::ScheduleInvalidJob,
+                format!("{path}.steps"),
+                format!("`steps` must list 1 to {MAX_STEPS} steps, each {{ name, type, ... }}"),
+            ));
+            return None;
+        }
+    };
+    let mut steps = Vec::with_capacity(list.len());
+    let mut names = std::collections::BTreeSet::new();
+    for (i, raw) in list.iter().enumerate() {
+        let step_path = format!("{path}.steps[{i}]");
+        let Some(fields) = raw.as_object() else {
+            issues.push(Issue::new(
+                Code::ScheduleInvalidJob,
+                step_path,
+                "a step must be a mapping",
+            ));
+            continue;
+        };
+        match fields.get("name").and_then(Value::as_str) {
+            Some(name) if valid_id(name) && names.insert(name.to_string()) => {}
+            Some(name) if valid_id(name) => issues.push(Issue::new(
+                Code::ScheduleInvalidJob,
+                format!("{step_path}.name"),
+                format!("step `{name}` is named twice; names key each step's checkpoint"),
+            )),
+            _ => issues.push(Issue::new(
+                Code::ScheduleInvalidJob,
+                format!("{step_path}.name"),
+                "every step needs a `name` of lowercase letters, digits and dashes (1-64)",
+            )),
+        }
+        if fields.get("type").and_then(Value::as_str) == Some("steps") {
+            issues.push(Issue::new(
+                Code::ScheduleInvalidJob,
+                format!("{step_path}.type"),
+                "steps do not nest: a step is http, lambda, handler or noop",
+            ));
+            continue;
+        }
+        let mut target = fields.clone();
+        for field in STEP_FIELDS {
+            target.remove(field);
+        }
+        let checked = validate_job(Some(&Value::Object(target)), &step_path, rules, issues);
+        if checked.is_none() {
+            continue;
+        }
+        match serde_json::from_value::<Step>(raw.clone()) {
+            Ok(step) if step.max_attempts == Some(0) => issues.push(Issue::new(
+                Code::ScheduleInvalidJob,
+                format!("{step_path}.max_attempts"),
+                "max_attempts counts the first try: at least 1",
+            )),
+            Ok(step) if step.max_runtime == Some(Span::ZERO) => issues.push(Issue::new(
+                Code::ScheduleInvalidJob,
+                format!("{step_path}.max_runtime"),
+                "max_runtime must be longer than 0s",
+            )),
+            Ok(step) => steps.push(step),
+            Err(e) => issues.push(Issue::new(
+                Code::ScheduleInvalidJob,
+                step_path,
+                format!("step: {e}"),
+            )),
+        }
+    }
+    (issues.len() == before).then_some(JobSpec::Steps { steps })
 }
 
 /// Checks `job.guard` (`{ max_affected: N }`, N a whole number from 0); false when it is

@@ -100,6 +100,9 @@ pub enum JobSpec {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         guard: Option<JobGuard>,
     },
+    /// Runs its steps in order, each as its own attempt from its own lane message, resuming
+    /// at the first that has not succeeded (see [`crate::steps`]).
+    Steps { steps: Vec<crate::steps::Step> },
 }
 
 /// A destructive job's limit: before each execution the job is dry-run, and a run whose
@@ -129,6 +132,9 @@ impl Approval {
     }
 }
 
+/// A steps job has no payload of its own (each step has its own).
+static NO_PAYLOAD: Value = Value::Null;
+
 fn default_http_timeout() -> Span {
     Span::seconds(30)
 }
@@ -140,6 +146,7 @@ impl JobSpec {
             JobSpec::Lambda { .. } => "lambda",
             JobSpec::Handler { .. } => "handler",
             JobSpec::Noop { .. } => "noop",
+            JobSpec::Steps { .. } => "steps",
         }
     }
 
@@ -161,6 +168,7 @@ impl JobSpec {
             | JobSpec::Lambda { payload, .. }
             | JobSpec::Handler { payload, .. }
             | JobSpec::Noop { payload, .. } => payload,
+            JobSpec::Steps { .. } => &NO_PAYLOAD,
         }
     }
 
@@ -171,6 +179,7 @@ impl JobSpec {
             | JobSpec::Lambda { guard, .. }
             | JobSpec::Handler { guard, .. }
             | JobSpec::Noop { guard, .. } => guard.as_ref(),
+            JobSpec::Steps { .. } => None,
         }
     }
 
@@ -178,10 +187,24 @@ impl JobSpec {
     /// urls were refused) is redacted.
     pub fn redacted(&self) -> JobSpec {
         let mut job = self.clone();
-        if let JobSpec::Http { url, .. } = &mut job {
-            *url = redact_url_credentials(url);
+        match &mut job {
+            JobSpec::Http { url, .. } => *url = redact_url_credentials(url),
+            JobSpec::Steps { steps } => {
+                for step in steps {
+                    step.target = step.target.redacted();
+                }
+            }
+            _ => {}
         }
         job
+    }
+
+    /// The steps of a `type: steps` job; `None` for a one-call job.
+    pub fn steps(&self) -> Option<&[crate::steps::Step]> {
+        match self {
+            JobSpec::Steps { steps } => Some(steps),
+            _ => None,
+        }
     }
 
     /// `payload.tenant`, which becomes part of the idempotency key.

@@ -252,8 +252,31 @@ pub fn validate_schedule(
     let job = validate_job(obj.get("job"), &field("job"), rules, &mut issues);
     let verify = match obj.get("verify") {
         None | Some(Value::Null) => None,
+        Some(value) if value.get("type").and_then(Value::as_str) == Some("steps") => {
+            issues.push(Issue::new(
+                Code::ScheduleInvalidJob,
+                field("verify"),
+                "a verify source is one http, lambda or noop target, not steps",
+            ));
+            None
+        }
         Some(value) => validate_job(Some(value), &field("verify"), rules, &mut issues),
     };
+    for (i, step) in job
+        .as_ref()
+        .and_then(JobSpec::steps)
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+    {
+        if step.max_runtime.is_some_and(|limit| limit > max_runtime) {
+            issues.push(Issue::new(
+                Code::ScheduleInvalidJob,
+                format!("{}.steps[{i}].max_runtime", field("job")),
+                format!("a step's max_runtime may not pass the schedule's ({max_runtime})"),
+            ));
+        }
+    }
     let requested = tolerance::Requested {
         grace,
         max_runtime,

@@ -126,6 +126,9 @@ pub(super) fn apply_change(stored: &mut StoredRun, change: &RunChange, to: RunSt
         }
         run.result = (merged != RunResult::default()).then_some(merged);
     }
+    if let Some(steps) = &change.steps {
+        run.steps = steps.clone();
+    }
     if let Some(group) = &change.catch_up {
         run.trigger = Trigger::CatchUp;
         run.replay_group_id = Some(group.clone());
