@@ -12,6 +12,8 @@ mod dependencies;
 mod levers;
 #[path = "simulate/safety.rs"]
 mod safety;
+#[path = "simulate/steps.rs"]
+mod steps;
 #[path = "simulate/stores.rs"]
 mod stores;
 
@@ -23,6 +25,7 @@ use cronledger_app::simulate::{
     SimulationEnv, SimulationReport,
 };
 use cronledger_aws::{BackfillState, DynamoLedger};
+use cronledger_core::steps::StepStatus;
 use cronledger_core::{Reason, RunStatus, ScheduleSpec, Trigger};
 use cronledger_tests::{spec_with, t, TestLanes, TestLedger};
 use serde_json::json;

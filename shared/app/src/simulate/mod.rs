@@ -272,7 +272,7 @@ pub async fn simulate(
         .iter()
         .map(|s| {
             // Whole seconds, rounded up.
-            let wait = s.job.noop_wait().unwrap_or_default();
+            let wait = longest_wait(&s.job);
             Span::seconds(wait.as_millis().div_ceil(1000) as u64)
         })
         .max()
@@ -590,23 +590,54 @@ fn simulated_jobs(specs: Vec<ScheduleSpec>) -> (Vec<ScheduleSpec>, Vec<String>) 
     let specs = specs
         .into_iter()
         .map(|mut spec| {
-            if !matches!(spec.job, JobSpec::Noop { .. }) {
+            let mut changed = false;
+            spec.job = simulated_target(spec.job, &mut changed);
+            if changed {
                 replaced.push(spec.id.clone());
-                // A guard stays: without an `affected` answer, its dry run is refused.
-                spec.job = JobSpec::Noop {
-                    duration: Span::ZERO,
-                    duration_ms: 0,
-                    fail_times: 0,
-                    fail_before: None,
-                    payload: spec.job.payload().clone(),
-                    affected: None,
-                    guard: spec.job.guard().copied(),
-                };
             }
             spec
         })
         .collect();
     (specs, replaced)
+}
+
+/// `job` as the simulator runs it: a noop stays, a steps job keeps its steps with each
+/// step's target simulated, anything else becomes an instant noop (`changed` says so).
+fn simulated_target(job: JobSpec, changed: &mut bool) -> JobSpec {
+    match job {
+        JobSpec::Noop { .. } => job,
+        JobSpec::Steps { mut steps } => {
+            for step in &mut steps {
+                step.target = simulated_target(step.target.clone(), changed);
+            }
+            JobSpec::Steps { steps }
+        }
+        other => {
+            *changed = true;
+            // A guard stays: without an `affected` answer, its dry run is refused.
+            JobSpec::Noop {
+                duration: Span::ZERO,
+                duration_ms: 0,
+                fail_times: 0,
+                fail_before: None,
+                payload: other.payload().clone(),
+                affected: None,
+                guard: other.guard().copied(),
+            }
+        }
+    }
+}
+
+/// The longest a job's one attempt waits on the virtual clock (a steps job's longest step).
+fn longest_wait(job: &JobSpec) -> std::time::Duration {
+    match job.steps() {
+        Some(steps) => steps
+            .iter()
+            .map(|s| longest_wait(&s.target))
+            .max()
+            .unwrap_or_default(),
+        None => job.noop_wait().unwrap_or_default(),
+    }
 }
 
 /// The expected-occurrence entries of each schedule's windows in `(from, to]`.

@@ -110,3 +110,63 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_manifest_with_steps_validates_to_a_steps_job() {
+    let doc = json!({
+        "id": "nightly", "cron": "0 2 * * *", "timezone": "UTC",
+        "job": {"type": "steps", "steps": [
+            {"name": "collect", "type": "noop"},
+            {"name": "upload", "type": "noop", "max_attempts": 5}
+        ]}
+    });
+    let spec = crate::spec::validate_schedule(&doc, "", &crate::ValidationRules::local(), at(0))
+        .expect("valid");
+    let steps = spec.job.steps().expect("a steps job");
+    assert_eq!(steps.len(), 2);
+    assert_eq!(steps[1].max_attempts, Some(5));
+    let back: crate::ScheduleSpec =
+        serde_json::from_value(serde_json::to_value(&spec).unwrap()).unwrap();
+    assert_eq!(back, spec);
+}
+
+#[test]
+fn a_steps_job_is_refused_with_its_problems() {
+    let doc = |steps: Value| {
+        json!({"id": "nightly", "cron": "0 2 * * *", "timezone": "UTC",
+               "job": {"type": "steps", "steps": steps}})
+    };
+    let rules = crate::ValidationRules::local();
+    for (steps, field) in [
+        (json!([]), "job.steps"),
+        (json!([{"type": "noop"}]), "job.steps[0].name"),
+        (
+            json!([{"name": "a", "type": "noop"}, {"name": "a", "type": "noop"}]),
+            "job.steps[1].name",
+        ),
+        (
+            json!([{"name": "a", "type": "steps", "steps": []}]),
+            "job.steps[0].type",
+        ),
+        (
+            json!([{"name": "a", "type": "http", "url": "ftp://x"}]),
+            "job.steps[0].url",
+        ),
+        (
+            json!([{"name": "a", "type": "noop", "max_attempts": 0}]),
+            "job.steps[0].max_attempts",
+        ),
+        (
+            json!([{"name": "a", "type": "noop", "max_runtime": "1h"}]),
+            "job.steps[0].max_runtime",
+        ),
+    ] {
+        let issues = crate::spec::validate_schedule(&doc(steps.clone()), "", &rules, at(0))
+            .expect_err("refused");
+        assert!(
+            issues.iter().any(|i| i.field == field),
+            "{steps}: {:?}",
+            issues
+        );
+    }
+}
