@@ -249,3 +249,92 @@ async fn a_retry_after_an_edit_executes_the_job_of_its_own_version() {
     );
     assert_eq!((old.arrived(), new.arrived()), (2, 1));
 }
+
+/// A steps run whose last step failed for good is retried by an operator: it resumes at
+/// that step. The step before it, which succeeded, is not executed again, even when the
+/// retry takes the current definition (checkpoints follow the steps by name).
+#[tokio::test]
+async fn a_retried_steps_run_resumes_at_the_step_that_failed() {
+    let api = ApiEnv::new(t(NOW)).await;
+    let doc = |upload: Value| {
+        json!({"id": "report", "cron": "0 * * * *", "timezone": "UTC", "owner": "tests",
+        "overlap": "ALLOW", "max_attempts": 1, "job": {"type": "steps", "steps": [
+            {"name": "collect", "type": "noop", "payload": {"output": {"rows": 7}}},
+            upload
+        ]}})
+    };
+    let broken = json!({"name": "upload", "type": "noop", "fail_times": 9});
+    let created = api.post(ADMIN, "/v1/schedules", Some(doc(broken))).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{:?}", created.body);
+    let made = api
+        .post(
+            OPERATOR,
+            "/v1/schedules/report/runs",
+            Some(json!({"mode": "new"})),
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{:?}", made.body);
+    let run = made.body["run"]["run_id"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    drain_manual(&api).await;
+    let path = format!("/v1/schedules/report/runs/{run}");
+    let failed = api.get(VIEWER, &path).await;
+    assert_eq!(failed.body["status"], "FAILED", "{:?}", failed.body);
+    let steps = |body: &Value| -> Vec<(String, String, u64)> {
+        body["steps"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|s| {
+                (
+                    s["name"].as_str().unwrap_or("").to_string(),
+                    s["status"].as_str().unwrap_or("").to_string(),
+                    s["attempts"].as_u64().unwrap_or(0),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        steps(&failed.body),
+        vec![
+            ("collect".into(), "SUCCESS".into(), 1),
+            ("upload".into(), "FAILED".into(), 1)
+        ]
+    );
+    assert_eq!(failed.body["steps"][0]["output"], json!({"rows": 7}));
+    // Two attempts, one per step: collect's from the first message, upload's from its own.
+    assert_eq!(failed.body["attempts"], 2);
+
+    let fixed = json!({"name": "upload", "type": "noop"});
+    let edited = api
+        .call_with(
+            Some(Caller::new(ADMIN)),
+            Method::PUT,
+            "/v1/schedules/report",
+            Some(doc(fixed)),
+            &[("If-Match", "\"1\"")],
+        )
+        .await;
+    assert_eq!(edited.body["version"], 2, "{:?}", edited.body);
+    let retried = api
+        .post(
+            OPERATOR,
+            &format!("{path}/retry"),
+            Some(json!({"note": "upload fixed", "definition": "current"})),
+        )
+        .await;
+    assert_eq!(retried.status, StatusCode::OK, "{:?}", retried.body);
+    drain_manual(&api).await;
+    let done = api.get(VIEWER, &path).await;
+    assert_eq!(done.body["status"], "SUCCESS", "{:?}", done.body);
+    assert_eq!(
+        steps(&done.body),
+        vec![
+            ("collect".into(), "SUCCESS".into(), 1),
+            ("upload".into(), "SUCCESS".into(), 2)
+        ]
+    );
+    assert_eq!(done.body["attempts"], 3);
+}

@@ -284,6 +284,20 @@ fn one_run(r: &Value) -> String {
         s(&r["idempotency_key"]),
     );
     out.push_str(&format!("attempts: {}\n", s(&r["attempts"])));
+    if let Some(steps) = r["steps"].as_array().filter(|s| !s.is_empty()) {
+        let mut t = Table::new(["STEP", "STATUS", "ATTEMPTS", "STARTED", "ENDED", "ERROR"]);
+        for step in steps {
+            t.row([
+                s(&step["name"]),
+                s(&step["status"]),
+                s(&step["attempts"]),
+                s(&step["started_at"]),
+                s(&step["ended_at"]),
+                s(&step["error_code"]),
+            ]);
+        }
+        out.push_str(&t.to_string());
+    }
     let mut t = Table::new([
         "#", "OUTCOME", "STARTED", "FINISHED", "DURATION", "WORKER", "ERROR",
     ]);

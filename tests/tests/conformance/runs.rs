@@ -20,6 +20,50 @@ fn lost(outcome: Result<FireOutcome, StoreError>) -> (Option<String>, bool) {
 }
 
 conformance! {
+    async fn step_checkpoints_ride_on_transitions_and_survive_a_hand_over(env: Env) {
+        use cronledger_core::steps::{self as steps_core, Step, StepStatus};
+        let ledger = &env.ledger;
+        let t0 = t("2026-03-01T00:00:00Z");
+        let spec = spec("stepped", "*/5 * * * *");
+        let run = scheduled_run(&spec, t0 + Duration::minutes(5), t0, "ticker");
+        ledger.create_run(&run).await.expect("run");
+        let at = t0 + Duration::minutes(5);
+        let list: Vec<Step> = serde_json::from_value(serde_json::json!([
+            {"name": "collect", "type": "noop"}, {"name": "upload", "type": "noop"}
+        ]))
+        .expect("steps");
+        let mut start = RunChange::new(RunEvent::Start, RunStatus::Pending, 0, at)
+            .with_lease("w", at + Duration::minutes(1));
+        start.steps = Some(steps_core::start(&list, &[], 0, at));
+        let started = ledger.transition_run(&run.key, &start).await.expect("start");
+        assert_eq!(started.steps[0].status, StepStatus::Running);
+
+        let output = serde_json::json!({"rows": 3});
+        let mut advance = RunChange::new(RunEvent::AdvanceStep, RunStatus::Running, 1, at)
+            .with_lease("handover", at + Duration::minutes(1));
+        advance.steps = Some(steps_core::end(&started.steps, 0, at, Ok(Some(output.clone()))));
+        let handed = ledger.transition_run(&run.key, &advance).await.expect("advance");
+        assert_eq!(handed.status, RunStatus::Running);
+        assert!(steps_core::handed_over(&handed.steps));
+        assert_eq!(handed.steps[0].output, Some(output));
+
+        // Two takers of the next step's message: one starts it under a new epoch.
+        let mut take = RunChange::new(RunEvent::StartStep, RunStatus::Running, 1, at)
+            .with_lease("w2", at + Duration::minutes(1));
+        take.steps = Some(steps_core::start(&list, &handed.steps, 1, at));
+        let taken = ledger.transition_run(&run.key, &take).await.expect("take");
+        assert_eq!((taken.lease_epoch, taken.attempts), (2, 2));
+        let again = ledger.transition_run(&run.key, &take).await;
+        assert_eq!(again.map_err(|e| e.code()).err(), Some("RUN_LEASE_LOST"));
+
+        // A change without checkpoints keeps the stored ones.
+        let hb = RunChange::new(RunEvent::Heartbeat, RunStatus::Running, 2, at)
+            .with_lease("w2", at + Duration::minutes(2));
+        let beat = ledger.transition_run(&run.key, &hb).await.expect("heartbeat");
+        assert_eq!(beat.steps, taken.steps);
+        assert_eq!(ledger.get_run(&run.key).await.expect("get"), beat);
+    }
+
     async fn only_a_retry_re_pins_a_run_to_another_schedule_version(env: Env) {
         let ledger = &env.ledger;
         let t0 = t("2026-03-01T00:00:00Z");

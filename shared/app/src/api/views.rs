@@ -136,6 +136,11 @@ pub fn run(r: &Run) -> Value {
         obj.insert("started_at".into(), json!(t(r.started_at)));
         obj.insert("completed_at".into(), json!(t(r.completed_at)));
         obj.insert("last_heartbeat_at".into(), json!(t(r.last_heartbeat_at)));
+        if !r.steps.is_empty() {
+            // A steps job's checkpoints: {name, status, attempts, started_at, ended_at,
+            // output, error_code} per step, in order.
+            obj.insert("steps".into(), json!(r.steps));
+        }
     }
     v
 }
