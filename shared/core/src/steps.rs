@@ -221,7 +221,7 @@ pub fn idempotency_key(run_key: &IdempotencyKey, step: &str) -> IdempotencyKey {
 
 /// Whether an output fits on the run item.
 pub fn output_fits(output: &Value) -> bool {
-    serde_json::to_vec(output).map_or(false, |b| b.len() <= MAX_STEP_OUTPUT_BYTES)
+    serde_json::to_vec(output).is_ok_and(|b| b.len() <= MAX_STEP_OUTPUT_BYTES)
 }
 
 #[cfg(test)]
