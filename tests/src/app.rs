@@ -556,6 +556,41 @@ impl LedgerStore for ObservedStore {
         self.inner.get_run(key).await
     }
 
+    async fn put_children(
+        &self,
+        parent: &RunKey,
+        children: &[cronledger_core::children::Child],
+    ) -> Result<(), StoreError> {
+        self.inner.put_children(parent, children).await
+    }
+
+    async fn get_child(
+        &self,
+        parent: &RunKey,
+        step: u32,
+        index: u32,
+    ) -> Result<cronledger_core::children::Child, StoreError> {
+        self.inner.get_child(parent, step, index).await
+    }
+
+    async fn children_of(
+        &self,
+        parent: &RunKey,
+        step: u32,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<cronledger_aws::ledger::Page<cronledger_core::children::Child>, StoreError> {
+        self.inner.children_of(parent, step, limit, cursor).await
+    }
+
+    async fn change_child(
+        &self,
+        parent: &RunKey,
+        change: &cronledger_aws::ledger::ChildChange,
+    ) -> Result<cronledger_core::children::Child, StoreError> {
+        self.inner.change_child(parent, change).await
+    }
+
     async fn get_run_with_attempts(
         &self,
         key: &RunKey,

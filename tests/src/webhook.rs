@@ -297,6 +297,7 @@ mod tests {
             approved_affected: Some(3),
             step: None,
             previous: None,
+            child: None,
         }
     }
 

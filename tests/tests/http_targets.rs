@@ -118,6 +118,7 @@ fn ctx() -> JobContext {
         approved_affected: None,
         step: None,
         previous: None,
+        child: None,
     }
 }
 

@@ -136,6 +136,8 @@ mod tests {
             fail_before: None,
             affected: None,
             guard: None,
+            children: 0,
+            fail_children: 0,
             payload: json!({ "tag": tag }),
         }
     }

@@ -38,6 +38,14 @@ pub enum StoreError {
     #[error("RUN_NOT_FOUND: run `{0}` does not exist")]
     RunNotFound(String),
 
+    #[error("CHILD_NOT_FOUND: child `{0}` does not exist")]
+    ChildNotFound(String),
+
+    /// A child's write found another status or epoch than the writer read: another
+    /// delivery took or ended it first.
+    #[error("CHILD_CONFLICT: child `{0}` changed under the writer")]
+    ChildConflict(String),
+
     /// A worker's write carried a lease epoch that is no longer the run's (invariant 4).
     #[error(
         "RUN_LEASE_LOST: run `{key}` is at lease epoch {actual}, the writer holds epoch {expected}"
@@ -110,6 +118,8 @@ impl StoreError {
             StoreError::ScheduleArchived(_) => "SCHEDULE_ARCHIVED",
             StoreError::ScheduleInvalid(_) => "SCHEDULE_INVALID",
             StoreError::RunNotFound(_) => "RUN_NOT_FOUND",
+            StoreError::ChildNotFound(_) => "CHILD_NOT_FOUND",
+            StoreError::ChildConflict(_) => "CHILD_CONFLICT",
             StoreError::LeaseLost { .. } => "RUN_LEASE_LOST",
             StoreError::StatusConflict { .. } => "RUN_STATUS_CONFLICT",
             StoreError::InvalidTransition(e) => e.code().as_str(),

@@ -71,6 +71,21 @@ pub fn run_sk(key: &RunKey) -> String {
     key.sort_key()
 }
 
+/// A run's children (`CHILD#{run}#{step}#{index}`): before `RUN#`, so no read of runs meets
+/// them, and together under their run for one Query.
+pub const CHILD_PREFIX: &str = "CHILD#";
+
+/// The sort key prefix of the children one step of `parent` answered.
+pub fn children_prefix(parent: &RunKey, step: u32) -> String {
+    let run = run_sk(parent);
+    let rest = run.strip_prefix(RUN_PREFIX).unwrap_or(&run);
+    format!("{CHILD_PREFIX}{rest}#S{step:02}#")
+}
+
+pub fn child_sk(parent: &RunKey, step: u32, index: u32) -> String {
+    format!("{}{index:05}", children_prefix(parent, step))
+}
+
 /// An instant's whole second as text without the zone (`2026-03-01T10:05:00`): every text
 /// form of an instant in that second (fractions, the `Z`, a sort key's suffix) begins with it.
 pub fn whole_second(t: DateTime<Utc>) -> String {

@@ -3,6 +3,7 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use cronledger_core::children::{Child, ChildCounts, ChildStatus};
 use cronledger_core::run::{is_initial, transition, RunResult};
 use cronledger_core::steps::StepCheckpoint;
 use cronledger_core::{Attempt, Lane, Reason, Run, RunEvent, RunKey, RunStatus, ScheduleSpec};
@@ -207,6 +208,36 @@ pub struct LeaseGrant {
     pub until: DateTime<Utc>,
 }
 
+/// One change of a child, conditioned on what the caller read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChildChange {
+    pub step: u32,
+    pub index: u32,
+    pub from: ChildStatus,
+    pub epoch: u64,
+    pub to: ChildStatus,
+    pub at: DateTime<Utc>,
+    /// A start: the next epoch and attempt, leased until then.
+    pub start_until: Option<DateTime<Utc>>,
+    pub count: Option<u64>,
+    pub checksum: Option<String>,
+    pub error_code: Option<String>,
+}
+
+/// How a child's change moves its parent's counters: `(succeeded, failed, count)` added.
+impl ChildChange {
+    pub fn counter_delta(&self) -> Option<(i64, i64, u64)> {
+        match (self.from, self.to) {
+            (from, ChildStatus::Success) if !from.is_terminal() => {
+                Some((1, 0, self.count.unwrap_or(0)))
+            }
+            (from, ChildStatus::Failed) if !from.is_terminal() => Some((0, 1, 0)),
+            (ChildStatus::Failed, ChildStatus::Pending) => Some((0, -1, 0)),
+            _ => None,
+        }
+    }
+}
+
 /// One status change of a run, conditioned on what the caller believes it is.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunChange {
@@ -239,6 +270,9 @@ pub struct RunChange {
     /// A `steps` job's checkpoints as this change leaves them (see `cronledger_core::steps`);
     /// `None` keeps the stored ones.
     pub steps: Option<Vec<StepCheckpoint>>,
+    /// Sets the run's children counters (their generator answered them, or failed ones
+    /// reopen); `None` keeps them. A child's end moves them through [`LedgerStore::change_child`].
+    pub children: Option<ChildCounts>,
 }
 
 impl RunChange {
@@ -258,6 +292,7 @@ impl RunChange {
             lane_was: None,
             schedule_version: None,
             steps: None,
+            children: None,
         }
     }
 
@@ -515,6 +550,31 @@ pub trait LedgerStore: Send + Sync {
 
     /// Applies one event, conditioned on the current status and lease epoch.
     async fn transition_run(&self, key: &RunKey, change: &RunChange) -> Result<Run, StoreError>;
+
+    /// Stores each child of `parent` that is not stored yet (a generator run again after a
+    /// lost attempt answers the same children, and the ones kept are not reset).
+    async fn put_children(&self, parent: &RunKey, children: &[Child]) -> Result<(), StoreError>;
+
+    async fn get_child(&self, parent: &RunKey, step: u32, index: u32) -> Result<Child, StoreError>;
+
+    /// One page of the children one step of `parent` answered, by index.
+    async fn children_of(
+        &self,
+        parent: &RunKey,
+        step: u32,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<Page<Child>, StoreError>;
+
+    /// Changes one child, conditioned on the status and epoch read (`CHILD_CONFLICT`
+    /// otherwise). A change that ends the child, or reopens a failed one, moves the parent's
+    /// counter in the same transaction, conditioned on the parent being RUNNING: each
+    /// child's end is counted exactly once.
+    async fn change_child(
+        &self,
+        parent: &RunKey,
+        change: &ChildChange,
+    ) -> Result<Child, StoreError>;
 
     /// Non-terminal runs of a shard, optionally of one status, oldest window first.
     async fn active_runs(

@@ -66,6 +66,8 @@ fn spec(id: String, cron: &str, misfire: MisfirePolicy) -> ScheduleSpec {
         after: Vec::new(),
         accept_partial: false,
         verify: None,
+        max_failed_children: None,
+        batch_lane: None,
         job: JobSpec::Noop {
             duration: Span::ZERO,
             duration_ms: 0,
@@ -74,6 +76,8 @@ fn spec(id: String, cron: &str, misfire: MisfirePolicy) -> ScheduleSpec {
             payload: serde_json::Value::Null,
             affected: None,
             guard: None,
+            children: 0,
+            fail_children: 0,
         },
     }
 }

@@ -37,7 +37,9 @@ impl AttemptOutcome {
             return None;
         }
         match event {
-            RunEvent::Succeed | RunEvent::AdvanceStep => Some(AttemptOutcome::Success),
+            RunEvent::Succeed | RunEvent::AdvanceStep | RunEvent::AwaitChildren => {
+                Some(AttemptOutcome::Success)
+            }
             RunEvent::SucceedPartially => Some(AttemptOutcome::PartialSuccess),
             RunEvent::FailRetryable => Some(AttemptOutcome::FailedRetryable),
             RunEvent::Fail => Some(AttemptOutcome::Failed),

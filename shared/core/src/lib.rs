@@ -4,6 +4,7 @@
 
 pub mod alerts;
 pub mod attempt;
+pub mod children;
 pub mod delay;
 pub mod dependency;
 pub mod error;

@@ -179,6 +179,9 @@ named_enum!(
         /// A worker took the next step of a run handed over between steps: new attempt, new
         /// lease epoch, still RUNNING.
         StartStep => "START_STEP",
+        /// The job (or step) answered children: its attempt ends, and the run stays RUNNING
+        /// until every child has ended (see [`crate::children`]).
+        AwaitChildren => "AWAIT_CHILDREN",
     }
 );
 
@@ -227,7 +230,10 @@ pub fn transition(from: RunStatus, event: RunEvent) -> Result<RunStatus, Transit
         (S::Pending | S::Queued | S::RetryPending, E::WaitResume) => S::Pending,
         (S::Pending, E::PlanCatchUp) => S::Pending,
 
-        (S::Running, E::Reclaim | E::Heartbeat | E::AdvanceStep | E::StartStep) => S::Running,
+        (
+            S::Running,
+            E::Reclaim | E::Heartbeat | E::AdvanceStep | E::StartStep | E::AwaitChildren,
+        ) => S::Running,
         // A run between two steps whose schedule stopped: it waits for the resume.
         (S::Running, E::WaitResume) => S::Pending,
         (S::Running, E::Succeed) => S::Success,
@@ -373,6 +379,9 @@ pub struct Run {
     /// A `steps` job's checkpoints, one per step (empty for a one-call job).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<crate::steps::StepCheckpoint>,
+    /// The children this run's job (or step) answered, as counted so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub children: Option<crate::children::ChildCounts>,
 }
 
 fn default_retention() -> crate::span::Span {

@@ -148,6 +148,7 @@ impl Schedule {
             result: None,
             forced: false,
             steps: Vec::new(),
+            children: None,
             retention: self.spec.retention,
         }
     }

@@ -156,6 +156,7 @@ impl From<StoreError> for ApiError {
             StoreError::ScheduleNotFound(_)
             | StoreError::VersionNotFound { .. }
             | StoreError::RunNotFound(_)
+            | StoreError::ChildNotFound(_)
             | StoreError::BackfillNotFound(_) => StatusCode::NOT_FOUND,
             StoreError::VersionConflict { actual, .. } => {
                 return ApiError::new(StatusCode::PRECONDITION_FAILED, code, message)
@@ -165,6 +166,7 @@ impl From<StoreError> for ApiError {
             | StoreError::BackfillAlreadyExists(_)
             | StoreError::ScheduleArchived(_)
             | StoreError::StatusConflict { .. }
+            | StoreError::ChildConflict(_)
             | StoreError::LeaseLost { .. }
             | StoreError::InvalidTransition(_)
             | StoreError::Contention(_) => StatusCode::CONFLICT,

@@ -141,6 +141,13 @@ pub fn run(r: &Run) -> Value {
             // output, error_code} per step, in order.
             obj.insert("steps".into(), json!(r.steps));
         }
+        if let Some(c) = &r.children {
+            obj.insert(
+                "children".into(),
+                json!({"total": c.total, "succeeded": c.succeeded, "failed": c.failed,
+                       "running": c.running()}),
+            );
+        }
     }
     v
 }

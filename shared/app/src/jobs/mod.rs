@@ -44,6 +44,9 @@ pub struct JobContext {
     /// For a step after the first: the previous step's `output`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub previous: Option<serde_json::Value>,
+    /// For a child of a run: its place (its key ends `#child-{i}`, its payload is its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child: Option<u32>,
 }
 
 /// Whether a call executes the job or asks it what it would touch (the destructive-job guard).
@@ -139,6 +142,9 @@ pub struct JobSuccess {
     pub result: RunResult,
     /// What a step hands to the next (its answer's `output`).
     pub output: Option<serde_json::Value>,
+    /// The children the job answered (`children`: a list of payloads or `{count, batch}`);
+    /// the run waits for them (see `cronledger_core::children`).
+    pub children: Option<serde_json::Value>,
 }
 
 /// How a job ended badly.
@@ -340,6 +346,7 @@ pub fn success_from_answer(answer: &serde_json::Value) -> JobSuccess {
             ..RunResult::default()
         },
         output: answer.get("output").filter(|v| !v.is_null()).cloned(),
+        children: answer.get("children").filter(|v| !v.is_null()).cloned(),
     }
 }
 

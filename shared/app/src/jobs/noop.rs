@@ -18,6 +18,8 @@ impl JobHandler for NoopJob {
             JobSpec::Noop {
                 fail_times,
                 fail_before,
+                children,
+                fail_children,
                 ..
             },
         ) = (job.noop_wait(), job)
@@ -36,6 +38,22 @@ impl JobHandler for NoopJob {
                 format!("windows scheduled before {before} fail by design"),
             ));
         }
+        if let Some(index) = ctx.child {
+            // A child: the first `fail_children` fail on every attempt, the rest succeed.
+            if index < *fail_children {
+                return Err(JobFailure::retryable(
+                    "NOOP_INJECTED_FAILURE",
+                    format!("child {index} of the first {fail_children} fails by design"),
+                ));
+            }
+            return Ok(JobSuccess {
+                result: cronledger_core::run::RunResult {
+                    count: Some(1),
+                    ..Default::default()
+                },
+                ..JobSuccess::default()
+            });
+        }
         if ctx.attempt <= *fail_times {
             return Err(JobFailure::retryable(
                 "NOOP_INJECTED_FAILURE",
@@ -47,6 +65,7 @@ impl JobHandler for NoopJob {
         }
         Ok(JobSuccess {
             output: job.payload().get("output").cloned(),
+            children: (*children > 0).then(|| serde_json::json!({"count": children, "batch": 1})),
             ..JobSuccess::default()
         })
     }

@@ -34,6 +34,7 @@ fn ctx(mode: JobMode) -> JobContext {
         approved_affected: None,
         step: None,
         previous: None,
+        child: None,
     }
 }
 
@@ -229,6 +230,8 @@ fn noop(affected: Option<u64>) -> JobSpec {
         payload: Value::Null,
         affected,
         guard: Some(JobGuard { max_affected: 5 }),
+        children: 0,
+        fail_children: 0,
     }
 }
 

@@ -104,6 +104,8 @@ pub struct StuckReport {
     pub held: u32,
     /// Steps runs between two steps whose next step's message was lost, sent again.
     pub steps_resent: u32,
+    /// Children's messages sent again for runs waiting on them (see `stuck::watch_children`).
+    pub children_resent: u32,
 }
 
 impl StuckReport {
@@ -117,6 +119,7 @@ impl StuckReport {
         self.retried += o.retried;
         self.held += o.held;
         self.steps_resent += o.steps_resent;
+        self.children_resent += o.children_resent;
     }
 }
 

@@ -36,8 +36,9 @@ use cronledger_aws::StoreError;
 use cronledger_core::{Lane, Reason, Run, RunEvent, RunStatus, Trigger};
 
 use crate::alerting::Held;
-use crate::worker::HANDOVER_OWNER;
+use crate::worker::{waits_for_children, HANDOVER_OWNER};
 use cronledger_aws::LaneMessage;
+use cronledger_core::children::ChildStatus;
 use cronledger_core::steps::{self, handed_over};
 
 use super::{lane_of, ReconcileError, ReconcileReport, Reconciler, StuckReport};
@@ -52,6 +53,9 @@ enum Verdict {
     /// A steps run between two steps whose next step's message never came (lost, or its
     /// worker died before sending it): send it again.
     ResendStep,
+    /// A run waiting for its children that has not moved for a while: send the messages
+    /// of children that look lost, or, when all ended, one that ends the run.
+    WatchChildren,
     Stall(Reason),
     Resolve,
 }
@@ -220,6 +224,13 @@ impl Reconciler {
                     Verdict::Fine
                 }
             }
+            RunStatus::Running if waits_for_children(run) => {
+                if older_than(run.updated_at, cfg.pending_after) {
+                    Verdict::WatchChildren
+                } else {
+                    Verdict::Fine
+                }
+            }
             RunStatus::Running => {
                 let grace = cfg.stall_grace.as_delta();
                 let lease_until = run
@@ -306,6 +317,10 @@ impl Reconciler {
                 self.lanes.send(&message, std::time::Duration::ZERO).await?;
                 stuck.steps_resent += 1;
             }
+            Verdict::WatchChildren => {
+                let resent = self.watch_children(run, now, schedules).await?;
+                stuck.children_resent += resent;
+            }
             Verdict::Stall(reason) => {
                 let mut change =
                     RunChange::new(RunEvent::Stall, RunStatus::Running, run.lease_epoch, now);
@@ -373,6 +388,78 @@ impl Reconciler {
             }
         }
         Ok(())
+    }
+
+    /// The children of a run that has not moved for `pending_after` whose messages look
+    /// lost: never started at all (the sends after the run's write were lost), waiting
+    /// longer than `queued_after`, or running past their lease and `stall_grace`. When all
+    /// ended but the run did not (its last worker died), one ended child's message goes
+    /// again: its worker ends the run. Re-sends are harmless: every start is conditional.
+    async fn watch_children(
+        &self,
+        run: &Run,
+        now: DateTime<Utc>,
+        schedules: &mut HashMap<String, Option<StoredSchedule>>,
+    ) -> Result<u32, ReconcileError> {
+        let Some(counts) = run.children else {
+            return Ok(0);
+        };
+        let cfg = &self.config.stuck;
+        let mut all = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = self
+                .store
+                .children_of(&run.key, counts.step, 1000, cursor.as_deref())
+                .await?;
+            all.extend(page.items);
+            match page.next {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        let never_started = all.iter().all(|c| c.attempts == 0);
+        let lost: Vec<u32> = if counts.all_ended() || all.iter().all(|c| c.status.is_terminal()) {
+            all.first().map(|c| c.index).into_iter().collect()
+        } else {
+            all.iter()
+                .filter(|c| match c.status {
+                    ChildStatus::Pending | ChildStatus::RetryPending => {
+                        never_started || now - c.updated_at >= cfg.queued_after.as_delta()
+                    }
+                    ChildStatus::Running => c
+                        .lease_until
+                        .is_none_or(|until| until + cfg.stall_grace.as_delta() <= now),
+                    _ => false,
+                })
+                .map(|c| c.index)
+                .collect()
+        };
+        if lost.is_empty() {
+            return Ok(0);
+        }
+        let lane = match self.schedule_of(&run.key.schedule_id, schedules).await {
+            Some(stored) => stored.spec.batch_lane.unwrap_or(lane_of(run)),
+            None => lane_of(run),
+        };
+        let messages: Vec<(LaneMessage, std::time::Duration)> = lost
+            .iter()
+            .map(|i| {
+                (
+                    LaneMessage::for_child(run, lane, counts.step, *i),
+                    std::time::Duration::ZERO,
+                )
+            })
+            .collect();
+        let sent = self
+            .lanes
+            .send_many(&messages)
+            .await
+            .into_iter()
+            .filter(Result::is_ok)
+            .count() as u32;
+        tracing::warn!(run = %run.key, resent = sent, "children's messages sent again");
+        Ok(sent)
     }
 
     async fn schedule_of(

@@ -29,6 +29,17 @@ pub struct SimulatedEntry {
     /// A steps job's steps: each one's checkpoint and how many times its target was called.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<SimulatedStep>,
+    /// The children the run's job answered, as the run counted them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub children: Option<SimulatedChildren>,
+}
+
+/// A simulated entry's children.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SimulatedChildren {
+    pub total: u32,
+    pub succeeded: u32,
+    pub failed: u32,
 }
 
 /// One step of a simulated entry.
@@ -88,6 +99,11 @@ pub(super) async fn simulated_entries(
                             .unwrap_or(0),
                     })
                     .collect(),
+                children: run.children.map(|c| SimulatedChildren {
+                    total: c.total,
+                    succeeded: c.succeeded,
+                    failed: c.failed,
+                }),
             })
         })
         .buffered(READS_AT_ONCE)

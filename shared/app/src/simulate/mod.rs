@@ -623,6 +623,8 @@ fn simulated_target(job: JobSpec, changed: &mut bool) -> JobSpec {
                 payload: other.payload().clone(),
                 affected: None,
                 guard: other.guard().copied(),
+                children: 0,
+                fail_children: 0,
             }
         }
     }

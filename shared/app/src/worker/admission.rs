@@ -12,6 +12,7 @@ use cronledger_core::{
 
 use cronledger_core::steps::handed_over;
 
+use super::children::waits_for_children;
 use super::read::Sighting;
 use super::Worker;
 use crate::overlap::{active_runs_of, is_live, live_active_before};
@@ -72,6 +73,10 @@ impl Worker {
                 Some(reason) => return Ok(Admission::WaitResume(reason)),
                 None => return Ok(Admission::Start(RunEvent::StartStep)),
             },
+            // Its job answered children: they run from their own messages.
+            RunStatus::Running if waits_for_children(run) => {
+                return Ok(Admission::Ack("waiting for its children"))
+            }
             RunStatus::Running if lease_live => {
                 return Ok(Admission::Ack("running under a live lease"))
             }

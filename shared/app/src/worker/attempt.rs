@@ -71,6 +71,7 @@ impl Worker {
             approved_affected,
             step: work.step.as_ref().map(|s| s.name.clone()),
             previous: work.step.as_ref().and_then(|s| s.previous.clone()),
+            child: None,
         }
     }
 

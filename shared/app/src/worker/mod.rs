@@ -13,11 +13,13 @@
 
 mod admission;
 mod attempt;
+mod children;
 mod outcome;
 mod read;
 mod settle;
 mod steps;
 
+pub use children::{waits_for_children, CHILDREN_OWNER};
 pub use steps::HANDOVER_OWNER;
 
 use std::sync::Arc;
@@ -213,6 +215,9 @@ impl Worker {
                 "KILL_SWITCH_ENGAGED: no attempt starts; the message waits in its lane".into(),
             ));
         }
+        if let Some(child) = delivery.message.child {
+            return self.handle_child(delivery, child).await;
+        }
         let with_recent = self.overlap_likely(key, delivery.message.lane);
         let (mut seen, stored) = self.look_with_schedule(key, with_recent).await?;
         let schedule = self
@@ -341,6 +346,16 @@ impl Worker {
         let work = Work::of(&job, &stored.spec, &started);
         if let Some(step) = &work.step {
             tracing::Span::current().record("step", step.name.as_str());
+        }
+        let step_index = work.step.as_ref().map_or(0, |s| s.index as u32);
+        if started
+            .children
+            .is_some_and(|c| c.failed > 0 && c.step == step_index)
+        {
+            // An operator's retry of a run whose children failed: only those run again.
+            return self
+                .reopen_failed_children(delivery, &stored, &started)
+                .await;
         }
         let approved_affected = match work.target.guard() {
             None => None,

@@ -13,7 +13,7 @@ use cronledger_core::{Lane, OverlapPolicy, Reason, Run, RunEvent, RunStatus};
 use super::attempt::AFFECTED_OVER_LIMIT;
 use super::steps::Work;
 use super::{Delivery, Worker};
-use crate::jobs::{DryRunReport, JobFailure, JobOutcome};
+use crate::jobs::{DryRunReport, JobFailure, JobOutcome, JobSuccess};
 use crate::metrics::Unit;
 use crate::overlap::{active_runs_of, RECENT_RUNS};
 use crate::runs::send_run;
@@ -274,6 +274,16 @@ impl Worker {
         work: &Work<'_>,
         mut outcome: JobOutcome,
     ) -> Result<(), HandlerFailure> {
+        if let Ok(JobSuccess {
+            children: Some(spec),
+            ..
+        }) = &outcome
+        {
+            match self.spawn_children(delivery, stored, run, work, spec).await {
+                Ok(spawned) => return spawned,
+                Err(instead) => outcome = instead,
+            }
+        }
         let now = self.clock.now();
         let checkpoints = work.ended(run, &mut outcome, now);
         if outcome.is_ok() && !work.ends_the_run() {

@@ -186,7 +186,9 @@ impl Worker {
                 "injected crash between a step's checkpoint and the next step's send".into(),
             ));
         }
-        let message = LaneMessage::next_attempt(&handed, delivery.message.lane);
+        // The run's own lane (a child's delivery may come from the batch lane).
+        let lane = handed.lane.unwrap_or(delivery.message.lane);
+        let message = LaneMessage::next_attempt(&handed, lane);
         if let Err(e) = self.lanes.send(&message, Duration::ZERO).await {
             // The checkpoint holds; the reconciler re-sends once the hand-over lease ends.
             tracing::warn!(error = %e, "the next step's send failed; the reconciler will send it");

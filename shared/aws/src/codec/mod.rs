@@ -3,5 +3,6 @@
 pub mod alert;
 pub mod attempt;
 pub mod awaiting;
+pub mod child;
 pub mod run;
 pub mod schedule;

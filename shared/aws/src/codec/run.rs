@@ -1,6 +1,7 @@
 //! Run items: one attribute per field, so condition expressions can test status, lease
 //! epoch and the rest directly.
 
+use cronledger_core::children::ChildCounts;
 use cronledger_core::retention::DEFAULT_RETENTION;
 use cronledger_core::run::{Lease, Origin, RunResult};
 use cronledger_core::steps::StepCheckpoint;
@@ -51,6 +52,11 @@ pub const EXPECTED_COUNT: &str = "expected_count";
 pub const EXPECTED_CHECKSUM: &str = "expected_checksum";
 /// A `steps` job's checkpoints, as JSON (absent for a one-call job).
 pub const STEPS: &str = "steps";
+/// A run's children counters (see `cronledger_core::children`), absent without children.
+pub const CHILDREN_TOTAL: &str = "children_total";
+pub const CHILDREN_SUCCEEDED: &str = "children_succeeded";
+pub const CHILDREN_FAILED: &str = "children_failed";
+pub const CHILDREN_STEP: &str = "children_step";
 /// Present (true) only on runs an operator forced.
 pub const FORCED: &str = "forced";
 /// The run's retention in seconds: a terminal transition adds it to its end for the TTL.
@@ -111,6 +117,13 @@ pub fn encode(run: &Run, shards: u32) -> Item {
     }
     if !run.steps.is_empty() {
         w = w.s(STEPS, steps_json(&run.steps));
+    }
+    if let Some(c) = &run.children {
+        w = w
+            .n(CHILDREN_TOTAL, c.total)
+            .n(CHILDREN_SUCCEEDED, c.succeeded)
+            .n(CHILDREN_FAILED, c.failed)
+            .n(CHILDREN_STEP, c.step);
     }
     if run.status.is_active() {
         let shard = keys::shard_of(&run.key.schedule_id, shards);
@@ -185,6 +198,15 @@ pub fn decode(item: &Item) -> Result<Run, StoreError> {
                 r.malformed(STEPS, format!("is not a list of step checkpoints: {e}"))
             })?,
             None => Vec::new(),
+        },
+        children: match r.opt_n::<u32>(CHILDREN_TOTAL)? {
+            Some(total) => Some(ChildCounts {
+                total,
+                succeeded: r.opt_n(CHILDREN_SUCCEEDED)?.unwrap_or(0),
+                failed: r.opt_n(CHILDREN_FAILED)?.unwrap_or(0),
+                step: r.opt_n(CHILDREN_STEP)?.unwrap_or(0),
+            }),
+            None => None,
         },
     })
 }

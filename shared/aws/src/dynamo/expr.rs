@@ -97,6 +97,16 @@ impl Expr {
         self
     }
 
+    /// [`Expr::increment`] by a signed amount (a counter taken back).
+    pub fn increment_signed(&mut self, attr: &str, by: i64) -> &mut Expr {
+        let (n, v) = (
+            self.name(attr),
+            self.value(AttributeValue::N(by.to_string())),
+        );
+        self.add.push(format!("{n} {v}"));
+        self
+    }
+
     pub fn remove(&mut self, attr: &str) -> &mut Expr {
         let n = self.name(attr);
         self.remove.push(n);

@@ -3,6 +3,7 @@
 pub(crate) mod alerts;
 mod audit;
 mod awaiting;
+mod children;
 pub(crate) mod control;
 mod expr;
 mod fetch;
@@ -25,14 +26,15 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity, TransactWr
 use aws_sdk_dynamodb::Client;
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use chrono::{DateTime, Utc};
+use cronledger_core::children::Child;
 use cronledger_core::{Attempt, Run, RunKey, RunStatus, ScheduleSpec};
 
 use crate::config::AwsClients;
 use crate::error::StoreError;
 use crate::item::Item;
 use crate::ledger::{
-    AuditEntry, ChangeMeta, Created, Fire, FireOutcome, LedgerStore, OperatorAction, Page,
-    RecentRuns, RunChange, StoredSchedule, StreakChange,
+    AuditEntry, ChangeMeta, ChildChange, Created, Fire, FireOutcome, LedgerStore, OperatorAction,
+    Page, RecentRuns, RunChange, StoredSchedule, StreakChange,
 };
 use crate::meter::{metered, RequestMeter};
 
@@ -404,6 +406,36 @@ impl LedgerStore for DynamoLedger {
 
     async fn transition_run(&self, key: &RunKey, change: &RunChange) -> Result<Run, StoreError> {
         metered("transition_run", self.transition_run_impl(key, change)).await
+    }
+
+    async fn put_children(&self, parent: &RunKey, children: &[Child]) -> Result<(), StoreError> {
+        metered("put_children", self.put_children_impl(parent, children)).await
+    }
+
+    async fn get_child(&self, parent: &RunKey, step: u32, index: u32) -> Result<Child, StoreError> {
+        metered("get_child", self.get_child_impl(parent, step, index)).await
+    }
+
+    async fn children_of(
+        &self,
+        parent: &RunKey,
+        step: u32,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<Page<Child>, StoreError> {
+        metered(
+            "children_of",
+            self.children_of_impl(parent, step, limit, cursor),
+        )
+        .await
+    }
+
+    async fn change_child(
+        &self,
+        parent: &RunKey,
+        change: &ChildChange,
+    ) -> Result<Child, StoreError> {
+        metered("change_child", self.change_child_impl(parent, change)).await
     }
 
     async fn active_runs(

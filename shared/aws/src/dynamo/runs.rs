@@ -244,6 +244,12 @@ impl DynamoLedger {
         if let Some(steps) = &change.steps {
             e.set(codec::STEPS, s(codec::steps_json(steps)));
         }
+        if let Some(c) = &change.children {
+            e.set(codec::CHILDREN_TOTAL, n(c.total))
+                .set(codec::CHILDREN_SUCCEEDED, n(c.succeeded))
+                .set(codec::CHILDREN_FAILED, n(c.failed))
+                .set(codec::CHILDREN_STEP, n(c.step));
+        }
         if let Some(lane) = change.lane_was {
             e.eq(codec::LANE, s(lane.as_str()));
         }

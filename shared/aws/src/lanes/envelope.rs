@@ -22,6 +22,17 @@ pub struct LaneMessage {
     pub lane: Lane,
     /// The attempt the sender expects this to be; the ledger's count is the truth.
     pub attempt: u32,
+    /// Set on a child's message: which child of the run (see `cronledger_core::children`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child: Option<ChildRef>,
+}
+
+/// One child of a run: the step that answered it and its place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChildRef {
+    pub step: u32,
+    pub index: u32,
 }
 
 impl LaneMessage {
@@ -39,6 +50,7 @@ impl LaneMessage {
             window,
             lane,
             attempt,
+            child: None,
         }
     }
 
@@ -52,6 +64,20 @@ impl LaneMessage {
             lane,
             run.attempts + 1,
         )
+    }
+
+    /// The message of one child of `run`, on `lane`.
+    pub fn for_child(run: &Run, lane: Lane, step: u32, index: u32) -> LaneMessage {
+        LaneMessage {
+            child: Some(ChildRef { step, index }),
+            ..LaneMessage::new(
+                run.key.clone(),
+                run.idempotency_key.clone(),
+                run.window,
+                lane,
+                1,
+            )
+        }
     }
 
     pub fn to_body(&self) -> String {

@@ -9,5 +9,5 @@ pub use batch::{
     process_batch, BatchReport, HandlerFailure, MessageOutcome, SqsBatchResponse, SqsEvent,
     SqsMessage, SqsRecord, BATCH_CONCURRENCY,
 };
-pub use envelope::LaneMessage;
+pub use envelope::{ChildRef, LaneMessage};
 pub use sqs::{queue_names, LaneQueue, LaneSettings, LaneUrls, QueueDepth, Received, SqsLanes};

@@ -12,6 +12,7 @@
 mod alerts;
 mod awaiting;
 mod capacity;
+mod children;
 mod health;
 mod index;
 mod ops;
@@ -65,6 +66,8 @@ pub(crate) struct Tables {
     pub awaiting: awaiting::AwaitingTable,
     /// By schedule id, then by UTC day: the outcome counters.
     pub health: BTreeMap<String, BTreeMap<NaiveDate, DayTally>>,
+    /// Runs' children, by schedule id and child sort key (see `keys::child_sk`).
+    pub children: BTreeMap<children::ChildSlot, cronledger_core::children::Child>,
 }
 
 /// A run as stored: the run and the attempts its item records.
@@ -287,6 +290,53 @@ impl LedgerStore for MemoryStore {
 
     async fn get_run(&self, key: &RunKey) -> Result<Run, StoreError> {
         metered("get_run", async { self.get_run_impl(key) }).await
+    }
+
+    async fn put_children(
+        &self,
+        parent: &RunKey,
+        children: &[cronledger_core::children::Child],
+    ) -> Result<(), StoreError> {
+        metered("put_children", async {
+            self.put_children_impl(parent, children)
+        })
+        .await
+    }
+
+    async fn get_child(
+        &self,
+        parent: &RunKey,
+        step: u32,
+        index: u32,
+    ) -> Result<cronledger_core::children::Child, StoreError> {
+        metered("get_child", async {
+            self.get_child_impl(parent, step, index)
+        })
+        .await
+    }
+
+    async fn children_of(
+        &self,
+        parent: &RunKey,
+        step: u32,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<Page<cronledger_core::children::Child>, StoreError> {
+        metered("children_of", async {
+            self.children_of_impl(parent, step, limit, cursor)
+        })
+        .await
+    }
+
+    async fn change_child(
+        &self,
+        parent: &RunKey,
+        change: &crate::ledger::ChildChange,
+    ) -> Result<cronledger_core::children::Child, StoreError> {
+        metered("change_child", async {
+            self.change_child_impl(parent, change)
+        })
+        .await
     }
 
     async fn get_run_with_attempts(&self, key: &RunKey) -> Result<(Run, Vec<Attempt>), StoreError> {

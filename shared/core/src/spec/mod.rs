@@ -99,6 +99,12 @@ pub enum JobSpec {
         affected: Option<u64>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         guard: Option<JobGuard>,
+        /// Answers this many children (`{"count": N, "batch": 1}`), each a noop too.
+        #[serde(default, skip_serializing_if = "is_zero32")]
+        children: u32,
+        /// The first this many children fail on every attempt.
+        #[serde(default, skip_serializing_if = "is_zero32")]
+        fail_children: u32,
     },
     /// Runs its steps in order, each as its own attempt from its own lane message, resuming
     /// at the first that has not succeeded (see [`crate::steps`]).
@@ -289,6 +295,13 @@ pub struct ScheduleSpec {
     /// verification finds windows whose results differ, not only missing ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<JobSpec>,
+    /// How many of a run's children may fail with the run PARTIAL_SUCCESS (a count, or a
+    /// share like `2%`); none by default (see [`crate::children`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_failed_children: Option<crate::children::FailureBudget>,
+    /// The lane children are sent to; the run's own lane when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_lane: Option<crate::policy::Lane>,
     pub job: JobSpec,
 }
 
@@ -426,5 +439,9 @@ pub fn valid_id(id: &str) -> bool {
 }
 
 fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+fn is_zero32(n: &u32) -> bool {
     *n == 0
 }

@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::field_reader::FieldReader;
 use super::job_check::validate_job;
 use super::*;
+use crate::children::FailureBudget;
 use crate::error::{Code, Invalid, Issue};
 use crate::timing::Timing;
 use crate::tolerance;
@@ -42,6 +43,8 @@ const KNOWN_FIELDS: &[&str] = &[
     "after",
     "accept_partial",
     "verify",
+    "max_failed_children",
+    "batch_lane",
     "job",
 ];
 
@@ -277,6 +280,42 @@ pub fn validate_schedule(
             ));
         }
     }
+    let max_failed_children = match obj.get("max_failed_children") {
+        None | Some(Value::Null) => None,
+        Some(v) => match serde_json::from_value::<FailureBudget>(v.clone()) {
+            Ok(budget) => Some(budget),
+            Err(_) => {
+                issues.push(Issue::new(
+                    Code::ScheduleInvalidField,
+                    field("max_failed_children"),
+                    format!("`max_failed_children` must be a whole count like 5 or a share like \"2%\", found {v}"),
+                ));
+                None
+            }
+        },
+    };
+    let batch_lane = match obj.get("batch_lane") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(name)) => match name.parse::<crate::policy::Lane>() {
+            Ok(lane) => Some(lane),
+            Err(e) => {
+                issues.push(Issue::new(
+                    Code::ScheduleInvalidField,
+                    field("batch_lane"),
+                    e,
+                ));
+                None
+            }
+        },
+        Some(_) => {
+            issues.push(Issue::new(
+                Code::ScheduleInvalidField,
+                field("batch_lane"),
+                "`batch_lane` must name a lane (realtime, normal, correction, backfill, manual)",
+            ));
+            None
+        }
+    };
     let requested = tolerance::Requested {
         grace,
         max_runtime,
@@ -332,6 +371,8 @@ pub fn validate_schedule(
                 after: upstreams.after,
                 accept_partial: upstreams.accept_partial,
                 verify,
+                max_failed_children,
+                batch_lane,
                 job,
             })
         }

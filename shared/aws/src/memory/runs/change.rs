@@ -129,6 +129,9 @@ pub(super) fn apply_change(stored: &mut StoredRun, change: &RunChange, to: RunSt
     if let Some(steps) = &change.steps {
         run.steps = steps.clone();
     }
+    if let Some(children) = change.children {
+        run.children = Some(children);
+    }
     if let Some(group) = &change.catch_up {
         run.trigger = Trigger::CatchUp;
         run.replay_group_id = Some(group.clone());

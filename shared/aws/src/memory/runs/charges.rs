@@ -50,7 +50,7 @@ impl RunItems {
 
 impl MemoryStore {
     /// The run's item as stored now: from the cache, or encoded (and kept).
-    pub(super) fn stored_item(&self, items: &RunItems, stored: &StoredRun) -> Arc<Item> {
+    pub(crate) fn stored_item(&self, items: &RunItems, stored: &StoredRun) -> Arc<Item> {
         match items.get(&stored.run.key) {
             Some(item) => item,
             None => items.put(&stored.run.key, self.run_item(stored)),
@@ -84,7 +84,7 @@ impl MemoryStore {
 
     /// Charges a run's write: `before` as stored before it, `written` (the stored run after
     /// a write that applied; `None` when its condition failed).
-    pub(super) fn charge_run_write(
+    pub(crate) fn charge_run_write(
         &self,
         items: &RunItems,
         operation: &'static str,

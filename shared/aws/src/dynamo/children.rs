@@ -1,0 +1,161 @@
+//! Children items (see `cronledger_core::children`): conditional puts, one read, a page by
+//! index, and changes that move the parent's counters in the same transaction.
+
+use aws_sdk_dynamodb::types::{ReturnValue, TransactWriteItem, Update};
+use cronledger_core::children::{Child, ChildStatus};
+use cronledger_core::{RunKey, RunStatus};
+use futures_util::stream::{self, StreamExt, TryStreamExt};
+
+use super::runs::run_item_key;
+use super::{DynamoLedger, Expr, TxError};
+use crate::codec::child as codec;
+use crate::codec::run as run_codec;
+use crate::error::StoreError;
+use crate::item::{key, n, s, time, Item};
+use crate::keys::{self, PK, SK};
+use crate::ledger::{ChildChange, Page};
+
+/// Conditional puts in flight at once.
+const PUTS_AT_ONCE: usize = 16;
+
+fn child_key(parent: &RunKey, step: u32, index: u32) -> Item {
+    key(
+        keys::schedule_pk(&parent.schedule_id),
+        keys::child_sk(parent, step, index),
+    )
+}
+
+fn child_name(parent: &RunKey, step: u32, index: u32) -> String {
+    format!("{parent}#S{step}#child-{index}")
+}
+
+impl DynamoLedger {
+    pub(super) async fn put_children_impl(
+        &self,
+        parent: &RunKey,
+        children: &[Child],
+    ) -> Result<(), StoreError> {
+        let puts: Vec<_> = children
+            .iter()
+            .map(|child| {
+                let item = codec::encode(parent, child);
+                async move {
+                    let mut absent = Expr::new();
+                    absent.not_exists(PK);
+                    // Kept when present: a child already stored may be running.
+                    self.put_if(item, &absent).await
+                }
+            })
+            .collect();
+        stream::iter(puts)
+            .buffer_unordered(PUTS_AT_ONCE)
+            .try_collect::<Vec<bool>>()
+            .await?;
+        Ok(())
+    }
+
+    pub(super) async fn get_child_impl(
+        &self,
+        parent: &RunKey,
+        step: u32,
+        index: u32,
+    ) -> Result<Child, StoreError> {
+        match self.get_item(child_key(parent, step, index)).await? {
+            Some(item) => codec::decode(&item),
+            None => Err(StoreError::ChildNotFound(child_name(parent, step, index))),
+        }
+    }
+
+    pub(super) async fn children_of_impl(
+        &self,
+        parent: &RunKey,
+        step: u32,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<Page<Child>, StoreError> {
+        let mut cond = Expr::new();
+        cond.eq(PK, s(keys::schedule_pk(&parent.schedule_id)))
+            .begins_with(SK, s(keys::children_prefix(parent, step)));
+        let (items, next) = self.query_page(None, &cond, limit, cursor, true).await?;
+        Ok(Page {
+            items: items.iter().map(codec::decode).collect::<Result<_, _>>()?,
+            next,
+        })
+    }
+
+    pub(super) async fn change_child_impl(
+        &self,
+        parent: &RunKey,
+        change: &ChildChange,
+    ) -> Result<Child, StoreError> {
+        let name = child_name(parent, change.step, change.index);
+        let item_key = child_key(parent, change.step, change.index);
+        let expr = child_expr(change);
+        let Some(delta) = change.counter_delta() else {
+            return match self
+                .update_returning(item_key, &expr, ReturnValue::AllNew)
+                .await?
+            {
+                Some(item) => codec::decode(&item),
+                None => Err(StoreError::ChildConflict(name)),
+            };
+        };
+        let (succeeded, failed, count) = delta;
+        let mut counters = Expr::new();
+        counters.set(run_codec::UPDATED_AT, time(change.at));
+        if succeeded != 0 {
+            counters.increment_signed(run_codec::CHILDREN_SUCCEEDED, succeeded);
+        }
+        if failed != 0 {
+            counters.increment_signed(run_codec::CHILDREN_FAILED, failed);
+        }
+        if count > 0 {
+            counters.increment(run_codec::RESULT_COUNT, count);
+        }
+        counters.eq(run_codec::STATUS, s(RunStatus::Running.as_str()));
+        let items = vec![
+            update(&self.table, item_key, &expr)?,
+            update(&self.table, run_item_key(parent), &counters)?,
+        ];
+        match self.transact(items).await {
+            Ok(()) => self.get_child_impl(parent, change.step, change.index).await,
+            Err(TxError::Canceled) => Err(StoreError::ChildConflict(name)),
+            Err(TxError::Failed(e)) => Err(e),
+        }
+    }
+}
+
+fn update(table: &str, item_key: Item, expr: &Expr) -> Result<TransactWriteItem, StoreError> {
+    let update = Update::builder()
+        .table_name(table)
+        .set_key(Some(item_key))
+        .set_update_expression(expr.update())
+        .set_condition_expression(expr.condition())
+        .set_expression_attribute_names(expr.names())
+        .set_expression_attribute_values(expr.values())
+        .build()
+        .map_err(|e| StoreError::InvalidRequest(e.to_string()))?;
+    Ok(TransactWriteItem::builder().update(update).build())
+}
+
+/// The child's own update, conditioned on the status and epoch the caller read.
+fn child_expr(change: &ChildChange) -> Expr {
+    let mut e = Expr::new();
+    e.set(codec::STATUS, s(change.to.as_str()))
+        .set(codec::UPDATED_AT, time(change.at));
+    if let Some(until) = change.start_until {
+        e.set(codec::LEASE_EPOCH, n(change.epoch + 1))
+            .increment(codec::ATTEMPTS, 1)
+            .set(codec::LEASE_UNTIL, time(until));
+    }
+    if change.to.is_terminal() || change.to == ChildStatus::Pending {
+        e.remove(codec::LEASE_UNTIL);
+    }
+    e.set_opt(codec::COUNT, change.count.map(n))
+        .set_opt(codec::CHECKSUM, change.checksum.as_deref().map(s))
+        .set_opt(codec::ERROR_CODE, change.error_code.as_deref().map(s));
+    e.exists(PK)
+        .eq(codec::STATUS, s(change.from.as_str()))
+        .eq(codec::LEASE_EPOCH, n(change.epoch));
+    e
+}
