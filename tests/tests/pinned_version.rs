@@ -338,3 +338,72 @@ async fn a_retried_steps_run_resumes_at_the_step_that_failed() {
     );
     assert_eq!(done.body["attempts"], 3);
 }
+
+/// A run whose children failed is retried by an operator: only the failed children run
+/// again; the ones that succeeded keep their single attempt.
+#[tokio::test]
+async fn a_retried_run_reruns_only_its_failed_children() {
+    let api = ApiEnv::new(t(NOW)).await;
+    let doc = |fail: u32| {
+        json!({"id": "fan", "cron": "0 * * * *", "timezone": "UTC", "owner": "tests",
+               "overlap": "ALLOW", "max_attempts": 1,
+               "job": {"type": "noop", "children": 10, "fail_children": fail}})
+    };
+    let created = api.post(ADMIN, "/v1/schedules", Some(doc(2))).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{:?}", created.body);
+    let made = api
+        .post(
+            OPERATOR,
+            "/v1/schedules/fan/runs",
+            Some(json!({"mode": "new"})),
+        )
+        .await;
+    let run = made.body["run"]["run_id"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    drain_manual(&api).await;
+    let path = format!("/v1/schedules/fan/runs/{run}");
+    let failed = api.get(VIEWER, &path).await;
+    assert_eq!(failed.body["status"], "FAILED", "{:?}", failed.body);
+    assert_eq!(failed.body["result"]["error_code"], "CHILDREN_FAILED");
+    assert_eq!(
+        failed.body["children"],
+        json!({"total": 10, "succeeded": 8, "failed": 2, "running": 0})
+    );
+
+    let edited = api
+        .call_with(
+            Some(Caller::new(ADMIN)),
+            Method::PUT,
+            "/v1/schedules/fan",
+            Some(doc(0)),
+            &[("If-Match", "\"1\"")],
+        )
+        .await;
+    assert_eq!(edited.body["version"], 2, "{:?}", edited.body);
+    let retried = api
+        .post(
+            OPERATOR,
+            &format!("{path}/retry"),
+            Some(json!({"note": "fixed", "definition": "current"})),
+        )
+        .await;
+    assert_eq!(retried.status, StatusCode::OK, "{:?}", retried.body);
+    drain_manual(&api).await;
+    let done = api.get(VIEWER, &path).await;
+    assert_eq!(done.body["status"], "SUCCESS", "{:?}", done.body);
+    assert_eq!(
+        done.body["children"],
+        json!({"total": 10, "succeeded": 10, "failed": 0, "running": 0})
+    );
+    let store = api.env.store.as_ref();
+    let runs = store.run_history("fan", 10, None).await.expect("runs");
+    let parent = &runs.items[0].key;
+    let children = store
+        .children_of(parent, 0, 100, None)
+        .await
+        .expect("children");
+    let attempts: Vec<u32> = children.items.iter().map(|c| c.attempts).collect();
+    assert_eq!(attempts, vec![2, 2, 1, 1, 1, 1, 1, 1, 1, 1]);
+}

@@ -10,6 +10,7 @@ mod alerts;
 mod attempts;
 mod awaiting;
 mod capacity;
+mod children;
 mod health;
 mod ops;
 mod pinned_version;
