@@ -284,6 +284,16 @@ fn one_run(r: &Value) -> String {
         s(&r["idempotency_key"]),
     );
     out.push_str(&format!("attempts: {}\n", s(&r["attempts"])));
+    if r["children"].is_object() {
+        let c = &r["children"];
+        out.push_str(&format!(
+            "children: {} total, {} succeeded, {} failed, {} running\n",
+            s(&c["total"]),
+            s(&c["succeeded"]),
+            s(&c["failed"]),
+            s(&c["running"])
+        ));
+    }
     if let Some(steps) = r["steps"].as_array().filter(|s| !s.is_empty()) {
         let mut t = Table::new(["STEP", "STATUS", "ATTEMPTS", "STARTED", "ENDED", "ERROR"]);
         for step in steps {

@@ -95,7 +95,7 @@ conformance! {
                     else {
                         continue;
                     };
-                    let to = if i % 10 == 0 { ChildStatus::Failed } else { ChildStatus::Success };
+                    let to = if i.is_multiple_of(10) { ChildStatus::Failed } else { ChildStatus::Success };
                     // Every worker tries to end what it read as running, as a duplicate would.
                     if ledger.change_child(&parent, &change(&started, to, false)).await.is_ok() {
                         ended += 1;
