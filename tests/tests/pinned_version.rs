@@ -308,24 +308,7 @@ async fn a_retried_steps_run_resumes_at_the_step_that_failed() {
     assert_eq!(failed.body["attempts"], 2);
 
     let fixed = json!({"name": "upload", "type": "noop"});
-    let edited = api
-        .call_with(
-            Some(Caller::new(ADMIN)),
-            Method::PUT,
-            "/v1/schedules/report",
-            Some(doc(fixed)),
-            &[("If-Match", "\"1\"")],
-        )
-        .await;
-    assert_eq!(edited.body["version"], 2, "{:?}", edited.body);
-    let retried = api
-        .post(
-            OPERATOR,
-            &format!("{path}/retry"),
-            Some(json!({"note": "upload fixed", "definition": "current"})),
-        )
-        .await;
-    assert_eq!(retried.status, StatusCode::OK, "{:?}", retried.body);
+    fix_and_retry(&api, "report", doc(fixed), &path).await;
     drain_manual(&api).await;
     let done = api.get(VIEWER, &path).await;
     assert_eq!(done.body["status"], "SUCCESS", "{:?}", done.body);
@@ -372,24 +355,7 @@ async fn a_retried_run_reruns_only_its_failed_children() {
         json!({"total": 10, "succeeded": 8, "failed": 2, "running": 0})
     );
 
-    let edited = api
-        .call_with(
-            Some(Caller::new(ADMIN)),
-            Method::PUT,
-            "/v1/schedules/fan",
-            Some(doc(0)),
-            &[("If-Match", "\"1\"")],
-        )
-        .await;
-    assert_eq!(edited.body["version"], 2, "{:?}", edited.body);
-    let retried = api
-        .post(
-            OPERATOR,
-            &format!("{path}/retry"),
-            Some(json!({"note": "fixed", "definition": "current"})),
-        )
-        .await;
-    assert_eq!(retried.status, StatusCode::OK, "{:?}", retried.body);
+    fix_and_retry(&api, "fan", doc(0), &path).await;
     drain_manual(&api).await;
     let done = api.get(VIEWER, &path).await;
     assert_eq!(done.body["status"], "SUCCESS", "{:?}", done.body);
@@ -406,4 +372,27 @@ async fn a_retried_run_reruns_only_its_failed_children() {
         .expect("children");
     let attempts: Vec<u32> = children.items.iter().map(|c| c.attempts).collect();
     assert_eq!(attempts, vec![2, 2, 1, 1, 1, 1, 1, 1, 1, 1]);
+}
+
+/// Edits schedule `id` (version 1) to `doc` and retries the run at `path` with the current
+/// definition, as an operator fixing a job would.
+async fn fix_and_retry(api: &ApiEnv, id: &str, doc: Value, path: &str) {
+    let edited = api
+        .call_with(
+            Some(Caller::new(ADMIN)),
+            Method::PUT,
+            &format!("/v1/schedules/{id}"),
+            Some(doc),
+            &[("If-Match", "\"1\"")],
+        )
+        .await;
+    assert_eq!(edited.body["version"], 2, "{:?}", edited.body);
+    let retried = api
+        .post(
+            OPERATOR,
+            &format!("{path}/retry"),
+            Some(json!({"note": "fixed", "definition": "current"})),
+        )
+        .await;
+    assert_eq!(retried.status, StatusCode::OK, "{:?}", retried.body);
 }

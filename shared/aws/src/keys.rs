@@ -82,6 +82,11 @@ pub fn children_prefix(parent: &RunKey, step: u32) -> String {
     format!("{CHILD_PREFIX}{rest}#S{step:02}#")
 }
 
+/// A child as errors name it.
+pub fn child_name(parent: &RunKey, step: u32, index: u32) -> String {
+    format!("{parent}#S{step}#child-{index}")
+}
+
 pub fn child_sk(parent: &RunKey, step: u32, index: u32) -> String {
     format!("{}{index:05}", children_prefix(parent, step))
 }

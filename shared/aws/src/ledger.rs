@@ -224,8 +224,24 @@ pub struct ChildChange {
     pub error_code: Option<String>,
 }
 
-/// How a child's change moves its parent's counters: `(succeeded, failed, count)` added.
 impl ChildChange {
+    /// `child` (as read) moving to `to`, conditioned on its status and epoch.
+    pub fn new(child: &Child, to: ChildStatus, at: DateTime<Utc>) -> ChildChange {
+        ChildChange {
+            step: child.step,
+            index: child.index,
+            from: child.status,
+            epoch: child.lease_epoch,
+            to,
+            at,
+            start_until: None,
+            count: None,
+            checksum: None,
+            error_code: None,
+        }
+    }
+
+    /// How the change moves its parent's counters: `(succeeded, failed, count)` added.
     pub fn counter_delta(&self) -> Option<(i64, i64, u64)> {
         match (self.from, self.to) {
             (from, ChildStatus::Success) if !from.is_terminal() => {

@@ -50,16 +50,10 @@ async fn waiting_parent(ledger: &Arc<dyn LedgerStore>) -> RunKey {
 fn change(child: &Child, to: ChildStatus, start: bool) -> ChildChange {
     let at = t("2026-03-01T00:06:00Z");
     ChildChange {
-        step: child.step,
-        index: child.index,
-        from: child.status,
-        epoch: child.lease_epoch,
-        to,
-        at,
         start_until: start.then(|| at + Duration::minutes(1)),
         count: (to == ChildStatus::Success).then_some(2),
-        checksum: None,
         error_code: (to == ChildStatus::Failed).then(|| "BOOM".to_string()),
+        ..ChildChange::new(child, to, at)
     }
 }
 

@@ -165,18 +165,7 @@ impl Worker {
                 .iter()
                 .filter(|c| c.status == ChildStatus::Failed)
             {
-                let change = ChildChange {
-                    step: counts.step,
-                    index: child.index,
-                    from: ChildStatus::Failed,
-                    epoch: child.lease_epoch,
-                    to: ChildStatus::Pending,
-                    at: now,
-                    start_until: None,
-                    count: None,
-                    checksum: None,
-                    error_code: None,
-                };
+                let change = ChildChange::new(child, ChildStatus::Pending, now);
                 match self.store.change_child(&run.key, &change).await {
                     Ok(_) => reopened.push(child.index),
                     Err(StoreError::ChildConflict(_)) => {}
@@ -271,16 +260,8 @@ impl Worker {
         let work = Work::of(&job, &stored.spec, &parent);
         let limit = work.max_runtime;
         let start = ChildChange {
-            step: child.step,
-            index: child.index,
-            from: found.status,
-            epoch: found.lease_epoch,
-            to: ChildStatus::Running,
-            at: now,
             start_until: Some(now + limit.as_delta() + self.config.lease.as_delta()),
-            count: None,
-            checksum: None,
-            error_code: None,
+            ..ChildChange::new(&found, ChildStatus::Running, now)
         };
         let started = match self.store.change_child(key, &start).await {
             Ok(started) => started,
@@ -321,16 +302,8 @@ impl Worker {
             }
             Err(failure @ JobFailure::Retryable { .. }) if started.attempts < work.max_attempts => {
                 let change = ChildChange {
-                    step: child.step,
-                    index: child.index,
-                    from: ChildStatus::Running,
-                    epoch: started.lease_epoch,
-                    to: ChildStatus::RetryPending,
-                    at: now,
-                    start_until: None,
-                    count: None,
-                    checksum: None,
                     error_code: Some(failure.code().to_string()),
+                    ..ChildChange::new(&started, ChildStatus::RetryPending, now)
                 };
                 match self.store.change_child(key, &change).await {
                     Ok(_) | Err(StoreError::ChildConflict(_)) => {}
@@ -367,16 +340,9 @@ impl Worker {
         at: DateTime<Utc>,
     ) -> Result<Option<Child>, HandlerFailure> {
         let change = ChildChange {
-            step: child.step,
-            index: child.index,
-            from: child.status,
-            epoch: child.lease_epoch,
-            to,
-            at,
-            start_until: None,
             count,
-            checksum: None,
             error_code: error_code.map(str::to_string),
+            ..ChildChange::new(child, to, at)
         };
         match self.store.change_child(key, &change).await {
             Ok(ended) => {

@@ -25,10 +25,6 @@ fn child_key(parent: &RunKey, step: u32, index: u32) -> Item {
     )
 }
 
-fn child_name(parent: &RunKey, step: u32, index: u32) -> String {
-    format!("{parent}#S{step}#child-{index}")
-}
-
 impl DynamoLedger {
     pub(super) async fn put_children_impl(
         &self,
@@ -62,7 +58,9 @@ impl DynamoLedger {
     ) -> Result<Child, StoreError> {
         match self.get_item(child_key(parent, step, index)).await? {
             Some(item) => codec::decode(&item),
-            None => Err(StoreError::ChildNotFound(child_name(parent, step, index))),
+            None => Err(StoreError::ChildNotFound(keys::child_name(
+                parent, step, index,
+            ))),
         }
     }
 
@@ -88,7 +86,7 @@ impl DynamoLedger {
         parent: &RunKey,
         change: &ChildChange,
     ) -> Result<Child, StoreError> {
-        let name = child_name(parent, change.step, change.index);
+        let name = keys::child_name(parent, change.step, change.index);
         let item_key = child_key(parent, change.step, change.index);
         let expr = child_expr(change);
         let Some(delta) = change.counter_delta() else {

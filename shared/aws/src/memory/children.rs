@@ -23,10 +23,6 @@ fn slot(parent: &RunKey, step: u32, index: u32) -> ChildSlot {
     )
 }
 
-fn child_name(parent: &RunKey, step: u32, index: u32) -> String {
-    format!("{parent}#S{step}#child-{index}")
-}
-
 /// Largest page a Query answers.
 const PAGE_MAX: u32 = 1000;
 
@@ -71,7 +67,9 @@ impl MemoryStore {
             }
             None => {
                 self.charge_read("GetItem", None, &[], true, Request::Standard);
-                Err(StoreError::ChildNotFound(child_name(parent, step, index)))
+                Err(StoreError::ChildNotFound(keys::child_name(
+                    parent, step, index,
+                )))
             }
         }
     }
@@ -151,7 +149,7 @@ impl MemoryStore {
             "UpdateItem"
         };
         let at = slot(parent, change.step, change.index);
-        let name = child_name(parent, change.step, change.index);
+        let name = keys::child_name(parent, change.step, change.index);
         let Some(stored) = children.get_mut(&at) else {
             return Err(StoreError::ChildConflict(name));
         };
