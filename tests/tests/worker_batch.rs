@@ -210,3 +210,76 @@ async fn a_run_writes_one_info_line_without_the_span_list() {
         text.len() / BATCH_CONCURRENCY
     );
 }
+
+/// A run answering 1,000 children, their messages taken by four workers at once and every
+/// batch handed to two of them (a duplicate delivery racing the first): each child starts
+/// once, and the run counts each child's end once and ends SUCCESS with the exact counts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn four_workers_and_duplicate_deliveries_count_a_thousand_children_exactly() {
+    const CHILDREN: u32 = 1000;
+    const WORKERS: usize = 4;
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let env = AppEnv::new(LaneSettings::default(), hour(0)).await;
+    let job = json!({"idempotent": true, "overlap": "ALLOW",
+                     "job": {"type": "noop", "children": CHILDREN}});
+    env.create(
+        spec_with("fan", "0 * * * *", job),
+        hour(0) - Delta::seconds(30),
+    )
+    .await;
+    assert_eq!(env.tick(hour(0)).await.sent, 1);
+    let workers: Vec<_> = (0..WORKERS)
+        .map(|i| env.worker(worker_config(&format!("w{i}"))))
+        .collect();
+    let drain = |me: usize| {
+        let (env, workers) = (&env, &workers);
+        async move {
+            let mut idle = 0;
+            while idle < 3 {
+                let got = env
+                    .receive(LANE, false, 10, Duration::from_millis(500))
+                    .await;
+                if got.is_empty() {
+                    idle += 1;
+                    continue;
+                }
+                idle = 0;
+                let twin = &workers[(me + 1) % WORKERS];
+                tokio::join!(
+                    env.deliver(&workers[me], LANE, &got),
+                    env.deliver(twin, LANE, &got)
+                );
+            }
+        }
+    };
+    futures_util::future::join_all((0..WORKERS).map(drain)).await;
+
+    let key = RunKey::expected("fan", hour(0));
+    let run = env.store.get_run(&key).await.expect("the run");
+    assert_eq!(run.status, RunStatus::Success, "{run:?}");
+    let counts = run.children.expect("children counted");
+    assert_eq!(
+        (counts.total, counts.succeeded, counts.failed),
+        (CHILDREN, CHILDREN, 0)
+    );
+    // Each child reported a count of one: they add up into the run's.
+    assert_eq!(run.result.and_then(|r| r.count), Some(u64::from(CHILDREN)));
+    let mut seen = 0;
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = env
+            .store
+            .children_of(&key, 0, 1000, cursor.as_deref())
+            .await
+            .expect("children");
+        for child in &page.items {
+            assert_eq!(child.attempts, 1, "started once: {child:?}");
+            seen += 1;
+        }
+        match page.next {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(seen, CHILDREN);
+}

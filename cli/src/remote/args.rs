@@ -204,6 +204,10 @@ pub struct BackfillCreateArgs {
     pub pause_alarms: Vec<String>,
     #[arg(long = "dry-run")]
     pub dry_run: bool,
+    /// Also re-run the same windows of the schedules that run after this one (`after`), and
+    /// theirs, as each of the backfill's runs ends.
+    #[arg(long)]
+    pub cascade: bool,
     #[arg(long)]
     pub note: Option<String>,
     #[command(flatten)]

@@ -48,7 +48,7 @@ pub(super) async fn backfill(a: BackfillArgs) -> Result<ExitCode, CliError> {
                 "concurrency": c.concurrency, "batch_size": c.batch_size,
                 "rate_per_minute": c.rate_per_minute,
                 "pause_when": {"realtime_backlog": c.pause_backlog, "error_rate": c.pause_error_rate, "alarms": c.pause_alarms},
-                "dry_run": c.dry_run, "note": c.note,
+                "dry_run": c.dry_run, "note": c.note, "cascade": c.cascade,
             });
             let path = format!("/v1/schedules/{}/backfills", segment(&c.schedule));
             let out = client.ok(Method::POST, &path, Some(&body), &[]).await?;

@@ -560,6 +560,7 @@ impl BackfillReleaser {
             run.lane = Some(Lane::Backfill);
             run.replay_group_id = Some(b.id.clone());
             run.forced = b.reprocess == Reprocess::All;
+            run.cascade = b.cascade;
             let created = self.store.create_run(&run).await?;
             if created.is_new() && claim(self.store.as_ref(), &run, Lane::Backfill, now).await? {
                 to_send.push((run, Lane::Backfill));

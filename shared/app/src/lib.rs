@@ -5,6 +5,7 @@ pub mod alerting;
 pub mod api;
 pub mod backfill;
 pub mod backoff;
+pub mod cascade;
 pub mod clock;
 pub mod cost;
 pub mod dependents;

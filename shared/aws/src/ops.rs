@@ -169,6 +169,10 @@ pub struct Backfill {
     pub approved_by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approved_at: Option<DateTime<Utc>>,
+    /// Each of its runs, as it ends, re-runs the same window of the schedules that run
+    /// after this one (and theirs, down the chain).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cascade: bool,
     /// Optimistic-concurrency version: 0 before the first write.
     pub version: u64,
 }

@@ -376,6 +376,10 @@ pub struct Run {
     /// `retention`; longer for range records): see [`crate::retention`].
     #[serde(default = "default_retention")]
     pub retention: crate::span::Span,
+    /// A cascading backfill's run: as it ends, the same window of each schedule that runs
+    /// after it is re-run under the same backfill (see the app's `cascade`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cascade: bool,
     /// A `steps` job's checkpoints, one per step (empty for a one-call job).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<crate::steps::StepCheckpoint>,

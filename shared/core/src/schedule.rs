@@ -149,6 +149,7 @@ impl Schedule {
             forced: false,
             steps: Vec::new(),
             children: None,
+            cascade: false,
             retention: self.spec.retention,
         }
     }

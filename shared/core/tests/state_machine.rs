@@ -132,6 +132,12 @@ fn explicit_allowed_transitions() {
         (S::RetryPending, E::Start, S::Running),
         (S::Running, E::Heartbeat, S::Running),
         (S::Running, E::Reclaim, S::Running),
+        // Steps: a step's hand-over and the next step's start; children: the wait for them.
+        (S::Running, E::AdvanceStep, S::Running),
+        (S::Running, E::StartStep, S::Running),
+        (S::Running, E::AwaitChildren, S::Running),
+        // A steps run stopped between two steps parks for the resume.
+        (S::Running, E::WaitResume, S::Pending),
         (S::Running, E::Succeed, S::Success),
         (S::Running, E::SucceedPartially, S::PartialSuccess),
         (S::Running, E::FailRetryable, S::RetryPending),

@@ -251,3 +251,93 @@ async fn verify_by_results_reports_the_window_whose_checksum_differs() {
         .unwrap_or_default();
     assert!(reported.starts_with("sum-2026-03-10T08:30"), "{mismatch:?}");
 }
+
+/// A cascading backfill of `collect` re-runs the same windows of `report` (which runs after
+/// it) under the same backfill, each once `collect`'s run for it succeeded; a window whose
+/// `collect` run failed is recorded SKIPPED (UPSTREAM_NOT_SUCCEEDED) for `report`.
+#[tokio::test]
+async fn a_cascading_backfill_reruns_the_dependents_windows_after_each_upstream_run() {
+    use cronledger_core::run::Origin;
+    let api = ApiEnv::new(t(NOW)).await;
+    let mut upstream = schedule_doc("collect", "0 * * * *");
+    upstream["side_effects"] = json!(false);
+    upstream["max_attempts"] = json!(1);
+    // The 09:00 window's run fails for good.
+    upstream["job"] = json!({"type": "noop", "fail_before": "2026-03-10T09:30:00Z"});
+    create(&api, upstream).await;
+    let mut report = schedule_doc("report", "0 * * * *");
+    report["side_effects"] = json!(false);
+    report["after"] = json!(["collect"]);
+    create(&api, report).await;
+    // The reconciler keeps `downstream` from the specs' `after`; here, directly.
+    let store = api.env.store.clone();
+    store
+        .set_downstream("collect", &["report".to_string()])
+        .await
+        .expect("downstream");
+
+    let range = json!({"from": "2026-03-10T09:00:00Z", "to": "2026-03-10T11:00:00Z",
+                       "reprocess": "all", "cascade": true, "rate_per_minute": 100});
+    let created = api
+        .post(OPERATOR, "/v1/schedules/collect/backfills", Some(range))
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{:?}", created.body);
+    let id = created.body["id"].as_str().unwrap_or("").to_string();
+    for pass in 0.. {
+        assert!(pass < 20, "the backfill did not finish");
+        api.env.clock.advance(TimeDelta::minutes(1));
+        let done = api.release().await.finished.contains(&id);
+        drain(&api, Lane::Backfill).await;
+        if done {
+            break;
+        }
+    }
+    let runs_of = |schedule: &'static str| {
+        let store = store.clone();
+        let id = id.clone();
+        async move {
+            let mut runs: Vec<_> = store
+                .runs_between(
+                    schedule,
+                    t("2026-03-10T09:00:00Z"),
+                    t("2026-03-10T11:00:00Z"),
+                )
+                .await
+                .expect("runs")
+                .into_iter()
+                .filter(|r| r.key.origin == Origin::Backfill(id.clone()))
+                .map(|r| (r.key.scheduled_for, r.trigger, r.status, r.reason))
+                .collect();
+            runs.sort();
+            runs
+        }
+    };
+    use cronledger_core::{Reason, RunStatus, Trigger};
+    let bf = Trigger::Backfill;
+    assert_eq!(
+        runs_of("collect").await,
+        vec![
+            (
+                t("2026-03-10T09:00:00Z"),
+                bf,
+                RunStatus::Failed,
+                Some(Reason::PermanentError)
+            ),
+            (t("2026-03-10T10:00:00Z"), bf, RunStatus::Success, None),
+            (t("2026-03-10T11:00:00Z"), bf, RunStatus::Success, None),
+        ]
+    );
+    assert_eq!(
+        runs_of("report").await,
+        vec![
+            (
+                t("2026-03-10T09:00:00Z"),
+                bf,
+                RunStatus::Skipped,
+                Some(Reason::UpstreamNotSucceeded)
+            ),
+            (t("2026-03-10T10:00:00Z"), bf, RunStatus::Success, None),
+            (t("2026-03-10T11:00:00Z"), bf, RunStatus::Success, None),
+        ]
+    );
+}

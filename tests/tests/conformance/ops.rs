@@ -53,6 +53,7 @@ fn backfill(id: &str, created_at: DateTime<Utc>) -> Backfill {
         approval_required: Vec::new(),
         approved_by: None,
         approved_at: None,
+        cascade: false,
         version: 0,
     }
 }

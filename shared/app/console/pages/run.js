@@ -1,6 +1,6 @@
 // A run: its attempts (times, worker, outcome, error), business window, idempotency key and
-// result; the operator actions its status allows. Steps, children and upstream/downstream
-// runs show when the API answers them (fields `steps`, `children`, `upstream`, `downstream`).
+// result; the operator actions its status allows. A steps job's checkpoints (`steps`), a run's
+// children progress (`children`) and upstream/downstream runs show when the API answers them.
 
 import { get, post, enc } from "../api.js";
 import { h, link, table, when, timeCell, badge, facts, section, button, ask, act, can, duration } from "../ui.js";
@@ -36,7 +36,7 @@ export async function runPage(ctx, id, runId) {
     section("Attempts", attempts(run, zone)),
   ];
   if (Array.isArray(run.steps)) parts.push(section("Steps", steps(run.steps, zone)));
-  if (Array.isArray(run.children)) parts.push(section("Children", children(run.children)));
+  if (run.children && typeof run.children === "object") parts.push(section("Children", children(run.children)));
   for (const [key, title] of [["upstream", "Upstream runs"], ["downstream", "Downstream runs"]]) {
     if (Array.isArray(run[key])) parts.push(section(title, related(run[key], zone)));
   }
@@ -77,18 +77,24 @@ function attempts(run, zone) {
 
 function steps(items, zone) {
   return table(items, [
-    ["Step", (s) => s.name || s.id || "—"],
+    ["Step", (s) => s.name],
     ["Status", (s) => badge(s.status)],
-    ["Checkpoint", (s) => (s.checkpoint === undefined ? "" : typeof s.checkpoint === "object" ? JSON.stringify(s.checkpoint) : String(s.checkpoint))],
-    ["Updated", (s) => timeCell(s.updated_at || s.completed_at, zone)],
+    ["Attempts", (s) => String(s.attempts ?? 0)],
+    ["Started", (s) => timeCell(s.started_at, zone)],
+    ["Ended", (s) => timeCell(s.ended_at, zone)],
+    ["Output", (s) => (s.output === undefined || s.output === null ? "" : h("code", {}, JSON.stringify(s.output)))],
+    ["Error", (s) => s.error_code || ""],
   ]);
 }
 
-function children(items) {
-  return table(items, [
-    ["Child", (c) => c.id || c.run_id || "—"],
-    ["Status", (c) => badge(c.status)],
-    ["Progress", (c) => (c.total ? `${c.done || 0} / ${c.total}` : "")],
+// The run's children as it counts them: one line of progress.
+function children(c) {
+  const done = (c.succeeded || 0) + (c.failed || 0);
+  return facts([
+    ["Progress", `${done} of ${c.total} ended`],
+    ["Succeeded", String(c.succeeded ?? 0)],
+    ["Failed", String(c.failed ?? 0)],
+    ["Running", String(c.running ?? 0)],
   ]);
 }
 

@@ -53,6 +53,10 @@ pub struct BackfillRequest {
     pub pause_when: Option<PauseConditions>,
     #[serde(default)]
     pub dry_run: bool,
+    /// Re-run the same windows of the schedules that run after this one, as each of the
+    /// backfill's runs ends (see `cascade`).
+    #[serde(default)]
+    pub cascade: bool,
     #[serde(default)]
     pub note: Option<String>,
 }
@@ -180,6 +184,7 @@ pub(crate) async fn start(
         approval_required: approval,
         approved_by: None,
         approved_at: None,
+        cascade: req.cascade,
         version: 0,
     };
     let stored = api.deps().ops.create_backfill(&b).await?;

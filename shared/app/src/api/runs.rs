@@ -414,6 +414,7 @@ pub async fn approve(
             rate_per_minute: None,
             pause_when: None,
             dry_run: false,
+            cascade: false,
             note: Some(note.text("approved range record")),
         };
         let (_, backfill) =

@@ -131,6 +131,7 @@ fn proposed(
         approval_required: Vec::new(),
         approved_by: None,
         approved_at: None,
+        cascade: false,
         version: 0,
     }
 }

@@ -98,6 +98,19 @@ impl Worker {
         if stored.downstream.is_empty() {
             return;
         }
+        if ended.cascade {
+            let cascaded = crate::cascade::after_backfill_run(
+                self.store.as_ref(),
+                self.lanes.as_ref(),
+                &stored.downstream,
+                ended,
+                now,
+            );
+            if let Err(e) = cascaded.await {
+                tracing::warn!(error = %e, "could not cascade the backfill's window downstream");
+            }
+            return;
+        }
         match crate::dependents::after_upstream_end(
             self.store.as_ref(),
             self.lanes.as_ref(),

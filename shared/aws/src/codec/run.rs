@@ -57,6 +57,8 @@ pub const CHILDREN_TOTAL: &str = "children_total";
 pub const CHILDREN_SUCCEEDED: &str = "children_succeeded";
 pub const CHILDREN_FAILED: &str = "children_failed";
 pub const CHILDREN_STEP: &str = "children_step";
+/// Present (true) only on a cascading backfill's runs.
+pub const CASCADE: &str = "cascade";
 /// Present (true) only on runs an operator forced.
 pub const FORCED: &str = "forced";
 /// The run's retention in seconds: a terminal transition adds it to its end for the TTL.
@@ -114,6 +116,9 @@ pub fn encode(run: &Run, shards: u32) -> Item {
         .opt_n(EXPIRES_AT, run.expires_at().map(|t| t.timestamp()));
     if run.forced {
         w = w.bool(FORCED, true);
+    }
+    if run.cascade {
+        w = w.bool(CASCADE, true);
     }
     if !run.steps.is_empty() {
         w = w.s(STEPS, steps_json(&run.steps));
@@ -190,6 +195,7 @@ pub fn decode(item: &Item) -> Result<Run, StoreError> {
         job_id: r.opt_s(JOB_ID)?.map(str::to_string),
         result: (result != RunResult::default()).then_some(result),
         forced: r.opt_bool(FORCED)?.unwrap_or(false),
+        cascade: r.opt_bool(CASCADE)?.unwrap_or(false),
         retention: r
             .opt_n(RETENTION_SECONDS)?
             .map_or(DEFAULT_RETENTION, Span::seconds),
