@@ -22,12 +22,10 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use cronledger_aws::ledger::{ScheduleState, StoredSchedule};
-use cronledger_aws::Outcome;
 use cronledger_core::planner::{Action, Pause, PlannedEntry, Release};
 use cronledger_core::run::{Origin, Trigger};
 use cronledger_core::{
-    plan, plan_until, Coverage, Lane, Plan, PlanInput, Reason, Run, RunStatus, Schedule,
-    ScheduleSpec,
+    plan, plan_until, Coverage, Lane, Plan, PlanInput, Reason, Run, Schedule, ScheduleSpec,
 };
 
 use tracing::Instrument;
@@ -313,23 +311,8 @@ impl Reconciler {
         )))
     }
 
-    /// A window (or a range of them) recorded SKIPPED or COALESCED: counted on its
-    /// schedule's day counters, beside the outcomes workers count.
     pub(super) async fn count_skipped_for_health(&self, run: &Run) {
-        let Some(health) = &self.health else {
-            return;
-        };
-        if !matches!(run.status, RunStatus::Skipped | RunStatus::Coalesced) {
-            return;
-        }
-        let day = run.key.scheduled_for.date_naive();
-        let windows = u64::from(run.count.max(1));
-        if let Err(e) = health
-            .count_outcome(&run.key.schedule_id, day, Outcome::Skipped, windows)
-            .await
-        {
-            tracing::warn!(run = %run.key, error = %e, "could not count skipped windows for health");
-        }
+        crate::runs::count_skipped_for_health(self.health.as_deref(), run).await;
     }
 
     /// The silent-failure signal: a metric and a log line per missed window (per range

@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 use cronledger_aws::health::outcome_of;
 use cronledger_aws::ledger::StoredSchedule;
-use cronledger_aws::{ChangeMeta, Outcome, StoreError, StreakChange};
+use cronledger_aws::{ChangeMeta, StoreError, StreakChange};
 use cronledger_core::alerts::{self, About, Alert, RunRef};
 use cronledger_core::{Run, RunStatus};
 
@@ -122,25 +122,11 @@ impl Worker {
         {
             Ok(created) => {
                 for run in created.iter().filter(|r| r.status == RunStatus::Skipped) {
-                    self.count_skipped(run).await;
+                    crate::runs::count_skipped_for_health(self.health.as_deref(), run).await;
                 }
             }
             Err(e) => tracing::warn!(error = %e,
                 "could not decide the dependents' window; the reconciler will"),
-        }
-    }
-
-    /// A dependent's window recorded SKIPPED, on its schedule's day counters.
-    async fn count_skipped(&self, run: &Run) {
-        let Some(health) = &self.health else {
-            return;
-        };
-        let day = run.key.scheduled_for.date_naive();
-        if let Err(e) = health
-            .count_outcome(&run.key.schedule_id, day, Outcome::Skipped, 1)
-            .await
-        {
-            tracing::warn!(run = %run.key, error = %e, "could not count the skipped window for health");
         }
     }
 
