@@ -212,19 +212,7 @@ async fn verify_by_results_reports_the_window_whose_checksum_differs() {
     create(&api, doc).await;
     let range = json!({"from": "2026-03-10T08:00:00Z", "to": "2026-03-10T09:00:00Z",
                        "concurrency": 10, "rate_per_minute": 100});
-    let created = api
-        .post(OPERATOR, "/v1/schedules/checked/backfills", Some(range))
-        .await;
-    assert_eq!(created.status, StatusCode::CREATED, "{:?}", created.body);
-    let id = created.body["id"].as_str().unwrap_or("").to_string();
-    for pass in 0.. {
-        assert!(pass < 20, "the backfill did not finish");
-        api.env.clock.advance(TimeDelta::minutes(1));
-        if api.release().await.finished.contains(&id) {
-            break;
-        }
-        drain(&api, Lane::Backfill).await;
-    }
+    let id = backfill_to_the_end(&api, "checked", range).await;
 
     let found = api.get(VIEWER, &format!("/v1/backfills/{id}/verify")).await;
     let body = &found.body;
@@ -278,20 +266,7 @@ async fn a_cascading_backfill_reruns_the_dependents_windows_after_each_upstream_
 
     let range = json!({"from": "2026-03-10T09:00:00Z", "to": "2026-03-10T11:00:00Z",
                        "reprocess": "all", "cascade": true, "rate_per_minute": 100});
-    let created = api
-        .post(OPERATOR, "/v1/schedules/collect/backfills", Some(range))
-        .await;
-    assert_eq!(created.status, StatusCode::CREATED, "{:?}", created.body);
-    let id = created.body["id"].as_str().unwrap_or("").to_string();
-    for pass in 0.. {
-        assert!(pass < 20, "the backfill did not finish");
-        api.env.clock.advance(TimeDelta::minutes(1));
-        let done = api.release().await.finished.contains(&id);
-        drain(&api, Lane::Backfill).await;
-        if done {
-            break;
-        }
-    }
+    let id = backfill_to_the_end(&api, "collect", range).await;
     let runs_of = |schedule: &'static str| {
         let store = store.clone();
         let id = id.clone();
@@ -340,4 +315,28 @@ async fn a_cascading_backfill_reruns_the_dependents_windows_after_each_upstream_
             (t("2026-03-10T11:00:00Z"), bf, RunStatus::Success, None),
         ]
     );
+}
+
+/// Creates a backfill of `schedule` over `range` and releases and runs it, a minute a pass,
+/// until it is done (what it released last included); its id.
+async fn backfill_to_the_end(api: &ApiEnv, schedule: &str, range: Value) -> String {
+    let created = api
+        .post(
+            OPERATOR,
+            &format!("/v1/schedules/{schedule}/backfills"),
+            Some(range),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{:?}", created.body);
+    let id = created.body["id"].as_str().unwrap_or("").to_string();
+    for pass in 0.. {
+        assert!(pass < 20, "the backfill did not finish");
+        api.env.clock.advance(TimeDelta::minutes(1));
+        let done = api.release().await.finished.contains(&id);
+        drain(api, Lane::Backfill).await;
+        if done {
+            return id;
+        }
+    }
+    id
 }
