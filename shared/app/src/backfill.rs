@@ -261,7 +261,7 @@ pub async fn progress(
 pub struct Problem {
     pub scheduled_for: String,
     /// MISSING (no ledger entry at all), FAILED, NOT_RUN (skipped, cancelled, coalesced,
-    /// awaiting approval), IN_FLIGHT; for a schedule with `verify`, MISMATCH (succeeded,
+    /// awaiting approval), IN_FLIGHT; with a `verify` source, MISMATCH (succeeded,
     /// but its reported count or checksum is not what the source expected) or UNVERIFIED
     /// (succeeded, and the source did not answer).
     pub problem: &'static str,
@@ -273,9 +273,9 @@ pub struct Problem {
     pub reported: Option<Value>,
 }
 
-/// How a succeeded window's reported results compare with what the schedule's `verify`
-/// source expected: a count or checksum that differs, or that the job did not report
-/// while the source answered it, is a mismatch.
+/// How a succeeded window's reported results compare with what the backfill's or the
+/// schedule's `verify` source expected: a count or checksum that differs, or that the job
+/// did not report while the source answered it, is a mismatch.
 fn results_problem(result: &RunResult) -> Option<&'static str> {
     let (count, checksum) = (&result.expected_count, &result.expected_checksum);
     if count.is_none() && checksum.is_none() {
@@ -308,11 +308,9 @@ pub async fn verify(
         if let Some(ok) = cover.iter().find(|r| r.status.is_success()) {
             let result = ok.result.clone().unwrap_or_default();
             total_count += result.count.unwrap_or(0);
-            let verified = schedule
-                .spec
-                .verify
-                .as_ref()
-                .map(|_| results_problem(&result));
+            // Checked when the backfill or the schedule has a source of expected results.
+            let has_source = b.verify.is_some() || schedule.spec.verify.is_some();
+            let verified = has_source.then(|| results_problem(&result));
             if let Some(Some(problem)) = verified {
                 let mismatch = problem == "MISMATCH";
                 problems.push(Problem {
@@ -561,6 +559,7 @@ impl BackfillReleaser {
             run.replay_group_id = Some(b.id.clone());
             run.forced = b.reprocess == Reprocess::All;
             run.cascade = b.cascade;
+            run.verify = b.verify.clone();
             let created = self.store.create_run(&run).await?;
             if created.is_new() && claim(self.store.as_ref(), &run, Lane::Backfill, now).await? {
                 to_send.push((run, Lane::Backfill));

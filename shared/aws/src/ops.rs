@@ -173,6 +173,10 @@ pub struct Backfill {
     /// after this one (and theirs, down the chain).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cascade: bool,
+    /// Its own source of each window's expected `{count, checksum}`, asked after each of its
+    /// runs instead of the schedule's `verify`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<cronledger_core::JobSpec>,
     /// Optimistic-concurrency version: 0 before the first write.
     pub version: u64,
 }

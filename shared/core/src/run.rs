@@ -380,6 +380,9 @@ pub struct Run {
     /// after it is re-run under the same backfill (see the app's `cascade`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cascade: bool,
+    /// A backfill's own `verify` source, for its runs: asked instead of the schedule's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<crate::spec::JobSpec>,
     /// A `steps` job's checkpoints, one per step (empty for a one-call job).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<crate::steps::StepCheckpoint>,

@@ -150,6 +150,7 @@ impl Schedule {
             steps: Vec::new(),
             children: None,
             cascade: false,
+            verify: None,
             retention: self.spec.retention,
         }
     }

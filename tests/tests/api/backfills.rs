@@ -177,6 +177,22 @@ async fn a_backfill_respects_its_concurrency_pauses_resumes_and_verify_finds_a_h
 /// differs as that window's MISMATCH, with both sides, while the others verify clean.
 #[tokio::test]
 async fn verify_by_results_reports_the_window_whose_checksum_differs() {
+    checksum_mismatch_is_that_windows_problem(Source::Schedule).await;
+}
+
+/// The same with the source declared on the backfill instead of the schedule.
+#[tokio::test]
+async fn a_backfills_own_verify_source_reports_the_window_whose_checksum_differs() {
+    checksum_mismatch_is_that_windows_problem(Source::Backfill).await;
+}
+
+/// Where the `verify` source is declared.
+enum Source {
+    Schedule,
+    Backfill,
+}
+
+async fn checksum_mismatch_is_that_windows_problem(source: Source) {
     use axum::extract::Json as Body;
     use axum::http::Uri;
     let app = axum::Router::new().fallback(|uri: Uri, Body(ask): Body<Value>| async move {
@@ -208,10 +224,14 @@ async fn verify_by_results_reports_the_window_whose_checksum_differs() {
     let mut doc = schedule_doc("checked", "*/10 * * * *");
     doc["side_effects"] = json!(false);
     doc["job"] = json!({"type": "http", "url": format!("{base}/job")});
-    doc["verify"] = json!({"type": "http", "url": format!("{base}/verify")});
+    let verify = json!({"type": "http", "url": format!("{base}/verify")});
+    let mut range = json!({"from": "2026-03-10T08:00:00Z", "to": "2026-03-10T09:00:00Z",
+                           "concurrency": 10, "rate_per_minute": 100});
+    match source {
+        Source::Schedule => doc["verify"] = verify,
+        Source::Backfill => range["verify"] = verify,
+    }
     create(&api, doc).await;
-    let range = json!({"from": "2026-03-10T08:00:00Z", "to": "2026-03-10T09:00:00Z",
-                       "concurrency": 10, "rate_per_minute": 100});
     let id = backfill_to_the_end(&api, "checked", range).await;
 
     let found = api.get(VIEWER, &format!("/v1/backfills/{id}/verify")).await;

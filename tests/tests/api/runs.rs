@@ -329,3 +329,40 @@ async fn a_forced_run_executes_past_already_done_and_an_unforced_one_does_not() 
     assert_eq!(skipped.status, RunStatus::Skipped);
     assert_eq!(skipped.reason, Some(cronledger_core::Reason::AlreadyDone));
 }
+
+/// One run's view shows its dependency chain: the same window's run of the schedule it
+/// runs after, and of the schedule that runs after it, with their statuses.
+#[tokio::test]
+async fn a_runs_view_shows_its_upstream_and_downstream_runs() {
+    let api = ApiEnv::new(t(NOW)).await;
+    create(&api, schedule_doc("collect", "0 * * * *")).await;
+    let mut report = schedule_doc("report", "0 * * * *");
+    report["after"] = json!(["collect"]);
+    create(&api, report).await;
+    // The reconciler keeps `downstream` from the specs' `after`; here, directly.
+    api.env
+        .store
+        .set_downstream("collect", &["report".to_string()])
+        .await
+        .expect("downstream");
+    let at = t("2026-03-10T13:00:00Z");
+    assert_eq!(api.env.tick(at).await.sent, 1, "only collect is fired");
+    drain(&api, Lane::Normal).await;
+    drain(&api, Lane::Normal).await;
+    let collect = api
+        .get(VIEWER, "/v1/schedules/collect/runs/2026-03-10T13:00:00Z")
+        .await;
+    assert_eq!(collect.body["status"], "SUCCESS", "{:?}", collect.body);
+    assert_eq!(collect.body["downstream"][0]["schedule"], "report");
+    assert_eq!(collect.body["downstream"][0]["status"], "SUCCESS");
+    assert!(collect.body.get("upstream").is_none());
+    let report = api
+        .get(VIEWER, "/v1/schedules/report/runs/2026-03-10T13:00:00Z")
+        .await;
+    assert_eq!(report.body["trigger"], "DEPENDENCY", "{:?}", report.body);
+    assert_eq!(
+        report.body["upstream"],
+        json!([{"schedule": "collect", "scheduled_for": "2026-03-10T13:00:00Z",
+                "run_id": "2026-03-10T13:00:00Z", "status": "SUCCESS"}])
+    );
+}

@@ -54,6 +54,7 @@ fn backfill(id: &str, created_at: DateTime<Utc>) -> Backfill {
         approved_by: None,
         approved_at: None,
         cascade: false,
+        verify: None,
         version: 0,
     }
 }

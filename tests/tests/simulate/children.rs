@@ -2,6 +2,7 @@
 //! attempts, and the run ends by the counts under `max_failed_children`.
 
 use super::*;
+use cronledger_app::simulate::ScheduleAt;
 
 fn children_of(e: &SimulatedEntry) -> (u32, u32, u32) {
     let c = e.children.expect("the entry has children");
@@ -80,4 +81,23 @@ async fn failed_children_within_the_budget_are_partial_success_and_past_it_faile
         assert_eq!(e.executions, 1 + (40 - failed) + 3 * failed, "{e:?}");
     }
     assert_eq!(entry("past-count").reason, Some(Reason::PermanentError));
+}
+
+/// Paused while the job that answers children runs: the children's messages are
+/// acknowledged and the children wait PENDING; after the resume the reconciler sends them
+/// and the run ends SUCCESS with every child counted once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn children_of_a_paused_schedule_wait_and_run_after_the_resume() {
+    let mut config = SimulationConfig::new(t("2026-03-01T00:30:00Z"), t("2026-03-01T01:30:00Z"));
+    config.pauses = vec![ScheduleAt::parse("pause", "fan@2026-03-01T01:05:00Z").unwrap()];
+    config.resumes = vec![ScheduleAt::parse("resume", "fan@2026-03-01T01:20:00Z").unwrap()];
+    let job = json!({"job": {"type": "noop", "duration": "10m", "children": 5}});
+    let report = run(vec![spec_with("fan", "0 * * * *", job)], config).await;
+    assert!(report.stats.errors.is_empty(), "{:?}", report.stats.errors);
+    assert_all_accounted(&report);
+    let e = &report.ledger[0];
+    assert_eq!(e.status, RunStatus::Success, "{e:?}");
+    assert_eq!(children_of(e), (5, 5, 0), "{e:?}");
+    // The job once and each child once: the deliveries met while paused ran nothing.
+    assert_eq!(e.executions, 6, "{e:?}");
 }

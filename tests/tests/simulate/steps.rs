@@ -3,6 +3,7 @@
 //! any succeeded step again.
 
 use super::*;
+use cronledger_app::simulate::ScheduleAt;
 
 /// collect → generate → save → upload, where `save` fails its first two attempts: every
 /// window ends SUCCESS with save attempted three times and every other step executed once.
@@ -110,4 +111,34 @@ async fn crashes_between_steps_are_recovered_without_running_a_succeeded_step_ag
             assert_eq!(step.status, StepStatus::Success, "{e:?}");
         }
     }
+}
+
+/// Paused while a step runs: the step finishes, the run parks PENDING (PAUSED) between the
+/// steps instead of starting the next, and the resume sends it on at the next step; no
+/// step runs twice and the window ends SUCCESS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pause_between_steps_parks_the_run_and_the_resume_goes_on_at_the_next_step() {
+    let mut config = SimulationConfig::new(t("2026-03-01T00:30:00Z"), t("2026-03-01T01:50:00Z"));
+    config.pauses = vec![ScheduleAt::parse("pause", "stepped@2026-03-01T01:05:00Z").unwrap()];
+    config.resumes = vec![ScheduleAt::parse("resume", "stepped@2026-03-01T01:40:00Z").unwrap()];
+    let job = json!({"job": {"type": "steps", "steps": [
+        {"name": "collect", "type": "noop", "duration": "10m"},
+        {"name": "upload", "type": "noop", "duration": "10m"}
+    ]}});
+    let report = run(vec![spec_with("stepped", "0 * * * *", job)], config).await;
+    assert!(report.stats.errors.is_empty(), "{:?}", report.stats.errors);
+    assert_all_accounted(&report);
+    let e = &report.ledger[0];
+    assert_eq!(e.status, RunStatus::Success, "{e:?}");
+    let ok = StepStatus::Success;
+    assert_eq!(
+        steps_of(e),
+        vec![("collect".into(), ok, 1, 1), ("upload".into(), ok, 1, 1)],
+        "{e:?}"
+    );
+    // Two attempts: collect's, and upload's after the resume (the parked hand-over opened none).
+    assert_eq!(e.attempts, 2, "{e:?}");
+    // Unpaused it would have ended at 01:20; upload started only after the 01:40 resume.
+    let ended = e.completed_at.as_deref().map(t).expect("ended");
+    assert!(ended >= t("2026-03-01T01:50:00Z"), "{e:?}");
 }

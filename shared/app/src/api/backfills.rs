@@ -10,6 +10,7 @@ use cronledger_aws::ledger::{AuditAction, RunChange, ScheduleState};
 use cronledger_aws::{
     ApprovalReason, Backfill, BackfillLimits, BackfillState, PauseConditions, Reprocess, StoreError,
 };
+use cronledger_core::spec::validate_target;
 use cronledger_core::window::utc_text;
 use cronledger_core::{RunEvent, RunKey, RunStatus, Schedule};
 use serde::Deserialize;
@@ -57,6 +58,9 @@ pub struct BackfillRequest {
     /// backfill's runs ends (see `cascade`).
     #[serde(default)]
     pub cascade: bool,
+    /// The backfill's own verify source (a target, as a schedule's `verify`).
+    #[serde(default)]
+    pub verify: Option<Value>,
     #[serde(default)]
     pub note: Option<String>,
 }
@@ -152,6 +156,13 @@ pub(crate) async fn start(
             }),
         ));
     }
+    let verify = match &req.verify {
+        Some(value) => Some(
+            validate_target(value, "verify", &api.deps().config.rules)
+                .map_err(|issues| ApiError::issues(&issues))?,
+        ),
+        None => None,
+    };
     let b = Backfill {
         id: new_id("bf"),
         schedule_id: schedule_id.to_string(),
@@ -185,6 +196,7 @@ pub(crate) async fn start(
         approved_by: None,
         approved_at: None,
         cascade: req.cascade,
+        verify,
         version: 0,
     };
     let stored = api.deps().ops.create_backfill(&b).await?;

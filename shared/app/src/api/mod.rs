@@ -8,6 +8,7 @@
 
 pub mod auth;
 pub mod backfills;
+mod chain;
 pub mod console;
 pub mod cursor;
 mod dependencies;

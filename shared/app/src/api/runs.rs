@@ -70,7 +70,9 @@ pub async fn get_one(
 ) -> ApiResult<Json<Value>> {
     let key = views::parse_run_id(&id, &run)?;
     let (run, attempts) = api.deps().store.get_run_with_attempts(&key).await?;
-    Ok(Json(views::run_with_attempts(&run, &attempts)))
+    let mut body = views::run_with_attempts(&run, &attempts);
+    api.add_chain(&run, &mut body).await?;
+    Ok(Json(body))
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -415,6 +417,7 @@ pub async fn approve(
             pause_when: None,
             dry_run: false,
             cascade: false,
+            verify: None,
             note: Some(note.text("approved range record")),
         };
         let (_, backfill) =

@@ -132,6 +132,7 @@ fn proposed(
         approved_by: None,
         approved_at: None,
         cascade: false,
+        verify: None,
         version: 0,
     }
 }

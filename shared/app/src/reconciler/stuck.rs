@@ -404,6 +404,11 @@ impl Reconciler {
         let Some(counts) = run.children else {
             return Ok(0);
         };
+        let stored = self.schedule_of(&run.key.schedule_id, schedules).await;
+        if stored.as_ref().is_some_and(|s| s.stopped().is_some()) {
+            // Paused or disabled: its children wait; they are sent again after the resume.
+            return Ok(0);
+        }
         let cfg = &self.config.stuck;
         let mut all = Vec::new();
         let mut cursor: Option<String> = None;
@@ -438,10 +443,9 @@ impl Reconciler {
         if lost.is_empty() {
             return Ok(0);
         }
-        let lane = match self.schedule_of(&run.key.schedule_id, schedules).await {
-            Some(stored) => stored.spec.batch_lane.unwrap_or(lane_of(run)),
-            None => lane_of(run),
-        };
+        let lane = stored
+            .and_then(|s| s.spec.batch_lane)
+            .unwrap_or(lane_of(run));
         let messages: Vec<(LaneMessage, std::time::Duration)> = lost
             .iter()
             .map(|i| {

@@ -26,6 +26,8 @@ pub struct SimulatedEntry {
     pub executions: u32,
     /// When the entry's first attempt started (RFC3339), `None` if it never started.
     pub first_started_at: Option<String>,
+    /// When the entry ended (RFC3339), `None` while it has not.
+    pub completed_at: Option<String>,
     /// A steps job's steps: each one's checkpoint and how many times its target was called.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<SimulatedStep>,
@@ -86,6 +88,7 @@ pub(super) async fn simulated_entries(
                 entry: run.ledger_entry(),
                 executions: calls.get(&run.key).copied().unwrap_or(0),
                 first_started_at: first_start(store, run).await?.map(utc_text),
+                completed_at: run.completed_at.map(utc_text),
                 steps: run
                     .steps
                     .iter()

@@ -129,7 +129,9 @@ impl Worker {
         run: &Run,
         outcome: JobOutcome,
     ) -> JobOutcome {
-        let (Some(verify), Ok(mut success)) = (&schedule.spec.verify, outcome.clone()) else {
+        // A backfill's own source first, else the schedule's.
+        let source = run.verify.as_ref().or(schedule.spec.verify.as_ref());
+        let (Some(verify), Ok(mut success)) = (source, outcome.clone()) else {
             return outcome;
         };
         let asked = Work {

@@ -248,11 +248,13 @@ impl Worker {
             return self.after_child(delivery, &stored, key, lost).await;
         }
         if stored.stopped().is_some() {
-            self.hide(delivery, self.config.kill_switch_hide.as_std())
-                .await;
-            return Err(HandlerFailure::Retry(
-                "schedule stopped: the child waits for the resume".into(),
-            ));
+            // Acknowledged, not bounced: a long pause would dead-letter a bouncing message.
+            // The child waits PENDING; after the resume the reconciler sends it again.
+            tracing::info!(
+                child = child.index,
+                "schedule stopped: the child waits for the resume"
+            );
+            return Ok(());
         }
         let job = job_of_run(self.store.as_ref(), &stored, &parent, &self.pinned)
             .await

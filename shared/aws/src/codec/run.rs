@@ -57,6 +57,8 @@ pub const CHILDREN_TOTAL: &str = "children_total";
 pub const CHILDREN_SUCCEEDED: &str = "children_succeeded";
 pub const CHILDREN_FAILED: &str = "children_failed";
 pub const CHILDREN_STEP: &str = "children_step";
+/// A backfill's own verify source on its runs, as JSON (absent: the schedule's).
+pub const VERIFY: &str = "verify";
 /// Present (true) only on a cascading backfill's runs.
 pub const CASCADE: &str = "cascade";
 /// Present (true) only on runs an operator forced.
@@ -119,6 +121,10 @@ pub fn encode(run: &Run, shards: u32) -> Item {
     }
     if run.cascade {
         w = w.bool(CASCADE, true);
+    }
+    if let Some(verify) = &run.verify {
+        // Plain data with string keys: serialization cannot fail.
+        w = w.s(VERIFY, serde_json::to_string(verify).unwrap_or_default());
     }
     if !run.steps.is_empty() {
         w = w.s(STEPS, steps_json(&run.steps));
@@ -196,6 +202,13 @@ pub fn decode(item: &Item) -> Result<Run, StoreError> {
         result: (result != RunResult::default()).then_some(result),
         forced: r.opt_bool(FORCED)?.unwrap_or(false),
         cascade: r.opt_bool(CASCADE)?.unwrap_or(false),
+        verify: match r.opt_s(VERIFY)? {
+            Some(text) => Some(
+                serde_json::from_str(text)
+                    .map_err(|e| r.malformed(VERIFY, format!("is not a target: {e}")))?,
+            ),
+            None => None,
+        },
         retention: r
             .opt_n(RETENTION_SECONDS)?
             .map_or(DEFAULT_RETENTION, Span::seconds),

@@ -21,7 +21,9 @@ mod job_check;
 mod upstreams;
 mod validate;
 
-pub use validate::{parse_document, parse_manifest, validate_schedule, validate_timing};
+pub use validate::{
+    parse_document, parse_manifest, validate_schedule, validate_target, validate_timing,
+};
 
 /// Catch-up gap tiers: where "recent" ends and "history" begins (DESIGN catch-up table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

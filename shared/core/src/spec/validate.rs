@@ -380,6 +380,28 @@ pub fn validate_schedule(
     }
 }
 
+/// Validates one target on its own, as a schedule's `verify` is checked (a backfill's own
+/// `verify` source): an http, lambda, handler or noop target; never steps.
+pub fn validate_target(
+    value: &Value,
+    field: &str,
+    rules: &ValidationRules,
+) -> Result<JobSpec, Vec<Issue>> {
+    let mut issues = Vec::new();
+    if value.get("type").and_then(Value::as_str) == Some("steps") {
+        issues.push(Issue::new(
+            Code::ScheduleInvalidJob,
+            field,
+            "a verify source is one http, lambda or noop target, not steps",
+        ));
+        return Err(issues);
+    }
+    match validate_job(Some(value), field, rules, &mut issues) {
+        Some(job) if issues.is_empty() => Ok(job),
+        _ => Err(issues),
+    }
+}
+
 /// Validates only an expression and a zone (`cronledger validate --cron ... --tz ...`).
 pub fn validate_timing(
     cron: &str,
