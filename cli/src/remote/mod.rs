@@ -294,6 +294,17 @@ fn one_run(r: &Value) -> String {
             s(&c["running"])
         ));
     }
+    for (field, title) in [("upstream", "runs after"), ("downstream", "runs before")] {
+        let related: Vec<String> = r[field]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|x| format!("{} ({})", s(&x["schedule"]), s(&x["status"])))
+            .collect();
+        if !related.is_empty() {
+            out.push_str(&format!("{title}: {}\n", related.join(", ")));
+        }
+    }
     if let Some(steps) = r["steps"].as_array().filter(|s| !s.is_empty()) {
         let mut t = Table::new(["STEP", "STATUS", "ATTEMPTS", "STARTED", "ENDED", "ERROR"]);
         for step in steps {
