@@ -6,8 +6,9 @@ use std::sync::{Arc, Mutex};
 use chrono::{DateTime, Utc};
 use cronledger_aws::ledger::{RunChange, StoredSchedule};
 use cronledger_aws::{LaneError, LaneMessage, LaneQueue, LedgerStore, StoreError};
+use cronledger_core::children::Child;
 use cronledger_core::run::Origin;
-use cronledger_core::{Issue, Lane, Reason, Run, RunEvent, RunStatus, Schedule, Trigger};
+use cronledger_core::{Issue, Lane, Reason, Run, RunEvent, RunKey, RunStatus, Schedule, Trigger};
 
 /// A fresh PENDING run of an expected occurrence (or an operator's, by `origin`), with its
 /// business inputs fixed now (invariant 5).
@@ -210,4 +211,61 @@ pub async fn count_skipped_for_health(health: Option<&dyn cronledger_aws::Health
     {
         tracing::warn!(run = %run.key, error = %e, "could not count skipped windows for health");
     }
+}
+
+/// Every child one step of `parent` answered, by index, page after page.
+pub async fn children_of_run(
+    store: &dyn LedgerStore,
+    parent: &RunKey,
+    step: u32,
+) -> Result<Vec<Child>, StoreError> {
+    let mut all = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = store
+            .children_of(parent, step, CHILDREN_PAGE, cursor.as_deref())
+            .await?;
+        all.extend(page.items);
+        match page.next {
+            Some(next) => cursor = Some(next),
+            None => return Ok(all),
+        }
+    }
+}
+
+/// Children read per Query page.
+const CHILDREN_PAGE: u32 = 1000;
+
+/// Children's messages handed to the lanes per call (sent ten a request).
+const CHILDREN_SEND_CHUNK: usize = 100;
+
+/// Sends the messages of `run`'s children `indexes` (of `step`) to `lane`; how many went.
+/// A failed send is left for the reconciler, which sends lost children again.
+pub async fn send_children(
+    lanes: &dyn LaneQueue,
+    run: &Run,
+    lane: Lane,
+    step: u32,
+    indexes: &[u32],
+) -> usize {
+    let mut sent = 0;
+    for chunk in indexes.chunks(CHILDREN_SEND_CHUNK) {
+        let messages: Vec<(LaneMessage, std::time::Duration)> = chunk
+            .iter()
+            .map(|i| {
+                let message = LaneMessage::for_child(run, lane, step, *i);
+                (message, std::time::Duration::ZERO)
+            })
+            .collect();
+        let results = lanes.send_many(&messages).await;
+        let ok = results.iter().filter(|r| r.is_ok()).count();
+        if ok < results.len() {
+            tracing::warn!(
+                failed = results.len() - ok,
+                "children's sends failed; the reconciler will send them"
+            );
+        }
+        sent += ok;
+    }
+    sent
 }

@@ -36,6 +36,7 @@ use cronledger_aws::StoreError;
 use cronledger_core::{Lane, Reason, Run, RunEvent, RunStatus, Trigger};
 
 use crate::alerting::Held;
+use crate::runs::{children_of_run, send_children};
 use crate::worker::{waits_for_children, HANDOVER_OWNER};
 use cronledger_aws::LaneMessage;
 use cronledger_core::children::ChildStatus;
@@ -410,19 +411,7 @@ impl Reconciler {
             return Ok(0);
         }
         let cfg = &self.config.stuck;
-        let mut all = Vec::new();
-        let mut cursor: Option<String> = None;
-        loop {
-            let page = self
-                .store
-                .children_of(&run.key, counts.step, 1000, cursor.as_deref())
-                .await?;
-            all.extend(page.items);
-            match page.next {
-                Some(next) => cursor = Some(next),
-                None => break,
-            }
-        }
+        let all = children_of_run(self.store.as_ref(), &run.key, counts.step).await?;
         let never_started = all.iter().all(|c| c.attempts == 0);
         let lost: Vec<u32> = if counts.all_ended() || all.iter().all(|c| c.status.is_terminal()) {
             all.first().map(|c| c.index).into_iter().collect()
@@ -446,22 +435,7 @@ impl Reconciler {
         let lane = stored
             .and_then(|s| s.spec.batch_lane)
             .unwrap_or(lane_of(run));
-        let messages: Vec<(LaneMessage, std::time::Duration)> = lost
-            .iter()
-            .map(|i| {
-                (
-                    LaneMessage::for_child(run, lane, counts.step, *i),
-                    std::time::Duration::ZERO,
-                )
-            })
-            .collect();
-        let sent = self
-            .lanes
-            .send_many(&messages)
-            .await
-            .into_iter()
-            .filter(Result::is_ok)
-            .count() as u32;
+        let sent = send_children(self.lanes.as_ref(), run, lane, counts.step, &lost).await as u32;
         tracing::warn!(run = %run.key, resent = sent, "children's messages sent again");
         Ok(sent)
     }

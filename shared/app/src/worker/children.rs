@@ -3,12 +3,10 @@
 //! message with its own attempts. Each child's end and the run's counter move in one
 //! transaction; whoever ends the last child ends the run (or its step) by the counts.
 
-use std::time::Duration;
-
 use chrono::{DateTime, Utc};
 use cronledger_aws::lanes::{ChildRef, HandlerFailure};
 use cronledger_aws::ledger::{ChildChange, RunChange, StoredSchedule};
-use cronledger_aws::{LaneMessage, StoreError};
+use cronledger_aws::StoreError;
 use cronledger_core::children::{self, Child, ChildCounts, ChildStatus, ChildrenOutcome};
 use cronledger_core::run::RunResult;
 use cronledger_core::{Lane, Run, RunEvent, RunStatus};
@@ -17,15 +15,13 @@ use super::steps::Work;
 use super::{Delivery, Worker};
 use crate::jobs::{JobContext, JobFailure, JobMode, JobOutcome, JobSuccess};
 use crate::pinned::job_of_run;
+use crate::runs::{children_of_run, send_children};
 
 /// Who holds a run's lease while its children run: nobody runs its job meanwhile.
 pub const CHILDREN_OWNER: &str = "children";
 
 /// The code a run ends FAILED with when more children failed than `max_failed_children`.
 pub const CHILDREN_FAILED: &str = "CHILDREN_FAILED";
-
-/// Children's messages sent per request batch.
-const SEND_CHUNK: usize = 100;
 
 /// Whether `run` waits for its children (its job answered them, and not all have ended).
 pub fn waits_for_children(run: &Run) -> bool {
@@ -112,31 +108,8 @@ impl Worker {
             .count_for(&run.key.schedule_id, "ChildrenSpawned", list.len() as u64);
         let lane = children_lane(stored, &waiting, delivery.message.lane);
         let indexes: Vec<u32> = list.iter().map(|c| c.index).collect();
-        self.send_children(&waiting, lane, step, &indexes).await;
+        send_children(self.lanes.as_ref(), &waiting, lane, step, &indexes).await;
         Ok(())
-    }
-
-    /// Sends the messages of `indexes`; a failed send is left for the reconciler.
-    pub(super) async fn send_children(&self, run: &Run, lane: Lane, step: u32, indexes: &[u32]) {
-        for chunk in indexes.chunks(SEND_CHUNK) {
-            let messages: Vec<(LaneMessage, Duration)> = chunk
-                .iter()
-                .map(|i| (LaneMessage::for_child(run, lane, step, *i), Duration::ZERO))
-                .collect();
-            let failed = self
-                .lanes
-                .send_many(&messages)
-                .await
-                .into_iter()
-                .filter(Result::is_err)
-                .count();
-            if failed > 0 {
-                tracing::warn!(
-                    failed,
-                    "children's sends failed; the reconciler will send them"
-                );
-            }
-        }
     }
 
     /// An operator retried a run whose children failed: the failed ones reopen (each with
@@ -153,28 +126,15 @@ impl Worker {
         };
         let now = self.clock.now();
         let mut reopened = Vec::new();
-        let mut cursor: Option<String> = None;
-        loop {
-            let page = self
-                .store
-                .children_of(&run.key, counts.step, 1000, cursor.as_deref())
-                .await
-                .map_err(|e| HandlerFailure::Retry(e.to_string()))?;
-            for child in page
-                .items
-                .iter()
-                .filter(|c| c.status == ChildStatus::Failed)
-            {
-                let change = ChildChange::new(child, ChildStatus::Pending, now);
-                match self.store.change_child(&run.key, &change).await {
-                    Ok(_) => reopened.push(child.index),
-                    Err(StoreError::ChildConflict(_)) => {}
-                    Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
-                }
-            }
-            match page.next {
-                Some(next) => cursor = Some(next),
-                None => break,
+        let children = children_of_run(self.store.as_ref(), &run.key, counts.step)
+            .await
+            .map_err(|e| HandlerFailure::Retry(e.to_string()))?;
+        for child in children.iter().filter(|c| c.status == ChildStatus::Failed) {
+            let change = ChildChange::new(child, ChildStatus::Pending, now);
+            match self.store.change_child(&run.key, &change).await {
+                Ok(_) => reopened.push(child.index),
+                Err(StoreError::ChildConflict(_)) => {}
+                Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
             }
         }
         let change = RunChange::new(
@@ -191,8 +151,7 @@ impl Worker {
         };
         tracing::info!(reopened = reopened.len(), "failed children run again");
         let lane = children_lane(stored, &waiting, delivery.message.lane);
-        self.send_children(&waiting, lane, counts.step, &reopened)
-            .await;
+        send_children(self.lanes.as_ref(), &waiting, lane, counts.step, &reopened).await;
         if reopened.is_empty() {
             // Nothing was left to reopen (another retry took them): end by the counts.
             return self.finish_parent(delivery, stored, &waiting).await;
