@@ -11,13 +11,12 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use cronledger_aws::ledger::ScheduleState;
 use cronledger_aws::{LaneQueue, LedgerStore, StoreError};
 use cronledger_core::dependency::{readiness, Readiness};
 use cronledger_core::run::Origin;
-use cronledger_core::{Lane, Reason, Run, RunKey, RunStatus, Schedule, Trigger};
+use cronledger_core::{Lane, Reason, Run, RunKey, RunStatus, Trigger};
 
-use crate::dependents::DependentError;
+use crate::dependents::{dependent_at, DependentError};
 use crate::runs::new_run_with_origin;
 
 /// The run of `schedule` for `at` under backfill `id`, else its expected run.
@@ -60,15 +59,9 @@ pub async fn after_backfill_run(
     }
     let at = ended.key.scheduled_for;
     for id in downstream {
-        let dependent = store.get_schedule(id).await?;
-        if dependent.spec.after.is_empty() || dependent.state == ScheduleState::Archived {
+        let Some((dependent, schedule)) = dependent_at(store, id, at).await? else {
             continue;
-        }
-        let schedule =
-            Schedule::new(dependent.spec.clone()).map_err(StoreError::ScheduleInvalid)?;
-        if !schedule.timing().is_occurrence(at) {
-            continue;
-        }
+        };
         let mut outcomes = BTreeMap::new();
         for upstream in &dependent.spec.after {
             let status = if *upstream == ended.key.schedule_id {

@@ -15,28 +15,39 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use chrono::{DateTime, Utc};
-use cronledger_aws::ledger::ScheduleState;
+use cronledger_aws::ledger::{ScheduleState, StoredSchedule};
 use cronledger_aws::{Created, LaneError, LaneQueue, LedgerStore, StoreError};
+use cronledger_core::admission::{decide, lane_of, Ask, Candidate, Moment};
 use cronledger_core::dependency::{readiness, Readiness};
 use cronledger_core::run::Origin;
-use cronledger_core::{Lane, Reason, Run, RunKey, RunStatus, Schedule, ScheduleSpec, Trigger};
+use cronledger_core::{
+    late_start, OverlapPolicy, Reason, Run, RunKey, RunStatus, Schedule, ScheduleSpec, Trigger,
+};
+
+use crate::overlap::active_runs_of;
 
 /// What [`record_window`] did.
 #[derive(Debug)]
 pub enum Recorded {
     /// An upstream has not ended the window: nothing was written.
     Waiting,
-    /// This call created the window's entry (PENDING to send, or SKIPPED).
-    Created(Run),
+    /// This call created the window's entry: PENDING to send now (`send`), PENDING waiting
+    /// (its turn behind a running run, the throttled release of a late window, the resume),
+    /// or recorded SKIPPED, COALESCED or MANUAL_REQUIRED by the rule book.
+    Created { run: Run, send: bool },
     /// The window was recorded before (by another decider).
     Existing(Run),
 }
 
-/// The window at `at` of `schedule` (version `version`), recorded as `readiness` says.
+/// The window at `at` of the dependent `stored` (compiled as `schedule`), recorded as
+/// `readiness` says. A window ready to run is the dependent's own run: the rule book
+/// (`cronledger_core::admission`) decides it with the dependent's pause, approval, overlap
+/// and lanes, and a window created past the dependent's grace follows its misfire policy and
+/// goes to the correction lane's throttled release, never to the live lane.
 pub async fn record_window(
     store: &dyn LedgerStore,
+    stored: &StoredSchedule,
     schedule: &Schedule,
-    version: u64,
     at: DateTime<Utc>,
     readiness: &Readiness,
     now: DateTime<Utc>,
@@ -47,11 +58,35 @@ pub async fn record_window(
         Origin::Expected,
         Trigger::Dependency,
         now,
-        version,
+        stored.version,
     );
+    let mut send = false;
     match readiness {
         Readiness::Waiting { .. } => return Ok(Recorded::Waiting),
-        Readiness::Ready => {}
+        Readiness::Ready => {
+            let others = if schedule.spec.overlap == OverlapPolicy::Allow {
+                Vec::new()
+            } else {
+                active_runs_of(store, schedule.id()).await?
+            };
+            let late =
+                (now - at > schedule.spec.grace.as_delta()).then(|| late_start(schedule, at, now));
+            let stopped = if stored.paused_at(at) {
+                Some(Reason::Paused)
+            } else {
+                stored.stopped()
+            };
+            send = decide(&Ask {
+                moment: Moment::Create,
+                spec: &schedule.spec,
+                run: Candidate::of(&run),
+                stopped,
+                others: &others,
+                late,
+                now,
+            })
+            .shape(&mut run);
+        }
         Readiness::Skip { .. } => {
             run.status = RunStatus::Skipped;
             run.reason = Some(Reason::UpstreamNotSucceeded);
@@ -63,10 +98,29 @@ pub async fn record_window(
                 tracing::info!(run = %run.key, %upstream, upstream_status = %status,
                     "window skipped: an upstream did not succeed");
             }
-            Recorded::Created(run)
+            Recorded::Created { run, send }
         }
         Created::Existing(run) => Recorded::Existing(run),
     })
+}
+
+/// The dependent `id` of an upstream whose window `at` ended, when that window is one of
+/// its own: not archived, still running `after` something, and `at` on its grid. The one
+/// walk step the worker's dependents and a cascading backfill share.
+pub async fn dependent_at(
+    store: &dyn LedgerStore,
+    id: &str,
+    at: DateTime<Utc>,
+) -> Result<Option<(StoredSchedule, Schedule)>, StoreError> {
+    let dependent = store.get_schedule(id).await?;
+    if dependent.spec.after.is_empty() || dependent.state == ScheduleState::Archived {
+        return Ok(None);
+    }
+    let schedule = Schedule::new(dependent.spec.clone()).map_err(StoreError::ScheduleInvalid)?;
+    if !schedule.timing().is_occurrence(at) {
+        return Ok(None);
+    }
+    Ok(Some((dependent, schedule)))
 }
 
 /// The window at `at` of `spec` as its upstreams' expected runs for it stand (one read
@@ -129,28 +183,22 @@ pub async fn after_upstream_end(
         if !seen.insert(id.clone()) {
             continue;
         }
-        let dependent = store.get_schedule(&id).await?;
-        // Archived, no longer dependent (a stale list), or a window already accounted.
-        if dependent.spec.after.is_empty()
-            || dependent.state == ScheduleState::Archived
-            || at <= dependent.reconciled_through
-        {
+        let Some((dependent, schedule)) = dependent_at(store, &id, at).await? else {
             continue;
-        }
-        let schedule =
-            Schedule::new(dependent.spec.clone()).map_err(StoreError::ScheduleInvalid)?;
-        if !schedule.timing().is_occurrence(at) {
+        };
+        // A window already accounted for (the reconciler's watermark passed it).
+        if at <= dependent.reconciled_through {
             continue;
         }
         let ready = readiness_at(store, &dependent.spec, at).await?;
-        if let Recorded::Created(run) =
-            record_window(store, &schedule, dependent.version, at, &ready, now).await?
+        if let Recorded::Created { run, send } =
+            record_window(store, &dependent, &schedule, at, &ready, now).await?
         {
-            if run.status == RunStatus::Pending {
-                let lane = run.lane.unwrap_or(Lane::Normal);
+            if send {
+                let lane = lane_of(run.trigger, run.lane, dependent.spec.priority.live_lane());
                 crate::runs::claim_and_send::<DependentError>(store, lanes, &run, lane, now)
                     .await?;
-            } else {
+            } else if run.status.is_terminal() {
                 next.extend(dependent.downstream.iter().cloned());
             }
             created.push(run);

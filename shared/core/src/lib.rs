@@ -2,6 +2,7 @@
 //!
 //! No AWS SDK, no async runtime, no wall clock: every function takes the time it needs.
 
+pub mod admission;
 pub mod alerts;
 pub mod attempt;
 pub mod children;

@@ -742,6 +742,7 @@ fn decide(
     let cap = spec.max_auto_catch_up as usize;
     // Side-effecting jobs replay on their own only while the gap is still "just now".
     let needs_approval = match tier {
+        _ if crate::admission::every_run_approval(spec) => Some(Reason::ApprovalRequired),
         GapTier::Beyond => Some(Reason::GapTooLong),
         _ if spec.side_effects && tier != GapTier::Immediate => Some(Reason::SideEffects),
         _ => None,

@@ -310,13 +310,9 @@ async fn operate(
     Ok(api.deps().store.transition_run(key, &change).await?)
 }
 
-/// The lane a reopened run goes to: its own (an operator's runs: the manual lane).
+/// The lane a reopened run goes to: the rule book's (an operator's runs: the manual lane).
 fn lane_of(run: &Run) -> Lane {
-    match run.trigger {
-        Trigger::Manual => Lane::Manual,
-        Trigger::Backfill => Lane::Backfill,
-        _ => run.lane.unwrap_or(Lane::Normal),
-    }
+    cronledger_core::admission::lane_of(run.trigger, run.lane, Lane::Normal)
 }
 
 /// Sends a reopened run; answers with it and its attempts (one read either way).

@@ -21,6 +21,7 @@ use cronledger_core::{Run, RunStatus, Schedule, Trigger};
 use crate::dependents::Recorded;
 
 use super::{ReconcileError, ReconcileReport, Reconciler};
+use crate::metrics::Metric;
 
 /// The dependency graph a pass reads from the schedules it lists.
 #[derive(Debug, Default)]
@@ -145,8 +146,8 @@ impl Reconciler {
     ) -> Result<bool, ReconcileError> {
         let recorded = crate::dependents::record_window(
             self.store.as_ref(),
+            stored,
             schedule,
-            stored.version,
             at,
             readiness,
             now,
@@ -154,14 +155,18 @@ impl Reconciler {
         .await?;
         match recorded {
             Recorded::Waiting => return Ok(false),
-            Recorded::Created(run) => {
+            Recorded::Created { run, send } => {
                 report.entries_written += 1;
                 if run.status == RunStatus::Skipped {
-                    self.metrics.count_for(stored.id(), "UpstreamSkipped", 1);
+                    self.metrics
+                        .count_for(stored.id(), Metric::UpstreamSkipped, 1);
                     self.count_skipped_for_health(&run).await;
                 } else {
-                    self.metrics.count_for(stored.id(), "DependencyRuns", 1);
-                    self.send_dependent(&run, now, report).await;
+                    self.metrics
+                        .count_for(stored.id(), Metric::DependencyRuns, 1);
+                    if send {
+                        self.send_dependent(&run, now, report).await;
+                    }
                 }
             }
             // Another decider recorded it first; it sends what it created.
@@ -203,10 +208,14 @@ impl Reconciler {
     }
 }
 
-/// A dependent run still PENDING and never started after its creator had time to send it.
+/// A dependent run still PENDING and never started after its creator had time to send it:
+/// not one waiting for its turn or the resume (a reason says so) or for the throttled
+/// release of a late window (a catch-up lane).
 fn lost_its_send(run: &Run, now: DateTime<Utc>) -> bool {
     run.trigger == Trigger::Dependency
         && run.status == RunStatus::Pending
+        && run.reason.is_none()
+        && !run.lane.is_some_and(cronledger_core::admission::is_catch_up_lane)
         && run.attempts == 0
         && run.created_at + UNSENT_AFTER <= now
 }

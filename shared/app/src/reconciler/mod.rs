@@ -41,13 +41,13 @@ use cronledger_aws::{
 };
 use cronledger_core::spec::Approval;
 use cronledger_core::ScheduleSpec;
-use cronledger_core::{Lane, Reason, Run, RunEvent, RunStatus, Trigger};
+use cronledger_core::{Lane, Reason, Run, RunEvent, RunStatus};
 use futures_util::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
 
 use crate::alerting::Alerter;
 use crate::kill_switch::KillSwitchCheck;
-use crate::metrics::Metrics;
+use crate::metrics::{Metric, Metrics};
 use crate::runs::ScheduleCache;
 use crate::ticker::TickEvent;
 
@@ -408,9 +408,9 @@ impl Reconciler {
         self.raise_alerts(now, &mut report).await;
 
         self.metrics
-            .count("CatchUpReleased", u64::from(report.released));
+            .count(Metric::CatchUpReleased, u64::from(report.released));
         self.metrics
-            .count("ReconcileErrors", report.errors.len() as u64);
+            .count(Metric::ReconcileErrors, report.errors.len() as u64);
         report
     }
 
@@ -496,7 +496,7 @@ impl Reconciler {
                 Err(e) => format!("TICKER_SCHEDULE_UNREADABLE: {name}: {e}"),
             };
             tracing::error!(ticker_schedule = %name, problem = %problem, "the ticker is not scheduled: nothing fires on time");
-            self.metrics.count("TickerScheduleUnhealthy", 1);
+            self.metrics.count(Metric::TickerScheduleUnhealthy, 1);
             report.ticker_problems.push(problem);
         }
     }
@@ -532,13 +532,10 @@ impl Reconciler {
     }
 }
 
-/// The lane a run's message goes to: its own, and never realtime for catch-up.
+/// The lane a run's message goes to: the rule book's (its own, never a live one for
+/// catch-up).
 fn lane_of(run: &Run) -> Lane {
-    match (run.trigger, run.lane) {
-        (Trigger::CatchUp, Some(Lane::Realtime) | None) => Lane::Correction,
-        (_, Some(lane)) => lane,
-        (_, None) => Lane::Normal,
-    }
+    cronledger_core::admission::lane_of(run.trigger, run.lane, Lane::Normal)
 }
 
 /// Catch-up runs in flight, per lane and per schedule.

@@ -17,11 +17,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
 use cronledger_aws::ReleaseState;
-use cronledger_core::{Lane, Run, RunKey, RunStatus, Trigger};
+use cronledger_core::{Lane, Reason, Run, RunKey, RunStatus, Trigger};
 use serde::Serialize;
 
 use super::missed::CATCH_UP_LANES;
 use super::{lane_of, InFlight, ReconcileError, ReconcileReport, Reconciler};
+use crate::metrics::Metric;
 
 /// A catch-up lane's release decision for this pass.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -103,10 +104,10 @@ impl Reconciler {
                             super::alerts::release_paused(lane, cause.as_deref(), now),
                             None,
                         ));
-                        self.metrics.count("CatchUpReleasePaused", 1);
+                        self.metrics.count(Metric::CatchUpReleasePaused, 1);
                     } else {
                         tracing::info!(%lane, was = state.cause.as_deref().unwrap_or(""), "catch-up release resumed");
-                        self.metrics.count("CatchUpReleaseResumed", 1);
+                        self.metrics.count(Metric::CatchUpReleaseResumed, 1);
                     }
                 }
                 state.paused = paused;
@@ -147,12 +148,15 @@ impl Reconciler {
         let mut seen: BTreeSet<RunKey> = BTreeSet::new();
         let mut waiting: Vec<Run> = Vec::new();
         for run in active.iter().chain(created.iter()) {
-            if run.trigger != Trigger::CatchUp || !seen.insert(run.key.clone()) {
+            if !throttled(run) || !seen.insert(run.key.clone()) {
                 continue;
             }
             let lane = lane_of(run);
             match run.status {
                 RunStatus::Pending if stopped.contains(&run.key.schedule_id) => {}
+                // Released already, and waiting for its turn behind a running run of its
+                // schedule: the run that ends sends it, not the throttle.
+                RunStatus::Pending if run.reason == Some(Reason::QueuedBehind) => {}
                 RunStatus::Pending => waiting.push(run.clone()),
                 _ => in_flight.add(lane, &run.key.schedule_id),
             }
@@ -236,6 +240,18 @@ impl Reconciler {
                 ),
             }
         }
+    }
+}
+
+/// Work the throttled release paces: catch-up runs, and dependents' windows created past
+/// their grace (the rule book sends those to the correction lane, never a live one).
+fn throttled(run: &Run) -> bool {
+    match run.trigger {
+        Trigger::CatchUp => true,
+        Trigger::Dependency => run
+            .lane
+            .is_some_and(cronledger_core::admission::is_catch_up_lane),
+        _ => false,
     }
 }
 

@@ -5,14 +5,14 @@
 use chrono::{DateTime, Utc};
 use cronledger_aws::ledger::{Fire, FireOutcome, StoredSchedule, MAX_FIRES_PER_TRANSACTION};
 use cronledger_aws::StoreError;
-use cronledger_core::overlap::{decide_overlap, OverlapDecision};
-use cronledger_core::spec::Approval;
+use cronledger_core::admission::{decide, Ask, Candidate, Moment};
 use cronledger_core::{OverlapPolicy, Reason, Run, RunStatus, Trigger};
 use futures_util::stream::{self, StreamExt};
 use tracing::Instrument;
 
 use super::{TickReport, Ticker};
 use crate::alerting::Held;
+use crate::metrics::Metric;
 use crate::runs::new_run;
 
 impl Ticker {
@@ -190,7 +190,7 @@ impl Ticker {
                     Ok(true) => {
                         report.left_for_reconciler += 1;
                         self.metrics
-                            .count_for(stored.id(), "WindowsLeftForReconciler", 1);
+                            .count_for(stored.id(), Metric::WindowsLeftForReconciler, 1);
                     }
                     Ok(false) => break,
                     Err(e) => {
@@ -219,9 +219,10 @@ impl Ticker {
         report
     }
 
-    /// The run the window fired at `fire_at` gets (recorded under its occurrence): PENDING
-    /// for its lane, SKIPPED while paused, and for a window already due the overlap policy's
-    /// word (SKIPPED, or waiting behind QUEUE_NEW). The flag says whether it is sent.
+    /// The run the window fired at `fire_at` gets (recorded under its occurrence), as the
+    /// rule book answers at creation: PENDING for its lane, SKIPPED while paused or (a window
+    /// already due) behind a running run under SKIP_NEW, waiting behind QUEUE_NEW, or held
+    /// for approval. The flag says whether it is sent.
     pub(super) async fn window_run(
         &self,
         stored: &StoredSchedule,
@@ -237,42 +238,32 @@ impl Ticker {
             Trigger::Scheduled,
             now,
         );
-        let mut send = true;
-        if stored.paused_at(scheduled_for) {
-            run.status = RunStatus::Skipped;
-            run.reason = Some(Reason::Paused);
-            send = false;
-        } else if schedule.spec.approval == Approval::EveryRun {
-            // A destructive job's window runs only once an operator approves it (onto the
-            // manual lane); unapproved past `approval_timeout` the reconciler skips it.
-            run.status = RunStatus::ManualRequired;
-            run.reason = Some(Reason::ApprovalRequired);
-            send = false;
-        } else if schedule.spec.overlap != OverlapPolicy::Allow && fire_at <= now {
-            // Only a window already due can overlap anything now; a window inside the
-            // lookahead is judged by the worker when it starts, when the earlier run may be done.
-            let active = self.active_runs_of(stored.id()).await?;
-            match decide_overlap(schedule.spec.overlap, &run.key, &active) {
-                OverlapDecision::Proceed => {}
-                OverlapDecision::Skip { .. } => {
-                    run.status = RunStatus::Skipped;
-                    run.reason = Some(Reason::Overlap);
-                    send = false;
-                }
-                OverlapDecision::Queue { .. } => {
-                    run.reason = Some(Reason::QueuedBehind);
-                    send = false;
-                }
-            }
-        }
+        // Only a window already due can meet a running run; one inside the lookahead is
+        // judged by the worker when it starts, when the earlier run may be done.
+        let others = if schedule.spec.overlap != OverlapPolicy::Allow && fire_at <= now {
+            self.active_runs_of(stored.id()).await?
+        } else {
+            Vec::new()
+        };
+        let stopped = stored.paused_at(scheduled_for).then_some(Reason::Paused);
+        let admission = decide(&Ask {
+            moment: Moment::Create,
+            spec: &schedule.spec,
+            run: Candidate::of(&run),
+            stopped,
+            others: &others,
+            late: None,
+            now,
+        });
+        let send = admission.shape(&mut run);
         Ok((run, send))
     }
 
     pub(super) fn count_created(&self, schedule_id: &str, run: &Run, report: &mut TickReport) {
         report.created += 1;
-        self.metrics.count_for(schedule_id, "RunsCreated", 1);
+        self.metrics.count_for(schedule_id, Metric::RunsCreated, 1);
         if run.status == RunStatus::Skipped {
-            self.metrics.count_for(schedule_id, "RunsSkipped", 1);
+            self.metrics.count_for(schedule_id, Metric::RunsSkipped, 1);
         }
         match run.reason {
             Some(Reason::Overlap) => report.skipped_overlap += 1,

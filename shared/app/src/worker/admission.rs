@@ -1,13 +1,18 @@
 //! Admission: whether a delivery starts an attempt, and if not, how its run ends or waits.
-//! Lateness (grace and the misfire policy for late starts), the overlap policy and
-//! ALREADY_DONE are decided here, before anything runs.
+//! The worker reads what the rule book needs (the schedule's other runs, a late run's
+//! neighbours) and asks it (`cronledger_core::admission`): stops, approval, lateness and
+//! overlap are decided there, for every kind of run. What is the worker's own: a delivery
+//! that finds its run taken, finished or between steps, a lost attempt, and ALREADY_DONE.
 
 use chrono::{DateTime, Utc};
 use cronledger_aws::ledger::StoredSchedule;
 use cronledger_aws::StoreError;
+use cronledger_core::admission::{
+    decide, needs_approval, Admission as RuleBook, Ask, Candidate, Moment,
+};
 use cronledger_core::{
-    late_start, planned_with_its_gap, Lane, LateStart, OverlapPolicy, Reason, Run, RunEvent,
-    RunKey, RunStatus, Schedule, Trigger,
+    late_start, planned_with_its_gap, Lane, OverlapPolicy, Reason, Run, RunEvent, RunKey,
+    RunStatus, Schedule, Trigger,
 };
 
 use cronledger_core::steps::handed_over;
@@ -15,14 +20,15 @@ use cronledger_core::steps::handed_over;
 use super::children::waits_for_children;
 use super::read::Sighting;
 use super::Worker;
-use crate::overlap::{active_runs_of, is_live, live_active_before};
+use crate::overlap::{active_before, active_runs_of};
 
 /// What a worker decided about a delivery before running anything.
 pub(super) enum Admission {
     /// Acknowledge without running: duplicate, finished, or owned by someone else.
     Ack(&'static str),
-    /// QUEUE_NEW behind an earlier active run: park the run PENDING (QUEUED_BEHIND) and let
-    /// the finishing run release it, rather than bounce the message until SQS dead-letters it.
+    /// Another run of the schedule holds its turn (SKIP_NEW or QUEUE_NEW): park the run
+    /// PENDING (QUEUED_BEHIND) and let the finishing run release it, rather than bounce the
+    /// message until SQS dead-letters it.
     WaitBehind,
     /// A late CATCH_UP_ALL run past the immediate tier, inside a backlog: park it PENDING
     /// (LATE_AWAITING_PLAN) for the reconciler to plan with the rest of its gap (cap,
@@ -93,9 +99,6 @@ impl Worker {
             RunStatus::Running => RunEvent::Reclaim,
             _ => return Ok(Admission::Ack("not runnable")),
         };
-        if let Some(reason) = stopped {
-            return Ok(stopped_admission(run, reason));
-        }
         if run.trigger == Trigger::CatchUp
             && run.status == RunStatus::Pending
             && matches!(lane, Lane::Realtime | Lane::Normal)
@@ -104,52 +107,49 @@ impl Worker {
             // its live message: the throttled release sends it, not this lane.
             return Ok(Admission::Ack("a catch-up run waiting for its release"));
         }
-        if judged_on_lateness(run, lane) {
+        let candidate = Candidate::of(run);
+        let mut late = None;
+        if stopped.is_none() && judged_on_lateness(run, lane) {
             let at = run.key.scheduled_for;
-            if planned_with_its_gap(schedule, at, now) && self.in_backlog(schedule, run).await? {
+            if !needs_approval(&schedule.spec, &candidate)
+                && planned_with_its_gap(schedule, at, now)
+                && self.in_backlog(schedule, run).await?
+            {
                 return Ok(Admission::AwaitPlan);
             }
-            match late_start(schedule, at, now) {
-                LateStart::Run => {}
-                LateStart::Skip { reason } => return Ok(Admission::Skip(reason)),
-                LateStart::Hold { reason } => return Ok(Admission::Hold(reason)),
-                LateStart::Coalesce { into } => {
-                    let promote = self.waiting_in_backlog(schedule, into).await?;
-                    return Ok(Admission::Coalesce { into, promote });
-                }
+            late = Some(late_start(schedule, at, now));
+        }
+        // The ticker (or the path that created the run) asked the rule book too; ask again,
+        // things moved since.
+        let others = if schedule.spec.overlap == OverlapPolicy::Allow || candidate.resuming {
+            Vec::new()
+        } else {
+            match &seen.recent {
+                Some(recent) => active_before(self.store.as_ref(), schedule.id(), recent).await?,
+                None => active_runs_of(self.store.as_ref(), schedule.id()).await?,
             }
-        }
-        // Catch-up and backfill runs are paced by their release budgets, not the overlap policy.
-        // A steps run part-way through (resumed after a pause or a retry) is the same run
-        // going on, not a new window beside the active one.
-        if schedule.spec.overlap == OverlapPolicy::Allow
-            || event == RunEvent::Reclaim
-            || !is_live(run.trigger)
-            || run.steps.iter().any(|c| c.attempts > 0)
-        {
-            return Ok(Admission::Start(event));
-        }
-        // The ticker decided overlap when it wrote the run; check again, things moved since.
-        let active = match &seen.recent {
-            Some(recent) => live_active_before(self.store.as_ref(), schedule.id(), recent).await?,
-            None => active_runs_of(self.store.as_ref(), schedule.id()).await?,
         };
-        let others: Vec<_> = active.into_iter().filter(|r| r.key != run.key).collect();
-        let running_other = others.iter().any(|r| r.status == RunStatus::Running);
-        let earlier_waiting = others
-            .iter()
-            .any(|r| r.key.scheduled_for < run.key.scheduled_for);
-        Ok(match schedule.spec.overlap {
-            // A retry that meets a later window running under SKIP_NEW does not wait behind
-            // it (the policy says a window never runs beside another, and waiting would keep
-            // it bouncing in its lane): its window ends FAILED (OVERLAP), which an operator
-            // may retry.
-            OverlapPolicy::SkipNew if running_other && run.status == RunStatus::RetryPending => {
-                Admission::GiveUp(Reason::Overlap)
+        let decision = decide(&Ask {
+            moment: Moment::Start,
+            spec: &schedule.spec,
+            run: candidate,
+            stopped,
+            others: &others,
+            late,
+            now,
+        });
+        Ok(match decision {
+            RuleBook::Go { .. } | RuleBook::Release { .. } => Admission::Start(event),
+            RuleBook::Hold { reason } => Admission::Hold(reason),
+            RuleBook::Skip { reason } => Admission::Skip(reason),
+            RuleBook::Wait {
+                reason: Reason::QueuedBehind,
+            } => Admission::WaitBehind,
+            RuleBook::Wait { reason } => Admission::WaitResume(reason),
+            RuleBook::Coalesce { into } => {
+                let promote = self.waiting_in_backlog(schedule, into).await?;
+                Admission::Coalesce { into, promote }
             }
-            OverlapPolicy::SkipNew if running_other => Admission::Skip(Reason::Overlap),
-            OverlapPolicy::QueueNew if running_other || earlier_waiting => Admission::WaitBehind,
-            _ => Admission::Start(event),
         })
     }
 
@@ -210,19 +210,6 @@ impl Worker {
             }
         }
         Ok(false)
-    }
-}
-
-/// A run of a stopped schedule (paused, archived, disabled) does not start. Live and
-/// operators' runs end SKIPPED with the stop's reason, as the windows the ticker meets while
-/// paused do; throttled catch-up and backfill runs wait for the resume (an archived schedule
-/// never resumes: they end too).
-fn stopped_admission(run: &Run, reason: Reason) -> Admission {
-    let released = matches!(run.trigger, Trigger::CatchUp | Trigger::Backfill);
-    if released && reason != Reason::Archived {
-        Admission::WaitResume(reason)
-    } else {
-        Admission::Skip(reason)
     }
 }
 

@@ -8,13 +8,14 @@ use cronledger_aws::lanes::HandlerFailure;
 use cronledger_aws::ledger::{RunChange, StoredSchedule};
 use cronledger_aws::{LaneMessage, StoreError};
 use cronledger_core::run::RunResult;
+use cronledger_core::admission::lane_of;
 use cronledger_core::{Lane, OverlapPolicy, Reason, Run, RunEvent, RunStatus};
 
 use super::attempt::AFFECTED_OVER_LIMIT;
 use super::steps::Work;
 use super::{Delivery, Worker};
 use crate::jobs::{DryRunReport, JobFailure, JobOutcome, JobSuccess};
-use crate::metrics::Unit;
+use crate::metrics::Metric;
 use crate::overlap::{active_runs_of, RECENT_RUNS};
 use crate::runs::send_run;
 
@@ -52,7 +53,7 @@ impl Worker {
             Ok(_) => {
                 tracing::debug!(run = %latest.key, "late run moved ahead to the correction lane");
                 self.metrics
-                    .count_for(&latest.key.schedule_id, "RunsMovedToCorrection", 1);
+                    .count_for(&latest.key.schedule_id, Metric::RunsMovedToCorrection, 1);
             }
             Err(e) => tracing::warn!(run = %latest.key, error = %e, "could not move the late run"),
         }
@@ -67,10 +68,14 @@ impl Worker {
         now: DateTime<Utc>,
     ) -> Result<(), HandlerFailure> {
         let (event, reason, metric) = match unrun {
-            Unrun::Skip(reason) => (RunEvent::Skip, reason, "RunsSkipped"),
-            Unrun::Fail(reason) => (RunEvent::Fail, reason, "RunsFailed"),
-            Unrun::Hold(reason) => (RunEvent::HoldForApproval, reason, "RunsHeldForApproval"),
-            Unrun::Coalesce(_) => (RunEvent::Coalesce, Reason::Coalesced, "RunsCoalesced"),
+            Unrun::Skip(reason) => (RunEvent::Skip, reason, Metric::RunsSkipped),
+            Unrun::Fail(reason) => (RunEvent::Fail, reason, Metric::RunsFailed),
+            Unrun::Hold(reason) => (
+                RunEvent::HoldForApproval,
+                reason,
+                Metric::RunsHeldForApproval,
+            ),
+            Unrun::Coalesce(_) => (RunEvent::Coalesce, Reason::Coalesced, Metric::RunsCoalesced),
         };
         let mut change = RunChange::new(event, run.status, run.lease_epoch, now);
         change.reason = Some(reason);
@@ -107,15 +112,15 @@ impl Worker {
     ) -> Result<(), HandlerFailure> {
         self.park(run, RunEvent::WaitBehind, Reason::QueuedBehind, now)
             .await?;
-        tracing::info!("waiting behind an earlier run (QUEUE_NEW)");
+        tracing::info!("waiting for its turn behind another run of the schedule");
         // The blocker may have finished between our check and our write, and released
         // nothing: look once more, so the run cannot be left waiting on nobody.
         let blocked = active_runs_of(self.store.as_ref(), &run.key.schedule_id)
             .await
             .map(|others| {
-                others
-                    .iter()
-                    .any(|r| r.key != run.key && r.key.scheduled_for < run.key.scheduled_for)
+                others.iter().any(|r| {
+                    r.key != run.key && (r.status == RunStatus::Running || r.key < run.key)
+                })
             })
             .unwrap_or(true);
         if !blocked {
@@ -135,7 +140,7 @@ impl Worker {
         self.park(run, RunEvent::WaitResume, reason, now).await?;
         tracing::info!(%reason, "schedule stopped: waits for the resume");
         self.metrics
-            .count_for(&run.key.schedule_id, "RunsWaitingForResume", 1);
+            .count_for(&run.key.schedule_id, Metric::RunsWaitingForResume, 1);
         Ok(())
     }
 
@@ -170,7 +175,7 @@ impl Worker {
                 tracing::warn!(%reason, status = %held.status, attempt = run.attempts, "outcome unknown and the job is not idempotent: held for an operator");
                 self.after_hold(stored, &held, now).await;
                 self.metrics
-                    .count_for(&run.key.schedule_id, "RunsHeldOutcomeUnknown", 1);
+                    .count_for(&run.key.schedule_id, Metric::RunsHeldOutcomeUnknown, 1);
                 self.release_next_queued(stored, now).await;
                 Ok(())
             }
@@ -221,7 +226,7 @@ impl Worker {
                     "guard: held for approval"
                 );
                 self.metrics
-                    .count_for(&run.key.schedule_id, "RunsHeldByGuard", 1);
+                    .count_for(&run.key.schedule_id, Metric::RunsHeldByGuard, 1);
                 self.release_next_queued(stored, now).await;
                 Ok(())
             }
@@ -241,7 +246,7 @@ impl Worker {
         let late_ms = (now - run.key.scheduled_for).num_milliseconds();
         tracing::info!(late_ms, "late: waits for the reconciler to plan its gap");
         self.metrics
-            .count_for(&run.key.schedule_id, "RunsAwaitingPlan", 1);
+            .count_for(&run.key.schedule_id, Metric::RunsAwaitingPlan, 1);
         Ok(())
     }
 
@@ -369,24 +374,21 @@ impl Worker {
 
     pub(super) fn count_outcome(&self, schedule: &str, event: RunEvent, duration_ms: Option<i64>) {
         let name = match event {
-            RunEvent::Succeed | RunEvent::SucceedPartially => "RunsSucceeded",
-            RunEvent::FailRetryable => "AttemptsRetried",
-            _ => "RunsFailed",
+            RunEvent::Succeed | RunEvent::SucceedPartially => Metric::RunsSucceeded,
+            RunEvent::FailRetryable => Metric::AttemptsRetried,
+            _ => Metric::RunsFailed,
         };
         self.metrics.count_for(schedule, name, 1);
         if let Some(ms) = duration_ms {
-            self.metrics.put_for(
-                schedule,
-                "RunDuration",
-                Unit::Milliseconds,
-                ms.max(0) as f64,
-            );
+            self.metrics
+                .put_for(schedule, Metric::RunDuration, ms.max(0) as f64);
         }
     }
 
-    /// QUEUE_NEW: once a run ends, the oldest run waiting behind it goes to its lane.
+    /// Once a run ends, the oldest run waiting for its turn (QUEUED_BEHIND: a QUEUE_NEW
+    /// window, or any run that met a running one under SKIP_NEW or QUEUE_NEW) goes to its lane.
     pub(super) async fn release_next_queued(&self, stored: &StoredSchedule, now: DateTime<Utc>) {
-        if stored.spec.overlap != OverlapPolicy::QueueNew {
+        if stored.spec.overlap == OverlapPolicy::Allow {
             return;
         }
         let Ok(recent) = self.store.recent_runs(stored.id(), RECENT_RUNS, None).await else {
@@ -400,7 +402,7 @@ impl Worker {
         else {
             return;
         };
-        let lane = next.lane.unwrap_or(stored.spec.priority.live_lane());
+        let lane = lane_of(next.trigger, next.lane, stored.spec.priority.live_lane());
         // The shared send keeps QUEUED_BEHIND on the run until it starts (see `send_run`).
         let sent = send_run(
             self.store.as_ref(),
