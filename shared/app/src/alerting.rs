@@ -14,7 +14,7 @@ use cronledger_aws::{AlertStore, LedgerStore, Notifier};
 use cronledger_core::alerts::Alert;
 use serde::Serialize;
 
-use crate::metrics::Metrics;
+use crate::metrics::{Metric, Metrics};
 
 mod held;
 pub use held::{Held, ReminderReport};
@@ -48,6 +48,8 @@ pub struct OutboxReport {
 pub struct Alerter {
     store: Arc<dyn AlertStore>,
     notifier: Arc<dyn Notifier>,
+    /// Where `AlertsRaised` is counted: the metrics of the component raising (see
+    /// [`Alerter::counting_into`]); a collector of its own, never published, otherwise.
     metrics: Metrics,
 }
 
@@ -58,6 +60,18 @@ impl Alerter {
             notifier,
             metrics: Metrics::new(),
         }
+    }
+
+    /// Counts the alerts it raises into `metrics`, the raising component's (which its
+    /// function flushes after each invocation).
+    pub fn counting_into(mut self, metrics: Metrics) -> Alerter {
+        self.metrics = metrics;
+        self
+    }
+
+    /// Where it counts what it raises.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
     }
 
     /// Records `alert` and, when this call recorded it, publishes it (to `topic`, the
@@ -100,7 +114,7 @@ impl Alerter {
                 message = %alert.message,
                 "alert"
             );
-            self.metrics.count("AlertsRaised", 1);
+            self.metrics.count(Metric::AlertsRaised, 1);
         }
         fate
     }
@@ -145,8 +159,6 @@ impl Alerter {
                 }
             }
         }
-        self.metrics
-            .count("AlertsPublishedFromOutbox", u64::from(report.published));
         report
     }
 }

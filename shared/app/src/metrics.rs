@@ -19,64 +19,186 @@ pub const NAMESPACE: &str = "cronledger";
 /// The only dimension set: bounded by the three functions.
 pub const DIMENSIONS: &[&str] = &["Function"];
 
+/// Declares [`Metric`]: each variant's name is its metric name, so no emit site can name a
+/// metric the catalog does not own.
+macro_rules! metrics {
+    ($($(#[$doc:meta])* $name:ident: $unit:ident,)+) => {
+        /// Every metric the code can emit. [`Metrics`] takes nothing else, and [`CATALOG`]
+        /// says which function emits which.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Metric {
+            $($(#[$doc])* $name,)+
+        }
+
+        impl Metric {
+            /// Every variant, in declaration order.
+            pub const ALL: &'static [Metric] = &[$(Metric::$name,)+];
+
+            /// The CloudWatch metric name.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Metric::$name => stringify!($name),)+
+                }
+            }
+
+            pub fn unit(self) -> Unit {
+                match self {
+                    $(Metric::$name => Unit::$unit,)+
+                }
+            }
+        }
+    };
+}
+
+metrics! {
+    TickErrors: Count,
+    WindowsLeftForReconciler: Count,
+    RunsCreated: Count,
+    /// Ticker: paused or overlap; worker: a late start its policy skips.
+    RunsSkipped: Count,
+    LostDispatchesResent: Count,
+    DeliveriesHeldByKillSwitch: Count,
+    RunsStarted: Count,
+    /// A live scheduled run's first attempt's start minus its scheduled time.
+    StartDelay: Milliseconds,
+    /// A catch-up, backfill or operator's run's first attempt's start minus its release.
+    ReleaseDelay: Milliseconds,
+    RunsMovedToCorrection: Count,
+    RunsFailed: Count,
+    RunsHeldForApproval: Count,
+    RunsCoalesced: Count,
+    RunsWaitingForResume: Count,
+    RunsHeldOutcomeUnknown: Count,
+    RunsHeldByGuard: Count,
+    RunsAwaitingPlan: Count,
+    RunsSucceeded: Count,
+    AttemptsRetried: Count,
+    RunDuration: Milliseconds,
+    StepsSucceeded: Count,
+    ChildrenSpawned: Count,
+    ChildrenSucceeded: Count,
+    ChildrenFailed: Count,
+    SchedulesPausedOnFailure: Count,
+    LateBacklogPlannedInPart: Count,
+    LateRunsPlanned: Count,
+    StuckRuns: Count,
+    MissedWindows: Count,
+    CatchUpRunsCreated: Count,
+    WindowsSkipped: Count,
+    WindowsCoalesced: Count,
+    WindowsAwaitingApproval: Count,
+    CatchUpReleasePaused: Count,
+    CatchUpReleaseResumed: Count,
+    CatchUpReleased: Count,
+    ReconcileErrors: Count,
+    TickerScheduleUnhealthy: Count,
+    BackfillsProposed: Count,
+    DependencyRuns: Count,
+    UpstreamSkipped: Count,
+    /// Alerts recorded and published (or queued) by this call: not the ones already raised.
+    AlertsRaised: Count,
+    AlertsPublishedFromOutbox: Count,
+}
+
+/// The functions that publish metrics (the api publishes none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Function {
+    Ticker,
+    Worker,
+    Reconciler,
+}
+
+impl Function {
+    pub const ALL: &'static [Function] =
+        &[Function::Ticker, Function::Worker, Function::Reconciler];
+
+    /// The `Function` dimension's value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Function::Ticker => "ticker",
+            Function::Worker => "worker",
+            Function::Reconciler => "reconciler",
+        }
+    }
+}
+
 /// Every metric each function emits. With [`DIMENSIONS`] this is the whole set of custom
-/// metrics the system can publish (names × functions), independent of the schedule count.
-pub const CATALOG: &[(&str, &[&str])] = &[
+/// metrics the system can publish (metrics × functions), independent of the schedule count;
+/// the tests check it both ways against the emit sites.
+pub const CATALOG: &[(Function, &[Metric])] = &[
     (
-        "ticker",
+        Function::Ticker,
         &[
-            "TickErrors",
-            "WindowsLeftForReconciler",
-            "RunsCreated",
-            "RunsSkipped",
-            "LostDispatchesResent",
+            Metric::TickErrors,
+            Metric::WindowsLeftForReconciler,
+            Metric::RunsCreated,
+            Metric::RunsSkipped,
+            Metric::LostDispatchesResent,
         ],
     ),
     (
-        "worker",
+        Function::Worker,
         &[
-            "DeliveriesHeldByKillSwitch",
-            "RunsStarted",
-            "StartDelay",
-            "ReleaseDelay",
-            "RunsMovedToCorrection",
-            "RunsSkipped",
-            "RunsFailed",
-            "RunsHeldForApproval",
-            "RunsCoalesced",
-            "RunsWaitingForResume",
-            "RunsHeldOutcomeUnknown",
-            "RunsHeldByGuard",
-            "RunsAwaitingPlan",
-            "RunsSucceeded",
-            "AttemptsRetried",
-            "RunDuration",
+            Metric::DeliveriesHeldByKillSwitch,
+            Metric::RunsStarted,
+            Metric::StartDelay,
+            Metric::ReleaseDelay,
+            Metric::RunsMovedToCorrection,
+            Metric::RunsSkipped,
+            Metric::RunsFailed,
+            Metric::RunsHeldForApproval,
+            Metric::RunsCoalesced,
+            Metric::RunsWaitingForResume,
+            Metric::RunsHeldOutcomeUnknown,
+            Metric::RunsHeldByGuard,
+            Metric::RunsAwaitingPlan,
+            Metric::RunsSucceeded,
+            Metric::AttemptsRetried,
+            Metric::RunDuration,
+            Metric::StepsSucceeded,
+            Metric::ChildrenSpawned,
+            Metric::ChildrenSucceeded,
+            Metric::ChildrenFailed,
+            Metric::SchedulesPausedOnFailure,
+            Metric::AlertsRaised,
         ],
     ),
     (
-        "reconciler",
+        Function::Reconciler,
         &[
-            "LateBacklogPlannedInPart",
-            "LateRunsPlanned",
-            "StuckRuns",
-            "MissedWindows",
-            "CatchUpRunsCreated",
-            "WindowsSkipped",
-            "WindowsCoalesced",
-            "WindowsAwaitingApproval",
-            "CatchUpReleasePaused",
-            "CatchUpReleaseResumed",
-            "CatchUpReleased",
-            "ReconcileErrors",
-            "TickerScheduleUnhealthy",
-            "BackfillsProposed",
+            Metric::LateBacklogPlannedInPart,
+            Metric::LateRunsPlanned,
+            Metric::StuckRuns,
+            Metric::MissedWindows,
+            Metric::CatchUpRunsCreated,
+            Metric::WindowsSkipped,
+            Metric::WindowsCoalesced,
+            Metric::WindowsAwaitingApproval,
+            Metric::CatchUpReleasePaused,
+            Metric::CatchUpReleaseResumed,
+            Metric::CatchUpReleased,
+            Metric::ReconcileErrors,
+            Metric::TickerScheduleUnhealthy,
+            Metric::BackfillsProposed,
+            Metric::DependencyRuns,
+            Metric::UpstreamSkipped,
+            Metric::AlertsRaised,
+            Metric::AlertsPublishedFromOutbox,
         ],
     ),
 ];
 
-/// How many custom metrics the whole system can publish: one per cataloged name and function.
+/// The metrics `function` emits.
+pub fn catalog_of(function: Function) -> &'static [Metric] {
+    CATALOG
+        .iter()
+        .find(|(f, _)| *f == function)
+        .map_or(&[], |(_, metrics)| *metrics)
+}
+
+/// How many custom metrics the whole system can publish: one per cataloged metric and function.
 pub fn custom_metric_bound() -> usize {
-    CATALOG.iter().map(|(_, names)| names.len()).sum()
+    CATALOG.iter().map(|(_, metrics)| metrics.len()).sum()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -109,28 +231,35 @@ impl Metrics {
         Metrics::default()
     }
 
-    /// A function-wide value.
-    pub fn put(&self, name: &'static str, unit: Unit, value: f64) {
-        self.push(None, name, unit, value);
+    /// A function-wide value, in the metric's unit.
+    pub fn put(&self, metric: Metric, value: f64) {
+        self.push(None, metric, value);
     }
 
     /// A value about one schedule: published function-wide, with the schedule as a property
     /// of its document (see the module note).
-    pub fn put_for(&self, schedule: &str, name: &'static str, unit: Unit, value: f64) {
-        self.push(Some(schedule.to_string()), name, unit, value);
+    pub fn put_for(&self, schedule: &str, metric: Metric, value: f64) {
+        self.push(Some(schedule.to_string()), metric, value);
     }
 
-    pub fn count(&self, name: &'static str, n: u64) {
-        self.put(name, Unit::Count, n as f64);
+    pub fn count(&self, metric: Metric, n: u64) {
+        debug_assert_eq!(metric.unit(), Unit::Count, "{metric:?} is not a count");
+        self.put(metric, n as f64);
     }
 
-    pub fn count_for(&self, schedule: &str, name: &'static str, n: u64) {
-        self.put_for(schedule, name, Unit::Count, n as f64);
+    pub fn count_for(&self, schedule: &str, metric: Metric, n: u64) {
+        debug_assert_eq!(metric.unit(), Unit::Count, "{metric:?} is not a count");
+        self.put_for(schedule, metric, n as f64);
     }
 
-    fn push(&self, schedule: Option<String>, name: &'static str, unit: Unit, value: f64) {
+    /// Whether `other` collects into the same values (a clone of this collector).
+    pub fn same_as(&self, other: &Metrics) -> bool {
+        Arc::ptr_eq(&self.values, &other.values)
+    }
+
+    fn push(&self, schedule: Option<String>, metric: Metric, value: f64) {
         self.lock()
-            .entry((schedule, name, unit))
+            .entry((schedule, metric.name(), metric.unit()))
             .or_default()
             .push(value);
     }
@@ -238,10 +367,10 @@ mod tests {
     #[test]
     fn writes_valid_emf_with_the_schedule_as_a_property() {
         let m = Metrics::new();
-        m.count("RunsCreated", 3);
-        m.count_for("daily", "MissedWindows", 2);
-        m.put_for("daily", "StartDelay", Unit::Milliseconds, 120.0);
-        m.put_for("daily", "StartDelay", Unit::Milliseconds, 80.0);
+        m.count(Metric::RunsCreated, 3);
+        m.count_for("daily", Metric::MissedWindows, 2);
+        m.put_for("daily", Metric::StartDelay, 120.0);
+        m.put_for("daily", Metric::StartDelay, 80.0);
         let docs = m.drain("ticker", at());
         assert_eq!(docs.len(), 2);
         let global = &docs[0];
@@ -251,6 +380,13 @@ mod tests {
         assert_eq!(daily["Schedule"], "daily");
         assert_eq!(daily["MissedWindows"], 2.0);
         assert_eq!(daily["StartDelay"], json!([120.0, 80.0]));
+        let units: Vec<&Value> = daily["_aws"]["CloudWatchMetrics"][0]["Metrics"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|m| &m["Unit"])
+            .collect();
+        assert_eq!(units, [&json!("Count"), &json!("Milliseconds")]);
         for doc in &docs {
             assert_eq!(
                 doc["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
@@ -265,13 +401,9 @@ mod tests {
     /// documents publish.
     fn worker_metrics_for(schedules: usize) -> BTreeSet<(String, Vec<(String, String)>)> {
         let m = Metrics::new();
-        let (_, names) = CATALOG
-            .iter()
-            .find(|(function, _)| *function == "worker")
-            .expect("worker metrics");
         for i in 0..schedules {
-            for name in names.iter() {
-                m.count_for(&format!("s{i:06}"), name, 1);
+            for metric in catalog_of(Function::Worker) {
+                m.put_for(&format!("s{i:06}"), *metric, 1.0);
             }
         }
         custom_metrics(&m.drain("worker", at()))
@@ -282,7 +414,11 @@ mod tests {
         let one = worker_metrics_for(1);
         let many = worker_metrics_for(2_000);
         assert_eq!(one, many);
-        assert_eq!(one.len(), 16, "one metric per worker name: {one:?}");
+        assert_eq!(
+            one.len(),
+            catalog_of(Function::Worker).len(),
+            "one metric per worker name: {one:?}"
+        );
         assert!(one
             .iter()
             .all(|(_, dims)| dims == &[("Function".to_string(), "worker".to_string())]));
@@ -290,10 +426,140 @@ mod tests {
 
     #[test]
     fn the_whole_system_publishes_a_fixed_number_of_custom_metrics() {
-        assert_eq!(custom_metric_bound(), 35);
-        for (function, names) in CATALOG {
-            let unique: BTreeSet<&&str> = names.iter().collect();
-            assert_eq!(unique.len(), names.len(), "{function} lists a name twice");
+        assert_eq!(custom_metric_bound(), 45);
+        for (function, metrics) in CATALOG {
+            let unique: BTreeSet<&Metric> = metrics.iter().collect();
+            assert_eq!(
+                unique.len(),
+                metrics.len(),
+                "{function:?} lists a metric twice"
+            );
+        }
+        let functions: BTreeSet<Function> = CATALOG.iter().map(|(f, _)| *f).collect();
+        assert_eq!(functions.len(), CATALOG.len(), "one entry per function");
+        assert_eq!(functions, Function::ALL.iter().copied().collect());
+    }
+
+    /// Where each function's emit sites are (paths under `src/`, prefixes): its component,
+    /// and the shared code that component gives its own [`Metrics`] (the alerter the wiring
+    /// builds for it). A shared file that emits must be attributed here.
+    const EMIT_SITES: &[(Function, &[&str])] = &[
+        (Function::Ticker, &["ticker/"]),
+        (Function::Worker, &["worker/", "alerting"]),
+        (Function::Reconciler, &["reconciler/", "alerting"]),
+    ];
+
+    /// Files that name metrics without emitting them in a function.
+    const NOT_EMIT_SITES: &[&str] = &["metrics.rs", "simulate/"];
+
+    /// Every source file under `src/`, relative path and text without its test module.
+    fn sources() -> Vec<(String, String)> {
+        fn walk(dir: &std::path::Path, root: &std::path::Path, out: &mut Vec<(String, String)>) {
+            let entries = std::fs::read_dir(dir).expect("the crate's sources are readable");
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    walk(&path, root, out);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    let relative = path.strip_prefix(root).expect("under src");
+                    let relative = relative.to_string_lossy().replace('\\', "/");
+                    if relative.ends_with("/tests.rs") {
+                        continue;
+                    }
+                    let text = std::fs::read_to_string(&path).expect("readable source");
+                    let code = match text.find("#[cfg(test)]\nmod ") {
+                        Some(tests) => text[..tests].to_string(),
+                        None => text,
+                    };
+                    out.push((relative, code));
+                }
+            }
+        }
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut out = Vec::new();
+        walk(&root, &root, &mut out);
+        assert!(out.len() > 20, "found the sources: {}", out.len());
+        out
+    }
+
+    /// The metrics `code` names (`Metric::X`), by name.
+    fn named(code: &str) -> BTreeSet<String> {
+        code.split("Metric::")
+            .skip(1)
+            .map(|rest| {
+                rest.chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect::<String>()
+            })
+            .filter(|name| name != "ALL")
+            .collect()
+    }
+
+    #[test]
+    fn every_metric_the_code_emits_is_cataloged_for_its_function_and_every_cataloged_one_is_emitted(
+    ) {
+        let sources = sources();
+        let is = |path: &str, prefixes: &[&str]| prefixes.iter().any(|p| path.starts_with(p));
+        let mut problems = Vec::new();
+        for (path, code) in &sources {
+            let attributed = EMIT_SITES.iter().any(|(_, p)| is(path, p));
+            if !attributed && !is(path, NOT_EMIT_SITES) && !named(code).is_empty() {
+                problems.push(format!(
+                    "{path} emits {:?}: attribute it in EMIT_SITES",
+                    named(code)
+                ));
+            }
+        }
+        for (function, prefixes) in EMIT_SITES {
+            let emitted: BTreeSet<String> = sources
+                .iter()
+                .filter(|(path, _)| is(path, prefixes))
+                .flat_map(|(_, code)| named(code))
+                .collect();
+            let cataloged: BTreeSet<String> = catalog_of(*function)
+                .iter()
+                .map(|m| m.name().to_string())
+                .collect();
+            for name in emitted.difference(&cataloged) {
+                problems.push(format!("{function:?} emits {name}, not in its catalog"));
+            }
+            for name in cataloged.difference(&emitted) {
+                problems.push(format!("{function:?} catalogs {name}, emitted by no path"));
+            }
+        }
+        for metric in Metric::ALL {
+            if !CATALOG.iter().any(|(_, m)| m.contains(metric)) {
+                problems.push(format!("{metric:?} is in no function's catalog"));
+            }
+        }
+        assert!(problems.is_empty(), "{problems:#?}");
+    }
+
+    /// README's Observability section is written from the catalog: its bound and every name.
+    #[test]
+    fn the_readme_states_the_catalog() {
+        let readme = include_str!("../../../README.md");
+        let bound = format!("at most {} custom metrics", custom_metric_bound());
+        assert!(readme.contains(&bound), "README must say `{bound}`");
+        let section = readme
+            .split("## Observability")
+            .nth(1)
+            .and_then(|s| s.split("\n## ").next())
+            .expect("README has an Observability section");
+        for (function, metrics) in CATALOG {
+            let rows: Vec<&str> = section
+                .lines()
+                .filter(|l| l.starts_with(&format!("| {} |", function.name())))
+                .collect();
+            for metric in *metrics {
+                assert!(
+                    rows.iter()
+                        .any(|row| row.contains(&format!("`{}`", metric.name()))),
+                    "README's Observability table lists {} for the {}",
+                    metric.name(),
+                    function.name()
+                );
+            }
         }
     }
 }

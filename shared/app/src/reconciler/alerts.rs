@@ -14,6 +14,7 @@ use cronledger_core::{Lane, Priority, Run, ScheduleSpec};
 
 use super::{ReconcileReport, Reconciler};
 use crate::alerting::Held;
+use crate::metrics::Metric;
 
 /// What a lane-wide alert names as its schedule: no one schedule's owner gets it by an
 /// owner filter, every subscriber without one does.
@@ -186,5 +187,9 @@ impl Reconciler {
         report.approval_reminders += reminders.reminded;
         let outbox = alerter.publish_outbox(self.store.as_ref(), now).await;
         report.alerts_from_outbox += outbox.published;
+        self.metrics.count(
+            Metric::AlertsPublishedFromOutbox,
+            u64::from(outbox.published),
+        );
     }
 }

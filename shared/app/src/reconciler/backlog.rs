@@ -31,6 +31,7 @@ use cronledger_core::{plan_backlog, Reason, Run, RunEvent, RunStatus, Trigger};
 use serde::Serialize;
 
 use super::{ReconcileError, ReconcileReport, Reconciler};
+use crate::metrics::Metric;
 
 /// What planning the late backlogs did this pass.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -133,7 +134,8 @@ impl Reconciler {
                 "late backlog still arriving after the wait; planning the part parked so far"
             );
             report.backlog.planned_in_part += 1;
-            self.metrics.count_for(id, "LateBacklogPlannedInPart", 1);
+            self.metrics
+                .count_for(id, Metric::LateBacklogPlannedInPart, 1);
         }
         let waiting: Vec<_> = runs
             .iter()
@@ -176,7 +178,7 @@ impl Reconciler {
             }
         }
         self.metrics
-            .count_for(id, "LateRunsPlanned", plan.entries.len() as u64);
+            .count_for(id, Metric::LateRunsPlanned, plan.entries.len() as u64);
         Ok(fired)
     }
 }

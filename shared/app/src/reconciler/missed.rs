@@ -31,6 +31,7 @@ use cronledger_core::{
 use tracing::Instrument;
 
 use super::{ReconcileError, ReconcileReport, Reconciler};
+use crate::metrics::Metric;
 
 /// Read-plan-write rounds per schedule per pass when other writers keep interleaving.
 const PLAN_ROUNDS: usize = 3;
@@ -344,7 +345,7 @@ impl Reconciler {
         }
         if missed > 0 {
             self.metrics
-                .count_for(id, "MissedWindows", u64::from(missed));
+                .count_for(id, Metric::MissedWindows, u64::from(missed));
         }
         report.missed_windows += missed;
         self.announce_gap(&schedule.spec, plan, missed, report);
@@ -459,12 +460,12 @@ impl Reconciler {
 }
 
 /// The per-schedule metric a written entry counts towards (in windows).
-fn metric_of(action: &Action) -> &'static str {
+fn metric_of(action: &Action) -> Metric {
     match action {
-        Action::Fire { .. } => "CatchUpRunsCreated",
-        Action::Skip { .. } => "WindowsSkipped",
-        Action::Coalesce { .. } => "WindowsCoalesced",
-        Action::Hold { .. } => "WindowsAwaitingApproval",
+        Action::Fire { .. } => Metric::CatchUpRunsCreated,
+        Action::Skip { .. } => Metric::WindowsSkipped,
+        Action::Coalesce { .. } => Metric::WindowsCoalesced,
+        Action::Hold { .. } => Metric::WindowsAwaitingApproval,
     }
 }
 

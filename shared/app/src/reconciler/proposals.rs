@@ -17,6 +17,7 @@ use cronledger_core::window::utc_text;
 use cronledger_core::{Plan, Run, Schedule, Trigger};
 
 use super::{ReconcileError, ReconcileReport, Reconciler};
+use crate::metrics::Metric;
 
 /// The id of the backfill proposed for the gap of `schedule_id` starting at `first`.
 pub fn proposed_backfill_id(schedule_id: &str, first: DateTime<Utc>) -> String {
@@ -52,7 +53,8 @@ impl Reconciler {
                     windows = created.planned,
                     "long gap: backfill created"
                 );
-                self.metrics.count_for(stored.id(), "BackfillsProposed", 1);
+                self.metrics
+                    .count_for(stored.id(), Metric::BackfillsProposed, 1);
                 report.backfills_proposed.push(created.id);
                 Ok(())
             }

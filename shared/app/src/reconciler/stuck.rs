@@ -36,6 +36,7 @@ use cronledger_aws::StoreError;
 use cronledger_core::{Lane, Reason, Run, RunEvent, RunStatus, Trigger};
 
 use crate::alerting::Held;
+use crate::metrics::Metric;
 use crate::runs::{children_of_run, send_children};
 use crate::worker::{waits_for_children, HANDOVER_OWNER};
 use cronledger_aws::LaneMessage;
@@ -123,7 +124,8 @@ impl Reconciler {
             match outcome {
                 Ok(()) => {
                     if stuck != StuckReport::default() {
-                        self.metrics.count_for(&run.key.schedule_id, "StuckRuns", 1);
+                        self.metrics
+                            .count_for(&run.key.schedule_id, Metric::StuckRuns, 1);
                         let what = if stuck.resend_deferred > 0 {
                             "stuck run left waiting in its backed-up lane"
                         } else {

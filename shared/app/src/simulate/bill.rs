@@ -285,7 +285,7 @@ impl<'a> MakeWriter<'a> for Bill {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::Unit;
+    use crate::metrics::Metric;
 
     const TEMPLATE: &str = include_str!("../../../../infra/template.yaml");
 
@@ -326,11 +326,11 @@ mod tests {
     fn counts_one_metric_per_name_and_dimension_values() {
         let bill = Bill::default();
         let m = Metrics::new();
-        m.count("RunsCreated", 1);
-        m.put_for("a", "StartDelay", Unit::Milliseconds, 5.0);
+        m.count(Metric::RunsCreated, 1);
+        m.put_for("a", Metric::StartDelay, 5.0);
         bill.flush_metrics(&m, "worker");
-        m.put_for("a", "StartDelay", Unit::Milliseconds, 7.0);
-        m.put_for("b", "StartDelay", Unit::Milliseconds, 7.0);
+        m.put_for("a", Metric::StartDelay, 7.0);
+        m.put_for("b", Metric::StartDelay, 7.0);
         bill.flush_metrics(&m, "worker");
         let (capacity, _) = bill.capacity(&MeterSnapshot::default(), false, 1);
         // RunsCreated{Function}; StartDelay{Function}: the schedule is a property, so more

@@ -27,7 +27,7 @@ use crate::alerting::Alerter;
 use crate::clock::{Clock, SystemClock};
 use crate::faults::{CrashPoint, Faults};
 use crate::kill_switch::KillSwitchCheck;
-use crate::metrics::Metrics;
+use crate::metrics::{Metric, Metrics};
 use crate::runs::ScheduleCache;
 
 /// The ticker's input: the time it fires for (EventBridge's scheduled time, never the wall
@@ -324,7 +324,8 @@ impl Ticker {
                 }
             }
         }
-        self.metrics.count("TickErrors", report.errors.len() as u64);
+        self.metrics
+            .count(Metric::TickErrors, report.errors.len() as u64);
         if !kill_switch_engaged {
             for shard in shards {
                 self.redispatch_lost(shard, now, &mut report).await;

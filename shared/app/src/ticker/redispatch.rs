@@ -6,6 +6,7 @@ use cronledger_core::jitter::MAX_JITTER;
 use cronledger_core::{Lane, Run};
 
 use super::{TickReport, Ticker};
+use crate::metrics::Metric;
 use crate::runs::{claim, send_claimed};
 
 /// A live run still PENDING this long after its window was not sent (see
@@ -79,7 +80,7 @@ impl Ticker {
                 Ok(()) => {
                     report.redispatched += 1;
                     self.metrics
-                        .count_for(&run.key.schedule_id, "LostDispatchesResent", 1);
+                        .count_for(&run.key.schedule_id, Metric::LostDispatchesResent, 1);
                     tracing::warn!(run = %run.key, "lost dispatch sent again");
                 }
                 Err(e) => report.error(&run.key.schedule_id, e),

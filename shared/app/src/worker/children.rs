@@ -14,6 +14,7 @@ use cronledger_core::{Lane, Run, RunEvent, RunStatus};
 use super::steps::Work;
 use super::{Delivery, Worker};
 use crate::jobs::{JobContext, JobFailure, JobMode, JobOutcome, JobSuccess};
+use crate::metrics::Metric;
 use crate::pinned::job_of_run;
 use crate::runs::{children_of_run, send_children};
 
@@ -104,8 +105,11 @@ impl Worker {
             lane = %delivery.message.lane,
             "job answered children; the run waits for them"
         );
-        self.metrics
-            .count_for(&run.key.schedule_id, "ChildrenSpawned", list.len() as u64);
+        self.metrics.count_for(
+            &run.key.schedule_id,
+            Metric::ChildrenSpawned,
+            list.len() as u64,
+        );
         let lane = children_lane(stored, &waiting, delivery.message.lane);
         let indexes: Vec<u32> = list.iter().map(|c| c.index).collect();
         send_children(self.lanes.as_ref(), &waiting, lane, step, &indexes).await;
@@ -308,9 +312,9 @@ impl Worker {
         match self.store.change_child(key, &change).await {
             Ok(ended) => {
                 let metric = if to == ChildStatus::Success {
-                    "ChildrenSucceeded"
+                    Metric::ChildrenSucceeded
                 } else {
-                    "ChildrenFailed"
+                    Metric::ChildrenFailed
                 };
                 self.metrics.count_for(&key.schedule_id, metric, 1);
                 Ok(Some(ended))

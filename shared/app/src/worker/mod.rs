@@ -37,7 +37,7 @@ use crate::clock::Clock;
 use crate::faults::{CrashPoint, Faults};
 use crate::jobs::{JobFailure, JobTargets};
 use crate::kill_switch::KillSwitchCheck;
-use crate::metrics::{Metrics, Unit};
+use crate::metrics::{Metric, Metrics};
 use crate::pinned::{job_of_run, PinnedJobs};
 use crate::runs::ScheduleCache;
 
@@ -210,7 +210,7 @@ impl Worker {
             self.hide(delivery, self.config.kill_switch_hide.as_std())
                 .await;
             self.metrics
-                .count_for(&key.schedule_id, "DeliveriesHeldByKillSwitch", 1);
+                .count_for(&key.schedule_id, Metric::DeliveriesHeldByKillSwitch, 1);
             return Err(HandlerFailure::Retry(
                 "KILL_SWITCH_ENGAGED: no attempt starts; the message waits in its lane".into(),
             ));
@@ -322,20 +322,18 @@ impl Worker {
                 "run started"
             ),
         }
-        self.metrics.count_for(&key.schedule_id, "RunsStarted", 1);
+        self.metrics
+            .count_for(&key.schedule_id, Metric::RunsStarted, 1);
         // The first attempt only: a retry's backoff is not start latency.
         match wait {
-            StartWait::Scheduled { ms } if started.attempts == 1 => self.metrics.put_for(
-                &key.schedule_id,
-                "StartDelay",
-                Unit::Milliseconds,
-                ms as f64,
-            ),
+            StartWait::Scheduled { ms } if started.attempts == 1 => {
+                self.metrics
+                    .put_for(&key.schedule_id, Metric::StartDelay, ms as f64)
+            }
             // Catch-up, backfill and operators' runs: one figure per function, no schedule
             // property (they come in bursts, by design).
             StartWait::Released { ms } if started.attempts == 1 => {
-                self.metrics
-                    .put("ReleaseDelay", Unit::Milliseconds, ms as f64)
+                self.metrics.put(Metric::ReleaseDelay, ms as f64)
             }
             _ => {}
         }

@@ -12,6 +12,7 @@ use cronledger_core::{Run, RunStatus};
 
 use super::Worker;
 use crate::alerting::Held;
+use crate::metrics::Metric;
 
 /// Who the audit names when the scheduler pauses a schedule itself.
 pub const SCHEDULER_ACTOR: &str = "cronledger";
@@ -171,7 +172,7 @@ impl Worker {
         match self.store.pause_schedule(stored.id(), None, meta).await {
             Ok(_) => {
                 tracing::warn!(streak, "schedule paused itself after failures in a row");
-                self.metrics.count("SchedulesPausedOnFailure", 1);
+                self.metrics.count(Metric::SchedulesPausedOnFailure, 1);
                 true
             }
             Err(StoreError::InvalidRequest(_)) => false,

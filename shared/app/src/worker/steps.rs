@@ -19,6 +19,7 @@ use cronledger_core::{IdempotencyKey, JobSpec, Run, RunEvent, RunStatus, Schedul
 use super::{Delivery, Worker};
 use crate::faults::CrashPoint;
 use crate::jobs::{JobFailure, JobOutcome};
+use crate::metrics::Metric;
 
 /// Who holds a run's lease between two steps: nobody runs anything under it.
 pub const HANDOVER_OWNER: &str = "handover";
@@ -180,7 +181,7 @@ impl Worker {
             "step succeeded; the next step goes to its own message"
         );
         self.metrics
-            .count_for(&run.key.schedule_id, "StepsSucceeded", 1);
+            .count_for(&run.key.schedule_id, Metric::StepsSucceeded, 1);
         if self.crashes(CrashPoint::BetweenSteps, run) {
             return Err(HandlerFailure::Retry(
                 "injected crash between a step's checkpoint and the next step's send".into(),
