@@ -129,9 +129,16 @@ impl fmt::Display for Code {
 #[error("{code}: {message}")]
 pub struct Issue {
     pub code: Code,
-    /// Dotted path of the offending field, e.g. `schedules[2].job.payload.password`.
+    /// Dotted path of the offending field, e.g. `schedules[nightly].job.payload.password`
+    /// (the schedule named by its id, or by its position when it has no usable id).
     pub field: String,
     pub message: String,
+    /// The schedule the problem is in, when it has a usable id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The schedule's position in a manifest's `schedules` list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<usize>,
 }
 
 impl Issue {
@@ -140,7 +147,16 @@ impl Issue {
             code,
             field: field.into(),
             message: message.into(),
+            id: None,
+            index: None,
         }
+    }
+
+    /// The issue placed in one schedule: its id (when usable) and its manifest position.
+    pub fn in_schedule(mut self, id: Option<&str>, index: Option<usize>) -> Issue {
+        self.id = id.map(str::to_string);
+        self.index = index;
+        self
     }
 }
 

@@ -426,16 +426,20 @@ extra: true
     let expected = [
         (Code::ManifestInvalid, "extra"),
         (Code::ScheduleDuplicateId, "schedules[1].id"),
-        (Code::ScheduleUnknownField, "schedules[2].colour"),
-        (Code::ScheduleUnknownTimezone, "schedules[2].timezone"),
-        (Code::ScheduleUnknownPolicy, "schedules[2].misfire"),
+        (Code::ScheduleUnknownField, "schedules[broken].colour"),
+        (Code::ScheduleUnknownTimezone, "schedules[broken].timezone"),
+        (Code::ScheduleUnknownPolicy, "schedules[broken].misfire"),
         (
             Code::SchedulePayloadSecret,
-            "schedules[2].job.payload.token",
+            "schedules[broken].job.payload.token",
         ),
-        (Code::ScheduleInvalidCron, "schedules[2].cron"),
-        (Code::SchedulePayloadTooLarge, "schedules[3].job.payload"),
-        (Code::ScheduleNeverFires, "schedules[3].cron"),
+        (Code::ScheduleInvalidCron, "schedules[broken].cron"),
+        (
+            Code::SchedulePayloadTooLarge,
+            "schedules[feb30].job.payload",
+        ),
+        (Code::ScheduleNeverFires, "schedules[feb30].cron"),
+        // `good` is used three times: no id names one of them, so their positions do.
         (Code::ScheduleInvalidCron, "schedules[4].cron"),
         (Code::ScheduleDuplicateId, "schedules[4].id"),
     ];
@@ -443,6 +447,44 @@ extra: true
         assert!(found.contains(&want), "missing {want:?} in {found:?}");
     }
     assert_eq!(found.len(), expected.len(), "{found:?}");
+    // Each issue carries the schedule's id (when usable) and its position beside the path.
+    let placed: Vec<(Option<&str>, Option<usize>)> =
+        issues.iter().map(|i| (i.id.as_deref(), i.index)).collect();
+    assert_eq!(placed[0], (None, None), "a top-level key is in no schedule");
+    assert!(placed.contains(&(Some("broken"), Some(2))), "{placed:?}");
+    assert!(placed.contains(&(Some("feb30"), Some(3))), "{placed:?}");
+    assert!(placed.contains(&(None, Some(4))), "{placed:?}");
+    let as_json = serde_json::to_value(&issues).expect("json");
+    let broken = as_json
+        .as_array()
+        .and_then(|all| all.iter().find(|i| i["field"] == "schedules[broken].cron"))
+        .expect("the broken cron");
+    assert_eq!(
+        (&broken["id"], &broken["index"], &broken["code"]),
+        (&json!("broken"), &json!(2), &json!("SCHEDULE_INVALID_CRON"))
+    );
+    assert!(as_json[0].get("id").is_none(), "no id field when none");
+}
+
+#[test]
+fn a_graph_issue_names_the_schedule_by_its_id() {
+    let text = r#"
+schedules:
+  - id: load
+    cron: "0 * * * *"
+    timezone: UTC
+    after: [extract]
+    job: { type: noop }
+"#;
+    let issues = issues_of(text);
+    assert_eq!(
+        codes(&issues),
+        vec![(Code::DependencyUnknownUpstream, "schedules[load].after")]
+    );
+    assert_eq!(
+        (issues[0].id.as_deref(), issues[0].index),
+        (Some("load"), Some(0))
+    );
 }
 
 #[test]
@@ -743,4 +785,169 @@ fn messages_name_the_field_in_plain_words() {
             assert!(!message.contains(leak), "{expr}: {message}");
         }
     }
+}
+
+/// A manifest of noop schedules, each `(id, cron, timezone, after)`; an empty cron or zone is
+/// left out.
+fn grid_manifest(schedules: &[(&str, &str, &str, &[&str])]) -> String {
+    let items: Vec<Value> = schedules
+        .iter()
+        .map(|(id, cron, tz, after)| {
+            let mut doc = json!({"id": id, "job": {"type": "noop"}});
+            if !cron.is_empty() {
+                doc["cron"] = json!(cron);
+            }
+            if !tz.is_empty() {
+                doc["timezone"] = json!(tz);
+            }
+            if !after.is_empty() {
+                doc["after"] = json!(after);
+            }
+            doc
+        })
+        .collect();
+    json!({ "schedules": items }).to_string()
+}
+
+fn grid(spec: &cronledger_core::ScheduleSpec) -> (&str, &str) {
+    (spec.cron.as_str(), spec.timezone.name())
+}
+
+#[test]
+fn after_without_cron_inherits_the_upstream_grid() {
+    let specs = manifest(&grid_manifest(&[
+        ("report", "", "", &["collect"]),
+        ("collect", "0 1 * * *", "Asia/Seoul", &[]),
+    ]))
+    .expect("the dependent inherits its grid");
+    assert_eq!(grid(&specs[0]), ("0 1 * * *", "Asia/Seoul"));
+    assert_eq!(specs[0].after, ["collect"]);
+
+    // A zone given beside an inherited cron is the schedule's own, and must match.
+    let specs = manifest(&grid_manifest(&[
+        ("collect", "0 1 * * *", "Asia/Seoul", &[]),
+        ("report", "", "Asia/Seoul", &["collect"]),
+    ]))
+    .expect("the same zone");
+    assert_eq!(grid(&specs[1]), ("0 1 * * *", "Asia/Seoul"));
+    let issues = issues_of(&grid_manifest(&[
+        ("collect", "0 1 * * *", "Asia/Seoul", &[]),
+        ("report", "", "UTC", &["collect"]),
+    ]));
+    assert_eq!(
+        codes(&issues),
+        vec![(Code::DependencyGridMismatch, "schedules[report].after")]
+    );
+
+    // Without `after` there is nothing to inherit from.
+    let issues = issues_of(&grid_manifest(&[("alone", "", "UTC", &[])]));
+    assert_eq!(
+        codes(&issues),
+        vec![(Code::ScheduleMissingField, "schedules[alone].cron")]
+    );
+}
+
+#[test]
+fn several_upstreams_share_one_grid_or_cron_names_it() {
+    let specs = manifest(&grid_manifest(&[
+        ("orders", "*/15 * * * *", "Europe/Paris", &[]),
+        ("payments", "*/15 * * * *", "Europe/Paris", &[]),
+        ("join", "", "", &["orders", "payments"]),
+    ]))
+    .expect("two upstreams on one grid");
+    assert_eq!(grid(&specs[2]), ("*/15 * * * *", "Europe/Paris"));
+
+    let issues = issues_of(&grid_manifest(&[
+        ("orders", "*/15 * * * *", "Europe/Paris", &[]),
+        ("payments", "0 * * * *", "Europe/Paris", &[]),
+        ("join", "", "", &["orders", "payments"]),
+    ]));
+    assert_eq!(
+        codes(&issues),
+        vec![(Code::DependencyGridMismatch, "schedules[join].after")],
+        "{issues:?}"
+    );
+    assert!(
+        issues[0].message.contains("`orders`") && issues[0].message.contains("`payments`"),
+        "{}",
+        issues[0].message
+    );
+    assert_eq!(
+        (issues[0].id.as_deref(), issues[0].index),
+        (Some("join"), Some(2))
+    );
+}
+
+#[test]
+fn a_chain_without_cron_inherits_from_its_head() {
+    let specs = manifest(&grid_manifest(&[
+        ("c", "", "", &["b"]),
+        ("b", "", "", &["a"]),
+        ("a", "30 2 * * *", "America/New_York", &[]),
+    ]))
+    .expect("a chain inherits through");
+    for spec in &specs {
+        assert_eq!(
+            grid(spec),
+            ("30 2 * * *", "America/New_York"),
+            "{}",
+            spec.id
+        );
+    }
+
+    // A chain with no head to inherit from: a cycle, an unknown upstream, an invalid head.
+    let cycle = issues_of(&grid_manifest(&[
+        ("a", "", "", &["b"]),
+        ("b", "", "", &["a"]),
+    ]));
+    assert_eq!(codes(&cycle).len(), 1, "{cycle:?}");
+    assert_eq!(cycle[0].code, Code::DependencyCycle);
+    let unknown = issues_of(&grid_manifest(&[("b", "", "", &["nobody"])]));
+    assert_eq!(
+        codes(&unknown),
+        vec![(Code::DependencyUnknownUpstream, "schedules[b].after")]
+    );
+    let bad_head = issues_of(&grid_manifest(&[
+        ("a", "0 9 * *", "UTC", &[]),
+        ("b", "", "", &["a"]),
+        ("c", "", "", &["b"]),
+    ]));
+    assert_eq!(
+        codes(&bad_head),
+        vec![(Code::ScheduleInvalidCron, "schedules[a].cron")],
+        "the head's own problem, not one per dependent"
+    );
+}
+
+#[test]
+fn a_single_schedule_inherits_from_the_grids_it_is_given() {
+    use cronledger_core::spec::{validate_with_upstreams, Grid, UpstreamGrid};
+    let doc = json!({"id": "report", "after": ["collect"], "job": {"type": "noop"}});
+    let hourly = Grid {
+        cron: "0 * * * *".into(),
+        timezone: "UTC".into(),
+    };
+    let rules = ValidationRules::default();
+    let spec = validate_with_upstreams(&doc, "", &rules, validation_now(), &mut |id| match id {
+        "collect" => UpstreamGrid::Known(hourly.clone()),
+        _ => UpstreamGrid::Unknown,
+    })
+    .expect("inherits");
+    assert_eq!(grid(&spec), ("0 * * * *", "UTC"));
+    let issues = validate_with_upstreams(&doc, "", &rules, validation_now(), &mut |_| {
+        UpstreamGrid::Unknown
+    })
+    .expect_err("nothing to inherit from");
+    assert_eq!(
+        codes(&issues),
+        vec![(Code::DependencyUnknownUpstream, "after")]
+    );
+    // The inherited grid is checked like a written one: a jitter past its interval.
+    let mut jittered = doc.clone();
+    jittered["jitter"] = json!("2h");
+    let issues = validate_with_upstreams(&jittered, "", &rules, validation_now(), &mut |_| {
+        UpstreamGrid::Known(hourly.clone())
+    })
+    .expect_err("jitter over the inherited interval");
+    assert_eq!(issues[0].code, Code::ScheduleInvalidJitter);
 }

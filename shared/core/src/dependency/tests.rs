@@ -160,15 +160,15 @@ fn unknown_upstreams_and_cycles_are_refused_with_their_codes() {
     let invalid_after = |field: &str| ("SCHEDULE_INVALID_AFTER".to_string(), field.to_string());
     assert_eq!(
         field_codes(&[("a", &["a"])])[0],
-        invalid_after("schedules[0].after[0]")
+        invalid_after("schedules[a].after[0]")
     );
     assert_eq!(
         field_codes(&[("a", &[]), ("b", &["a", "a"])])[0],
-        invalid_after("schedules[1].after[1]")
+        invalid_after("schedules[b].after[1]")
     );
     assert_eq!(
         field_codes(&[("a", &["Not An Id"])])[0],
-        invalid_after("schedules[0].after[0]")
+        invalid_after("schedules[a].after[0]")
     );
     assert_eq!(field_codes(&[("a", &[]), ("b", &["a"])]), []);
 }
@@ -198,8 +198,8 @@ fn a_manifest_with_a_chain_is_accepted_and_one_on_another_grid_is_refused() {
     assert_eq!(
         found,
         [
-            ("DEPENDENCY_GRID_MISMATCH", "schedules[1].after"),
-            ("DEPENDENCY_GRID_MISMATCH", "schedules[2].after")
+            ("DEPENDENCY_GRID_MISMATCH", "schedules[b].after"),
+            ("DEPENDENCY_GRID_MISMATCH", "schedules[c].after")
         ]
     );
 }

@@ -21,8 +21,10 @@ mod job_check;
 mod upstreams;
 mod validate;
 
+pub use upstreams::{Grid, UpstreamGrid};
 pub use validate::{
     parse_document, parse_manifest, validate_schedule, validate_target, validate_timing,
+    validate_with_upstreams,
 };
 
 /// Catch-up gap tiers: where "recent" ends and "history" begins (DESIGN catch-up table).

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::field_reader::FieldReader;
 use super::job_check::validate_job;
+use super::upstreams::{Inherited, UpstreamGrid};
 use super::*;
 use crate::children::FailureBudget;
 use crate::error::{Code, Invalid, Issue};
@@ -73,44 +74,117 @@ pub fn parse_manifest(
             ));
         }
     }
+    // A schedule is named by its id in field paths when the id is valid and used once;
+    // by its position otherwise.
+    let mut id_uses: BTreeMap<&str, usize> = BTreeMap::new();
+    for item in list {
+        if let Some(id) = item.get("id").and_then(Value::as_str) {
+            *id_uses.entry(id).or_default() += 1;
+        }
+    }
+    let usable_id = |i: usize| {
+        list[i]
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|id| valid_id(id) && id_uses.get(id) == Some(&1))
+    };
+    let prefixes: Vec<String> = (0..list.len())
+        .map(|i| match usable_id(i) {
+            Some(id) => format!("schedules[{id}]"),
+            None => format!("schedules[{i}]"),
+        })
+        .collect();
+    let inherited = upstreams::inherit_manifest_grids(list, &prefixes);
     let mut specs = Vec::new();
     let mut seen = BTreeSet::new();
-    for (i, item) in list.iter().enumerate() {
-        let prefix = format!("schedules[{i}]");
-        match validate_schedule(item, &prefix, rules, now) {
+    for (i, (item, inherited)) in list.iter().zip(inherited).enumerate() {
+        let prefix = &prefixes[i];
+        let id = usable_id(i);
+        match validate_inherited(item, prefix, rules, now, inherited) {
             Ok(spec) => specs.push(spec),
-            Err(mut found) => issues.append(&mut found),
+            Err(found) => issues.extend(found.into_iter().map(|f| f.in_schedule(id, Some(i)))),
         }
         // Read the id from the raw item so a duplicate is reported even when the schedule
         // that repeats it has other problems too.
         if let Some(id) = item.get("id").and_then(Value::as_str) {
             if !seen.insert(id.to_string()) {
-                issues.push(Issue::new(
-                    Code::ScheduleDuplicateId,
-                    format!("{prefix}.id"),
-                    format!("id `{id}` is used twice"),
-                ));
+                issues.push(
+                    Issue::new(
+                        Code::ScheduleDuplicateId,
+                        format!("{prefix}.id"),
+                        format!("id `{id}` is used twice"),
+                    )
+                    .in_schedule(None, Some(i)),
+                );
             }
         }
     }
-    let position: BTreeMap<&str, usize> = specs
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s.id.as_str(), i))
-        .collect();
-    let after_field = |id: &str| {
-        position
-            .get(id)
-            .map_or_else(|| "after".to_string(), |i| format!("schedules[{i}].after"))
-    };
     if issues.is_empty() {
-        // Across schedules, once each is valid (an invalid one would read as unknown).
-        issues.extend(crate::dependency::check_graph(&specs, &after_field));
+        // Across schedules, once each is valid (an invalid one would read as unknown); then
+        // every schedule has a spec at its own position and an id that names it.
+        let after_field = |id: &str| format!("schedules[{id}].after");
+        let located: BTreeMap<String, (&str, usize)> = specs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (after_field(&s.id), (s.id.as_str(), i)))
+            .collect();
+        for issue in crate::dependency::check_graph(&specs, &after_field) {
+            let at = located.get(&issue.field).copied();
+            issues.push(issue.in_schedule(at.map(|(id, _)| id), at.map(|(_, i)| i)));
+        }
     }
     if issues.is_empty() {
         Ok(specs)
     } else {
         Err(Invalid(issues))
+    }
+}
+
+/// Validates one schedule that may leave `cron` and `timezone` out when it has `after`:
+/// each one left out is its upstreams' (`grid_of` tells an upstream's grid), and they must
+/// share one grid. The api settles a schedule against the stored ones this way.
+pub fn validate_with_upstreams(
+    value: &Value,
+    prefix: &str,
+    rules: &ValidationRules,
+    now: DateTime<Utc>,
+    grid_of: &mut dyn FnMut(&str) -> UpstreamGrid,
+) -> Result<ScheduleSpec, Vec<Issue>> {
+    let field = |name: &str| field_path(prefix, name);
+    let inherited = upstreams::inherit_grid(value, &field, grid_of);
+    validate_inherited(value, prefix, rules, now, inherited)
+}
+
+/// Validates a schedule once its grid is settled: as written, with the grid it inherits,
+/// or, when it cannot inherit one, for its other problems beside why.
+fn validate_inherited(
+    value: &Value,
+    prefix: &str,
+    rules: &ValidationRules,
+    now: DateTime<Utc>,
+    inherited: Inherited,
+) -> Result<ScheduleSpec, Vec<Issue>> {
+    match inherited {
+        Inherited::AsWritten => validate_schedule(value, prefix, rules, now),
+        Inherited::Filled(doc) => validate_schedule(&doc, prefix, rules, now),
+        Inherited::Failed(mut issues) => {
+            // The missing grid is told by why it could not be inherited.
+            let grid_fields = [field_path(prefix, "cron"), field_path(prefix, "timezone")];
+            let others = validate_schedule(value, prefix, rules, now).err();
+            issues.extend(others.into_iter().flatten().filter(|i| {
+                !(i.code == Code::ScheduleMissingField && grid_fields.contains(&i.field))
+            }));
+            Err(issues)
+        }
+    }
+}
+
+/// `prefix.name`, or `name` alone for a schedule given on its own.
+fn field_path(prefix: &str, name: &str) -> String {
+    if prefix.is_empty() {
+        name.to_string()
+    } else {
+        format!("{prefix}.{name}")
     }
 }
 
@@ -137,13 +211,7 @@ pub fn validate_schedule(
     rules: &ValidationRules,
     now: DateTime<Utc>,
 ) -> Result<ScheduleSpec, Vec<Issue>> {
-    let field = |name: &str| {
-        if prefix.is_empty() {
-            name.to_string()
-        } else {
-            format!("{prefix}.{name}")
-        }
-    };
+    let field = |name: &str| field_path(prefix, name);
     let Some(obj) = value.as_object() else {
         return Err(vec![Issue::new(
             Code::ManifestInvalid,
