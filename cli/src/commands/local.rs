@@ -11,19 +11,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DurationRound, TimeDelta, Utc};
-use cronledger_app::alerting::Alerter;
-use cronledger_app::api::{Api, ApiConfig, ApiDeps, AuthConfig, Caller};
+use cronledger_app::api::{ApiConfig, AuthConfig, Caller};
 use cronledger_app::backfill::BackfillReleaser;
-use cronledger_app::clock::SystemClock;
 use cronledger_app::jobs::http_auth::HttpAuthorizer;
 use cronledger_app::jobs::{HttpJob, HttpOptions, JobTargets};
-use cronledger_app::kill_switch::KillSwitchCheck;
 use cronledger_app::local::poller::{run_poller, PollerConfig};
 use cronledger_app::local::receiver::{self, Executions};
 use cronledger_app::local::summary::Summary;
-use cronledger_app::reconciler::{AwsSignals, ReconcileEvent, Reconciler, ReconcilerConfig};
+use cronledger_app::reconciler::{
+    AwsSignals, ReconcileEvent, Reconciler, ReconcilerConfig, Signals,
+};
 use cronledger_app::ticker::{TickEvent, Ticker, TickerConfig};
-use cronledger_app::worker::{Worker, WorkerConfig};
+use cronledger_app::worker::WorkerConfig;
 use cronledger_aws::config::load_sdk_config;
 use cronledger_aws::lanes::LaneSettings;
 use cronledger_aws::ledger::ChangeMeta;
@@ -93,12 +92,14 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
     let stack = stack::create("LOCAL", &name, 1).await?;
     let lanes = stack::create_lanes("LOCAL", &stack, &name, LaneSettings::default()).await?;
     let ledger = stack.ledger;
-    // Alerts go to the topic `infra/local/up` created on the emulator (its env file names
-    // it); without one they are only logged.
-    let alerter = Arc::new(Alerter::new(
+    // Wired as deployed (kill switch, alerts, health, backfills). Alerts go to the topic
+    // `infra/local/up` created on the emulator (its env file names it); without one they are
+    // only logged.
+    let components = cronledger_app::local::components(
         ledger.clone(),
+        lanes.clone(),
         notifier_from_env(&stack.clients),
-    ));
+    );
     let failed =
         |what: &str, e: &dyn std::fmt::Display| CliError::msg(format!("LOCAL_SETUP: {what}: {e}"));
     for spec in specs {
@@ -124,49 +125,29 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
     let executions = Executions::default();
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();
-    let api = Api::new(ApiDeps {
-        store: ledger.clone(),
-        ops: ledger.clone(),
-        health: Some(ledger.clone()),
-        lanes: lanes.clone(),
-        clock: Arc::new(SystemClock),
-        system: None,
-        signals: None,
-        auth: AuthConfig::default(),
-        config: ApiConfig {
+    let api = components.api(
+        None,
+        None,
+        AuthConfig::default(),
+        ApiConfig {
             rules: ValidationRules::local(),
             ..ApiConfig::default()
         },
-    });
+    );
     // The api on the receiver's port, every request as the configured local identity.
     let listener_router = receiver::router(executions.clone())
         .merge(api.router().layer(axum::Extension(caller.clone())));
     // The reconciler as in AWS (missed windows, stuck runs, throttled catch-up, backfills),
     // paused by the local lanes' backlog and DLQ; there are no CloudWatch alarms locally.
     let sdk = load_sdk_config(&AwsSettings::default()).await;
-    let signals = Arc::new(AwsSignals::new(
+    let signals: Arc<dyn Signals> = Arc::new(AwsSignals::new(
         lanes.clone(),
         aws_sdk_cloudwatch::Client::new(&sdk),
     ));
-    let backfills = BackfillReleaser {
-        store: ledger.clone(),
-        ops: ledger.clone(),
-        lanes: lanes.clone(),
-        signals: Some(signals.clone()),
-    };
+    let backfills = components.backfill_releaser(Some(signals.clone()));
     // The kill switch holds here as in AWS: no tick, pass, release or start while it is on
     // (locally nothing disables schedules or event sources: each checks the stored flag).
-    let kill_switch = Arc::new(KillSwitchCheck::new(ledger.clone()));
-    let reconciler = Reconciler::new(
-        ledger.clone(),
-        ledger.clone(),
-        lanes.clone(),
-        signals,
-        ReconcilerConfig::default(),
-    )
-    .with_kill_switch(kill_switch.clone())
-    .with_alerts(alerter.clone())
-    .with_health(ledger.clone());
+    let reconciler = components.reconciler(signals, ReconcilerConfig::default());
     tasks.spawn(reconcile_every_minute(
         reconciler,
         backfills,
@@ -179,9 +160,7 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
     });
 
     let worker = Arc::new(
-        Worker::new(
-            ledger.clone(),
-            lanes.clone(),
+        components.worker(
             // The local receiver is on 127.0.0.1: loopback targets are allowed here only.
             JobTargets::new(
                 HttpJob::with_options(HttpOptions {
@@ -190,15 +169,11 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
                 })
                 .map_err(|e| failed("http client", &e))?,
             ),
-            Arc::new(SystemClock),
             WorkerConfig {
                 owner: format!("local-{}", std::process::id()),
                 ..WorkerConfig::default()
             },
-        )
-        .with_kill_switch(kill_switch.clone())
-        .with_alerts(alerter.clone())
-        .with_health(ledger.clone()),
+        ),
     );
     for &lane in Lane::ALL {
         tasks.spawn(run_poller(
@@ -209,9 +184,7 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
             stop_rx.clone(),
         ));
     }
-    let ticker = Ticker::new(ledger.clone(), lanes.clone(), TickerConfig::default())
-        .with_kill_switch(kill_switch)
-        .with_alerts(alerter);
+    let ticker = components.ticker(TickerConfig::default());
     tasks.spawn(tick_every_minute(ticker, stop_rx.clone()));
 
     println!(

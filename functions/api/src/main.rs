@@ -9,13 +9,11 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use cronledger_app::api::system::{SchedulerControl, WorkerIntake};
-use cronledger_app::api::{
-    Api, ApiConfig, ApiDeps, AuthConfig, Caller, CursorKey, RequestId, RunAtEvent,
-};
-use cronledger_app::clock::SystemClock;
+use cronledger_app::api::{ApiConfig, AuthConfig, Caller, CursorKey, RequestId, RunAtEvent};
 use cronledger_app::deployment::Deployment;
 use cronledger_app::jobs::http_auth::SECRET_PREFIX_ENV;
 use cronledger_app::jobs::target_fence::loopback_allowed_by_env;
+use cronledger_app::wiring::{Components, Deps};
 use cronledger_aws::config::load_sdk_config;
 use cronledger_aws::AwsSettings;
 use http_body_util::BodyExt;
@@ -71,17 +69,12 @@ async fn main() -> Result<(), Error> {
                 function,
             }),
     };
-    let api = Api::new(ApiDeps {
-        store: connected.ledger.clone(),
-        ops: connected.ledger.clone(),
-        health: Some(connected.ledger.clone()),
-        lanes: connected.lanes.clone(),
-        clock: Arc::new(SystemClock),
-        system: Some(Arc::new(control)),
-        signals: None,
-        auth: AuthConfig::from_env()?,
-        config: api_config(&deployment.table)?,
-    });
+    let api = Components::build(Deps::deployed(&connected)).api(
+        Some(Arc::new(control)),
+        None,
+        AuthConfig::from_env()?,
+        api_config(&deployment.table)?,
+    );
     let router = api.router();
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
         let (api, router) = (api.clone(), router.clone());
@@ -143,6 +136,7 @@ async fn http(router: axum::Router, payload: Value, invocation: String) -> Resul
 mod tests {
     use std::collections::BTreeMap;
 
+    use cronledger_app::deployment::Connected;
     use cronledger_aws::{AwsClients, DynamoLedger, RequestMeter, SqsLanes};
 
     use super::*;
@@ -154,19 +148,14 @@ mod tests {
             .region(aws_config::Region::new("us-east-1"))
             .build();
         let clients = AwsClients::from_sdk_config(&sdk, RequestMeter::new(), None);
-        let ledger = Arc::new(DynamoLedger::new(&clients, "t", 1));
-        Api::new(ApiDeps {
-            store: ledger.clone(),
-            ops: ledger.clone(),
-            health: Some(ledger),
+        let connected = Connected {
+            ledger: Arc::new(DynamoLedger::new(&clients, "t", 1)),
             lanes: Arc::new(SqsLanes::new(clients.sqs.clone(), BTreeMap::new())),
-            clock: Arc::new(SystemClock),
-            system: None,
-            signals: None,
-            auth: AuthConfig::default(),
-            config: ApiConfig::default(),
-        })
-        .router()
+            clients,
+        };
+        Components::build(Deps::deployed(&connected))
+            .api(None, None, AuthConfig::default(), ApiConfig::default())
+            .router()
     }
 
     fn event(authorizer: Value) -> Value {

@@ -3,15 +3,12 @@
 
 use std::sync::Arc;
 
-use cronledger_app::alerting::Alerter;
-use cronledger_app::backfill::BackfillReleaser;
 use cronledger_app::deployment::Deployment;
-use cronledger_app::kill_switch::KillSwitchCheck;
 use cronledger_app::reconciler::{
-    AwsSignals, ReconcileEvent, Reconciler, ReconcilerConfig, SchedulerTickers,
+    AwsSignals, ReconcileEvent, ReconcilerConfig, SchedulerTickers, Signals,
 };
+use cronledger_app::wiring::{Components, Deps};
 use cronledger_aws::config::load_sdk_config;
-use cronledger_aws::notify::notifier_from_env;
 use cronledger_aws::AwsSettings;
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::Value;
@@ -31,30 +28,14 @@ async fn main() -> Result<(), Error> {
         aws_sdk_scheduler::Client::new(&sdk),
         config.ticker_schedule_group.clone(),
     );
-    let signals = Arc::new(signals);
+    let signals: Arc<dyn Signals> = Arc::new(signals);
+    let components = Components::build(Deps::deployed(&connected));
     // Operators' backfills are released in the same pass, throttled per backfill.
-    let backfills = Arc::new(BackfillReleaser {
-        store: connected.ledger.clone(),
-        ops: connected.ledger.clone(),
-        lanes: connected.lanes.clone(),
-        signals: Some(signals.clone()),
-    });
+    let backfills = Arc::new(components.backfill_releaser(Some(signals.clone())));
     let reconciler = Arc::new(
-        Reconciler::new(
-            connected.ledger.clone(),
-            connected.ledger.clone(),
-            connected.lanes,
-            signals,
-            config,
-        )
-        .with_ticker_check(Arc::new(tickers))
-        .with_kill_switch(Arc::new(KillSwitchCheck::new(connected.ledger.clone())))
-        .with_alerts(Arc::new(Alerter::new(
-            connected.ledger.clone(),
-            notifier_from_env(&connected.clients),
-        )))
-        .with_health(connected.ledger.clone())
-        .with_backfills(connected.ledger),
+        components
+            .reconciler(signals, config)
+            .with_ticker_check(Arc::new(tickers)),
     );
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
         let (reconciler, backfills) = (reconciler.clone(), backfills.clone());

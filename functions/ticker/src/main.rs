@@ -2,11 +2,9 @@
 
 use std::sync::Arc;
 
-use cronledger_app::alerting::Alerter;
 use cronledger_app::deployment::Deployment;
-use cronledger_app::kill_switch::KillSwitchCheck;
-use cronledger_app::ticker::{TickEvent, Ticker, TickerConfig};
-use cronledger_aws::notify::notifier_from_env;
+use cronledger_app::ticker::{TickEvent, TickerConfig};
+use cronledger_app::wiring::{Components, Deps};
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::Value;
 
@@ -19,17 +17,8 @@ async fn main() -> Result<(), Error> {
         shards: deployment.shards,
         ..TickerConfig::default()
     };
-    let kill_switch = Arc::new(KillSwitchCheck::new(connected.ledger.clone()));
     // Records the approval alerts of `approval: every_run` windows; the reconciler publishes.
-    let alerter = Arc::new(Alerter::new(
-        connected.ledger.clone(),
-        notifier_from_env(&connected.clients),
-    ));
-    let ticker = Arc::new(
-        Ticker::new(connected.ledger, connected.lanes, config)
-            .with_kill_switch(kill_switch)
-            .with_alerts(alerter),
-    );
+    let ticker = Arc::new(Components::build(Deps::deployed(&connected)).ticker(config));
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
         let ticker = ticker.clone();
         async move {

@@ -3,16 +3,14 @@
 
 use std::sync::Arc;
 
-use cronledger_app::alerting::Alerter;
 use cronledger_app::clock::{Clock, SystemClock};
 use cronledger_app::deployment::Deployment;
 use cronledger_app::jobs::{HttpJob, HttpOptions, JobTargets, SdkLambdaInvoker};
-use cronledger_app::kill_switch::KillSwitchCheck;
 use cronledger_app::sqs_event::{lane_of_queue, SqsBatchResponse, SqsEvent};
-use cronledger_app::worker::{Worker, WorkerConfig};
+use cronledger_app::wiring::{Components, Deps};
+use cronledger_app::worker::WorkerConfig;
 use cronledger_aws::config::load_sdk_config;
 use cronledger_aws::lanes::SqsRecord;
-use cronledger_aws::notify::notifier_from_env;
 use cronledger_aws::AwsSettings;
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 
@@ -26,22 +24,8 @@ async fn main() -> Result<(), Error> {
     let jobs = JobTargets::new(http).with_lambda(Arc::new(SdkLambdaInvoker::new(&sdk)));
     // A batch already in hand when the kill switch lands goes back untouched (the switch
     // also disables this function's event source mappings).
-    let kill_switch = Arc::new(KillSwitchCheck::new(connected.ledger.clone()));
-    let alerter = Arc::new(Alerter::new(
-        connected.ledger.clone(),
-        notifier_from_env(&connected.clients),
-    ));
     let worker = Arc::new(
-        Worker::new(
-            connected.ledger.clone(),
-            connected.lanes,
-            jobs,
-            Arc::new(SystemClock),
-            WorkerConfig::default(),
-        )
-        .with_kill_switch(kill_switch)
-        .with_alerts(alerter)
-        .with_health(connected.ledger),
+        Components::build(Deps::deployed(&connected)).worker(jobs, WorkerConfig::default()),
     );
     let prefix = Arc::new(deployment.queue_prefix);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {

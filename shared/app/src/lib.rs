@@ -23,4 +23,5 @@ pub mod runs;
 pub mod simulate;
 pub mod sqs_event;
 pub mod ticker;
+pub mod wiring;
 pub mod worker;

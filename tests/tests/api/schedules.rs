@@ -349,6 +349,10 @@ async fn bad_input_gets_the_right_codes_and_never_a_panic() {
         codes.contains(&"SCHEDULE_UNKNOWN_FIELD") && codes.contains(&"SCHEDULE_INVALID_CRON"),
         "{codes:?}"
     );
+    assert_eq!(
+        invalid.body["details"]["issues"][0]["id"], "s2",
+        "each issue names its schedule"
+    );
     let extra = api
         .post(
             ADMIN,
@@ -554,6 +558,18 @@ async fn each_role_is_allowed_and_refused() {
     assert_eq!(local_run.status, StatusCode::OK);
 }
 
+/// An admin's update of a schedule still at its first version.
+async fn update_first_version(api: &ApiEnv, path: &str, doc: Value) -> Answer {
+    api.call_with(
+        Some(Caller::new(ADMIN)),
+        Method::PUT,
+        path,
+        Some(doc),
+        &[("If-Match", "\"1\"")],
+    )
+    .await
+}
+
 /// `after` through the api is checked against the stored schedules: an unknown or archived
 /// upstream, a cycle and a different window grid are refused with their codes, and a
 /// dependent is never due; its upstream's view lists it once the reconciler has kept it.
@@ -597,15 +613,12 @@ async fn dependencies_are_checked_against_the_stored_schedules() {
     create(&api, with_after("report", "0 * * * *", &["aggregate"])).await;
 
     // collect after report would close collect -> aggregate -> report -> collect.
-    let cycle = api
-        .call_with(
-            Some(Caller::new(ADMIN)),
-            Method::PUT,
-            "/v1/schedules/collect",
-            Some(with_after("collect", "0 * * * *", &["report"])),
-            &[("If-Match", "\"1\"")],
-        )
-        .await;
+    let cycle = update_first_version(
+        &api,
+        "/v1/schedules/collect",
+        with_after("collect", "0 * * * *", &["report"]),
+    )
+    .await;
     assert_eq!(refused(&cycle), "DEPENDENCY_CYCLE");
 
     // Once the reconciler kept the lists, moving collect to another grid is refused too.
@@ -616,15 +629,12 @@ async fn dependencies_are_checked_against_the_stored_schedules() {
         .expect("downstream");
     let listed = api.get(VIEWER, "/v1/schedules/collect").await;
     assert_eq!(listed.body["downstream"], json!(["aggregate"]));
-    let moved = api
-        .call_with(
-            Some(Caller::new(ADMIN)),
-            Method::PUT,
-            "/v1/schedules/collect?confirm=high-risk",
-            Some(schedule_doc("collect", "5 * * * *")),
-            &[("If-Match", "\"1\"")],
-        )
-        .await;
+    let moved = update_first_version(
+        &api,
+        "/v1/schedules/collect?confirm=high-risk",
+        schedule_doc("collect", "5 * * * *"),
+    )
+    .await;
     assert_eq!(refused(&moved), "DEPENDENCY_GRID_MISMATCH");
 
     // Archiving an upstream others still run after is refused, naming them.
@@ -638,4 +648,85 @@ async fn dependencies_are_checked_against_the_stored_schedules() {
     assert_eq!(archive.status, StatusCode::CONFLICT, "{:?}", archive.body);
     assert_eq!(archive.code(), "SCHEDULE_HAS_DEPENDENTS");
     assert_eq!(archive.body["details"]["dependents"], json!(["aggregate"]));
+}
+
+/// A dependent written without `cron` and `timezone` takes its upstream's grid and is stored
+/// with it; it keeps it, so moving the upstream to another grid is refused while it runs
+/// after it. Two upstreams on different grids need the dependent's own `cron`, and issues
+/// name the schedule by its id.
+#[tokio::test]
+async fn a_dependent_without_cron_inherits_its_stored_upstreams_grid() {
+    let api = ApiEnv::new(t(NOW)).await;
+    let mut collect = schedule_doc("collect", "15 * * * *");
+    collect["timezone"] = json!("Asia/Seoul");
+    create(&api, collect).await;
+    create(&api, schedule_doc("hourly", "0 * * * *")).await;
+    let dependent = |id: &str, after: &[&str]| json!({"id": id, "after": after, "owner": "tests", "job": {"type": "noop"}});
+    let created = create(&api, dependent("aggregate", &["collect"])).await;
+    assert_eq!(
+        (&created["spec"]["cron"], &created["spec"]["timezone"]),
+        (&json!("15 * * * *"), &json!("Asia/Seoul")),
+        "stored with the grid it inherited"
+    );
+    assert_eq!(
+        created["next_run_at"],
+        Value::Null,
+        "a dependent is never due"
+    );
+    // Through a chain of stored schedules, and on an update that leaves the grid out too.
+    let report = create(&api, dependent("report", &["aggregate"])).await;
+    assert_eq!(report["spec"]["cron"], "15 * * * *");
+    let mut edited = dependent("report", &["aggregate"]);
+    edited["grace"] = json!("5m");
+    let updated = update_first_version(&api, "/v1/schedules/report", edited).await;
+    assert_eq!(updated.status, StatusCode::OK, "{:?}", updated.body);
+    assert_eq!(updated.body["spec"]["timezone"], "Asia/Seoul");
+
+    let refused = |answer: &Answer| {
+        assert_eq!(
+            answer.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{:?}",
+            answer.body
+        );
+        answer.body["details"]["issues"][0].clone()
+    };
+    let mixed = api
+        .post(
+            ADMIN,
+            "/v1/schedules",
+            Some(dependent("join", &["collect", "hourly"])),
+        )
+        .await;
+    let issue = refused(&mixed);
+    assert_eq!(
+        (&issue["code"], &issue["field"], &issue["id"]),
+        (
+            &json!("DEPENDENCY_GRID_MISMATCH"),
+            &json!("after"),
+            &json!("join")
+        )
+    );
+    let unknown = api
+        .post(ADMIN, "/v1/schedules", Some(dependent("lost", &["nobody"])))
+        .await;
+    assert_eq!(refused(&unknown)["code"], "DEPENDENCY_UNKNOWN_UPSTREAM");
+
+    // The upstream cannot move while its dependent keeps the old grid.
+    api.env
+        .store
+        .set_downstream("collect", &["aggregate".to_string()])
+        .await
+        .expect("downstream");
+    let moved = update_first_version(
+        &api,
+        "/v1/schedules/collect?confirm=high-risk",
+        schedule_doc("collect", "15 * * * *"),
+    )
+    .await;
+    let issue = refused(&moved);
+    assert_eq!(
+        (&issue["code"], &issue["id"]),
+        (&json!("DEPENDENCY_GRID_MISMATCH"), &json!("collect"))
+    );
 }

@@ -3,15 +3,19 @@
 //! not archived, it closes no cycle, and it shares its window grid with its upstreams and
 //! with the schedules that run after it. Reads only what it checks: each upstream's
 //! ancestors (a cycle would pass through the schedule itself) and its listed dependents.
-//! Archiving a schedule that others still run after is refused.
+//! Archiving a schedule that others still run after is refused. A schedule with `after` and
+//! no `cron` (or `timezone`) takes it from its stored upstreams when it is written, and keeps
+//! it: it is stored with the grid it inherited.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use cronledger_aws::ledger::{ScheduleState, StoredSchedule};
 use cronledger_aws::StoreError;
-use cronledger_core::dependency::grid_mismatch;
+use cronledger_core::dependency::{grid_mismatch, MAX_UPSTREAMS};
 use cronledger_core::error::{Code, Issue};
+use cronledger_core::spec::{valid_id, validate_with_upstreams, Grid, UpstreamGrid};
 use cronledger_core::ScheduleSpec;
+use serde_json::Value;
 
 use super::error::{ApiError, ApiResult};
 use super::Api;
@@ -20,6 +24,52 @@ use super::Api;
 const MAX_ANCESTORS: usize = 1_000;
 
 impl Api {
+    /// Validates a schedule document with the core's rules, every problem at once; with
+    /// `after` and no `cron` or `timezone`, it inherits them from its stored upstreams.
+    pub(crate) async fn validate(&self, doc: &Value) -> ApiResult<ScheduleSpec> {
+        let grids = self.inherited_grids(doc).await?;
+        let rules = &self.deps().config.rules;
+        validate_with_upstreams(doc, "", rules, self.now(), &mut |id| {
+            grids.get(id).cloned().unwrap_or(UpstreamGrid::Unknown)
+        })
+        .map_err(|issues| {
+            let id = doc
+                .get("id")
+                .and_then(Value::as_str)
+                .filter(|id| valid_id(id));
+            placed_issues(issues, id)
+        })
+    }
+
+    /// The stored grids of the upstreams `doc` would inherit its grid from: read only when
+    /// it has `after` and leaves `cron` or `timezone` out.
+    async fn inherited_grids(&self, doc: &Value) -> ApiResult<BTreeMap<String, UpstreamGrid>> {
+        let mut grids = BTreeMap::new();
+        let left_out = |name: &str| matches!(doc.get(name), None | Some(Value::Null));
+        if !left_out("cron") && !left_out("timezone") {
+            return Ok(grids);
+        }
+        let upstreams = doc
+            .get("after")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .filter(|id| valid_id(id))
+            .take(MAX_UPSTREAMS);
+        for id in upstreams {
+            let grid = match self.deps().store.get_schedule(id).await {
+                Ok(up) if up.state != ScheduleState::Archived => {
+                    UpstreamGrid::Known(Grid::of(&up.spec))
+                }
+                Ok(_) | Err(StoreError::ScheduleNotFound(_)) => UpstreamGrid::Unknown,
+                Err(e) => return Err(e.into()),
+            };
+            grids.insert(id.to_string(), grid);
+        }
+        Ok(grids)
+    }
+
     /// Refuses `spec` when its dependencies would not hold; `downstream` is the stored
     /// schedule's list of dependents (none for a new one).
     pub(crate) async fn check_dependencies(
@@ -80,7 +130,7 @@ impl Api {
         if issues.is_empty() {
             Ok(())
         } else {
-            Err(ApiError::issues(&issues))
+            Err(placed_issues(issues, Some(&spec.id)))
         }
     }
 
@@ -129,4 +179,13 @@ impl Api {
         }
         Ok(found)
     }
+}
+
+/// A refusal whose issues name the schedule they are in (`id` beside each `field`).
+fn placed_issues(issues: Vec<Issue>, id: Option<&str>) -> ApiError {
+    let placed: Vec<Issue> = issues
+        .into_iter()
+        .map(|issue| issue.in_schedule(id, None))
+        .collect();
+    ApiError::issues(&placed)
 }

@@ -10,7 +10,6 @@ use chrono::{DateTime, Utc};
 use cronledger_aws::ledger::{AuditAction, ChangeMeta, OperatorAction, Page, StoredSchedule};
 use cronledger_core::health::Health;
 use cronledger_core::risk::{assess_change, RiskLevel, RiskReport};
-use cronledger_core::spec::validate_schedule;
 use cronledger_core::window::utc_text;
 use cronledger_core::{ScheduleSpec, Timing};
 use serde::Deserialize;
@@ -57,12 +56,6 @@ impl Api {
     /// A page size for a list computed whole (default: the most a page holds).
     pub(crate) fn limit_or_max(&self, asked: Option<u32>) -> usize {
         self.limit(asked.or(Some(self.deps().config.page_max))) as usize
-    }
-
-    /// Validates a schedule document with the core's rules; every problem at once.
-    pub(crate) fn validate(&self, doc: &Value) -> ApiResult<ScheduleSpec> {
-        validate_schedule(doc, "", &self.deps().config.rules, self.now())
-            .map_err(|issues| ApiError::issues(&issues))
     }
 
     fn meta(&self, actor: &Actor, reason: String) -> ChangeMeta {
@@ -141,7 +134,7 @@ pub async fn create(
     headers: HeaderMap,
     ApiJson(doc): ApiJson<Value>,
 ) -> ApiResult<Response> {
-    let spec = api.validate(&doc)?;
+    let spec = api.validate(&doc).await?;
     api.check_job_type(&actor, &spec)?;
     api.check_dependencies(&spec, &[]).await?;
     let meta = api.meta(&actor, header_note(&headers, "created through the api"));
@@ -296,7 +289,7 @@ pub async fn update(
             ))
         }
     }
-    let spec = api.validate(&doc)?;
+    let spec = api.validate(&doc).await?;
     api.check_job_type(&actor, &spec)?;
     let current = api.deps().store.get_schedule(&id).await?;
     api.check_job_type(&actor, &current.spec)?;
@@ -423,7 +416,7 @@ pub async fn preview_document(
     State(api): State<Api>,
     ApiJson(req): ApiJson<PreviewRequest>,
 ) -> ApiResult<Json<Value>> {
-    let spec = api.validate(&req.schedule)?;
+    let spec = api.validate(&req.schedule).await?;
     preview(&api, &spec, req.count, req.after)
 }
 
@@ -451,7 +444,7 @@ pub async fn diff(
     if let Some(obj) = doc.as_object_mut() {
         obj.entry("id").or_insert_with(|| json!(id));
     }
-    let proposed = api.validate(&doc)?;
+    let proposed = api.validate(&doc).await?;
     let stored = api.deps().store.get_schedule(&id).await?;
     let count = q.count.unwrap_or(5).clamp(1, api.deps().config.preview_max);
     let report = assess_change(&stored.spec, &proposed, api.now(), None, count)

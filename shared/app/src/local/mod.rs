@@ -5,3 +5,20 @@
 pub mod poller;
 pub mod receiver;
 pub mod summary;
+
+use std::sync::Arc;
+
+use cronledger_aws::{LaneQueue, Notifier};
+
+use crate::clock::SystemClock;
+use crate::wiring::{Components, Deps, LedgerStores};
+
+/// The components as `cronledger local` runs them: wired as deployed (kill switch, alerts,
+/// health, backfills) on the local table and lanes, on the system clock.
+pub fn components<S: LedgerStores>(
+    ledger: Arc<S>,
+    lanes: Arc<dyn LaneQueue>,
+    notifier: Arc<dyn Notifier>,
+) -> Components {
+    Components::build(Deps::on(ledger, lanes, notifier, Arc::new(SystemClock)))
+}

@@ -302,6 +302,17 @@ impl Reconciler {
         &self.metrics
     }
 
+    /// What it is wired with (see [`crate::wiring`]).
+    pub fn features(&self) -> std::collections::BTreeSet<crate::wiring::Feature> {
+        use crate::wiring::Feature;
+        let others = [
+            (Feature::Health, self.health.is_some()),
+            (Feature::Backfills, self.backfills.is_some()),
+        ];
+        let kill_switch = self.kill_switch.is_some();
+        crate::wiring::features_of(&self.metrics, kill_switch, self.alerter.as_ref(), &others)
+    }
+
     pub fn config(&self) -> &ReconcilerConfig {
         &self.config
     }

@@ -54,13 +54,13 @@ use tokio::task::JoinSet;
 use tracing::instrument::WithSubscriber;
 use tracing::Instrument;
 
-use crate::alerting::Alerter;
-use crate::backfill::BackfillReleaser;
+use crate::clock::Clock;
 use crate::faults::CrashPoint;
 use crate::jobs::{HttpJob, JobTargets};
 use crate::kill_switch::KillSwitchCheck;
-use crate::reconciler::{ReconcileError, ReconcileEvent, Reconciler, ReconcilerConfig, Signals};
+use crate::reconciler::{ReconcileError, ReconcileEvent, ReconcilerConfig, Signals};
 use crate::ticker::{DueSchedules, TickEvent, Ticker, TickerConfig};
+use crate::wiring::{Components, Deps};
 use crate::worker::{Worker, WorkerConfig};
 
 use agenda::{Agenda, MINUTE, PASS_EVERY};
@@ -237,6 +237,29 @@ impl Signals for QueueSignals {
 
 const MAX_ERRORS: usize = 50;
 
+/// The components as the simulator runs them: wired as deployed on the env's stores and the
+/// simulated lanes, the workers on `worker_clock`; `kill_switch` only with kill-switch
+/// windows (without, nothing is read for it).
+pub(crate) fn components(
+    env: &SimulationEnv,
+    lanes: Arc<SimLanes>,
+    notifier: Arc<dyn Notifier>,
+    worker_clock: Arc<dyn Clock>,
+    kill_switch: Option<Arc<KillSwitchCheck>>,
+) -> Components {
+    Components::build(Deps {
+        store: env.store.clone(),
+        control: env.control.clone(),
+        ops: env.ops.clone(),
+        alerts: env.alerts.clone(),
+        health: env.health.clone(),
+        lanes,
+        notifier,
+        clock: worker_clock,
+        kill_switch,
+    })
+}
+
 /// Loads `specs` at `config.from` into the env's (empty) table and runs the simulation.
 pub async fn simulate(
     env: &SimulationEnv,
@@ -314,68 +337,51 @@ pub async fn simulate(
         }),
         None => notifier.clone(),
     };
-    let alerter = Arc::new(Alerter::new(env.alerts.clone(), publish));
+    let components = components(
+        env,
+        lanes.clone(),
+        publish,
+        Arc::new(time.clock()),
+        kill_switch,
+    );
     let workers: Vec<Arc<Worker>> = ["sim-worker-a", "sim-worker-b"]
         .into_iter()
         .map(|owner| {
+            let config = WorkerConfig {
+                owner: owner.into(),
+                lease,
+                heartbeat_every: Span::days(365),
+                ..WorkerConfig::default()
+            };
             Arc::new(
-                Worker::new(
-                    env.store.clone(),
-                    lanes.clone(),
-                    targets.clone(),
-                    Arc::new(time.clock()),
-                    WorkerConfig {
-                        owner: owner.into(),
-                        lease,
-                        heartbeat_every: Span::days(365),
-                        ..WorkerConfig::default()
-                    },
-                )
-                .with_faults(faults.clone())
-                .with_kill_switch_opt(kill_switch.clone())
-                .with_alerts(alerter.clone())
-                .with_health(env.health.clone()),
+                components
+                    .worker(targets.clone(), config)
+                    .with_faults(faults.clone()),
             )
         })
         .collect();
     let tickers: Vec<Ticker> = (0..config.tickers)
         .map(|_| {
-            Ticker::new(
-                env.store.clone(),
-                lanes.clone(),
-                TickerConfig {
-                    shards: env.shards,
-                    ..TickerConfig::default()
-                },
-            )
-            .with_send_clock(Arc::new(time.clock()))
-            .with_faults(faults.clone())
-            .with_alerts(alerter.clone())
-            .with_kill_switch_opt(kill_switch.clone())
+            let config = TickerConfig {
+                shards: env.shards,
+                ..TickerConfig::default()
+            };
+            components
+                .ticker(config)
+                .with_send_clock(Arc::new(time.clock()))
+                .with_faults(faults.clone())
         })
         .collect();
     let signals: Arc<dyn Signals> = Arc::new(QueueSignals(env.queues.clone()));
-    let reconciler = Reconciler::new(
-        env.store.clone(),
-        env.control.clone(),
-        lanes.clone(),
+    let reconciler = components.reconciler(
         signals.clone(),
         ReconcilerConfig {
             shards: env.shards,
             ..ReconcilerConfig::default()
         },
-    )
-    .with_backfills(env.ops.clone())
-    .with_kill_switch_opt(kill_switch.clone())
-    .with_alerts(alerter.clone())
-    .with_health(env.health.clone());
+    );
     // The reconciler function's second step, as deployed.
-    let releaser = BackfillReleaser {
-        store: env.store.clone(),
-        ops: env.ops.clone(),
-        lanes: lanes.clone(),
-        signals: Some(signals.clone()),
-    };
+    let releaser = components.backfill_releaser(Some(signals.clone()));
     let mut proposed: Vec<String> = Vec::new();
     let mut levers = levers::Levers::new(
         env.store.clone(),

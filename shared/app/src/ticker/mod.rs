@@ -230,6 +230,12 @@ impl Ticker {
         &self.metrics
     }
 
+    /// What it is wired with (see [`crate::wiring`]).
+    pub fn features(&self) -> std::collections::BTreeSet<crate::wiring::Feature> {
+        let kill_switch = self.kill_switch.is_some();
+        crate::wiring::features_of(&self.metrics, kill_switch, self.alerts.as_ref(), &[])
+    }
+
     pub fn with_faults(mut self, faults: Arc<dyn Faults>) -> Ticker {
         self.faults = Some(faults);
         self

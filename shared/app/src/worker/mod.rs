@@ -172,6 +172,13 @@ impl Worker {
         &self.metrics
     }
 
+    /// What it is wired with (see [`crate::wiring`]).
+    pub fn features(&self) -> std::collections::BTreeSet<crate::wiring::Feature> {
+        let health = (crate::wiring::Feature::Health, self.health.is_some());
+        let kill_switch = self.kill_switch.is_some();
+        crate::wiring::features_of(&self.metrics, kill_switch, self.alerts.as_ref(), &[health])
+    }
+
     /// Handles one SQS batch of one lane, its messages concurrently; the report becomes the
     /// partial batch response.
     pub async fn handle_batch(&self, lane: Lane, records: &[SqsRecord]) -> BatchReport {
