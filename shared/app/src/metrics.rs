@@ -535,6 +535,38 @@ mod tests {
         assert!(problems.is_empty(), "{problems:#?}");
     }
 
+    /// The template's alarms on cronledger's own metrics name cataloged metrics of the
+    /// function in their dimension (an alarm on a name nothing publishes never fires).
+    #[test]
+    fn the_templates_alarms_name_cataloged_metrics() {
+        let template = include_str!("../../../infra/template.yaml");
+        let alarms: Vec<&str> = template.split("Namespace: cronledger\n").skip(1).collect();
+        assert!(alarms.len() >= 5, "found the alarms: {}", alarms.len());
+        for alarm in alarms {
+            let field = |key: &str| {
+                alarm
+                    .lines()
+                    .take(3)
+                    .find_map(|l| l.trim().strip_prefix(key).map(str::trim))
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            let name = field("MetricName:");
+            let dimensions = field("Dimensions:");
+            let function = Function::ALL
+                .iter()
+                .find(|f| dimensions == format!("[{{ Name: Function, Value: {} }}]", f.name()))
+                .unwrap_or_else(|| {
+                    panic!("{name}: dimensions {dimensions:?} are not {{Function}}")
+                });
+            assert!(
+                catalog_of(*function).iter().any(|m| m.name() == name),
+                "the {} does not emit {name}",
+                function.name()
+            );
+        }
+    }
+
     /// README's Observability section is written from the catalog: its bound and every name.
     #[test]
     fn the_readme_states_the_catalog() {
