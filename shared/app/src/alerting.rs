@@ -17,7 +17,7 @@ use serde::Serialize;
 use crate::metrics::{Metric, Metrics};
 
 mod held;
-pub use held::{Held, ReminderReport};
+pub use held::{gap_watch, is_gap_watch, Held, ReminderReport};
 
 /// How old an outbox entry must be before a pass publishes it: younger ones may still be
 /// in the hands of the writer that recorded them.

@@ -11,8 +11,9 @@ use std::fmt;
 use chrono::{DateTime, TimeDelta, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::planner::{late_start, LateStart};
 use crate::window::utc_text;
-use crate::{Priority, ScheduleSpec, Span, Window};
+use crate::{Priority, Reason, Run, RunStatus, Schedule, ScheduleSpec, Span, Trigger, Window};
 
 /// What an alert is about. The wire names are the JSON body's `kind` and the SNS
 /// `kind` attribute subscribers filter on.
@@ -88,7 +89,7 @@ impl fmt::Display for Severity {
 #[serde(deny_unknown_fields)]
 pub struct AlertSettings {
     /// Failures in a row that alert; unset: by priority (CRITICAL 1, HIGH 2, NORMAL 3, LOW
-    /// never); 0: never.
+    /// 3); 0: never.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_failures: Option<u32>,
     /// How long work may wait for approval before a reminder (default 4h).
@@ -110,13 +111,13 @@ impl AlertSettings {
         *self == AlertSettings::default()
     }
 
-    /// Failures in a row that alert, `None` when failures never alert.
+    /// Failures in a row that alert, `None` when failures never alert. A LOW schedule's
+    /// failures alert too, at most as a warning (see [`Severity::graded`]).
     pub fn failure_threshold(&self, priority: Priority) -> Option<u32> {
         let n = self.after_failures.unwrap_or(match priority {
             Priority::Critical => 1,
             Priority::High => 2,
-            Priority::Normal => 3,
-            Priority::Low => 0,
+            Priority::Normal | Priority::Low => 3,
         });
         (n > 0).then_some(n)
     }
@@ -407,6 +408,9 @@ pub struct Gap<'a> {
     pub held: u32,
 }
 
+/// A gap's MISSED_WINDOWS: a warning, critical when some of it is held for an operator (a
+/// LOW schedule's at most a warning). A CRITICAL schedule's gap that comes within
+/// `remind_after` of its previous one is critical too (see [`repeated_gap`]).
 pub fn missed_windows(about: &About<'_>, gap: &Gap<'_>, now: DateTime<Utc>) -> Option<Alert> {
     if gap.missed == 0 {
         return None;
@@ -435,6 +439,87 @@ pub fn missed_windows(about: &About<'_>, gap: &Gap<'_>, now: DateTime<Utc>) -> O
     );
     alert.window = Some(Window::new(gap.first, gap.last));
     Some(alert)
+}
+
+/// Whether a schedule's gaps escalate when they repeat: a CRITICAL schedule's first gap is a
+/// warning, and another within `alerts.remind_after` of it is critical. Other priorities'
+/// gaps are judged alone.
+pub fn escalates_repeated_gaps(priority: Priority) -> bool {
+    priority == Priority::Critical
+}
+
+/// The MISSED_WINDOWS of a gap that came within `remind_after` of its schedule's previous
+/// gap, for a schedule that [`escalates_repeated_gaps`]: critical, saying why. Any other
+/// alert is returned as it is.
+pub fn repeated_gap(mut alert: Alert, remind_after: Span) -> Alert {
+    if alert.kind != AlertKind::MissedWindows {
+        return alert;
+    }
+    alert.severity = Severity::Critical;
+    alert.message.push_str(&format!(
+        "; another gap within {} before it",
+        remind_after.humanized()
+    ));
+    alert
+}
+
+/// Reasons a window waits for an operator because it was late: the misfire policy's hold
+/// of a missed or late window (MANUAL, a gap too long, side effects, the catch-up cap).
+/// Such holds belong to the outage that made them late (see [`outage_group`]).
+pub fn held_for_lateness(reason: Option<Reason>) -> bool {
+    matches!(
+        reason,
+        Some(Reason::PolicyManual | Reason::GapTooLong | Reason::SideEffects | Reason::CapExceeded)
+    )
+}
+
+/// The one AWAITING_APPROVAL group of the holds of one outage of one schedule, named by the
+/// outage's first late window: the window a worker found late and held, and the windows
+/// the reconciler found missing after it, are one request to the operator (one alert, one
+/// reminder series), whichever of them is told first.
+pub fn outage_group(schedule: &str, first_late: DateTime<Utc>) -> String {
+    format!("outage:{schedule}:{}", utc_text(first_late))
+}
+
+/// Where the outage of a gap whose first missing window is `gap_first` began, from the runs
+/// the reconciler read: the windows just before the gap whose live runs were held for being
+/// late, or still wait for their first start past their grace (their worker holds them when
+/// it takes them), belong to it. Answers the outage's first late window and how many such
+/// runs precede the gap (0: the outage begins with the gap).
+pub fn outage_start(
+    schedule: &Schedule,
+    gap_first: DateTime<Utc>,
+    runs: &[Run],
+    now: DateTime<Utc>,
+) -> (DateTime<Utc>, u32) {
+    let late_in_outage = |run: &Run| {
+        if run.trigger != Trigger::Scheduled || run.range_end.is_some() {
+            return false;
+        }
+        match run.status {
+            RunStatus::ManualRequired => held_for_lateness(run.reason),
+            RunStatus::Pending | RunStatus::Queued => {
+                run.attempts == 0
+                    && matches!(
+                        late_start(schedule, run.key.scheduled_for, now),
+                        LateStart::Hold { .. }
+                    )
+            }
+            _ => false,
+        }
+    };
+    let (mut first, mut before) = (gap_first, 0u32);
+    while let Some(previous) = schedule.timing().prev_before(first) {
+        let Some(run) = runs
+            .iter()
+            .find(|r| r.key.scheduled_for == previous && late_in_outage(r))
+        else {
+            break;
+        };
+        first = previous;
+        before = before.saturating_add(run.count.max(1));
+    }
+    (first, before)
 }
 
 /// Work waiting for an operator since `since` (a held gap, a paused catch-up, a backfill

@@ -2,12 +2,15 @@
 //! waiting, then a reminder each `alerts.remind_after` while it still waits.
 //!
 //! Whoever holds the work (the ticker for an `approval: every_run` window, the worker for an
-//! unknown outcome or a guard over its limit, the reconciler for a held gap or a stalled
-//! run) raises the first alert and starts a tracker keyed by (schedule, group). Each pass
-//! asks the store for the trackers whose reminder is due (one query, empty on most
-//! passes), looks whether their work still waits, and reminds or drops them.
+//! unknown outcome, a guard over its limit or a late window, the reconciler for a held gap
+//! or a stalled run) raises the first alert and starts a tracker keyed by (schedule, group).
+//! The holds of one outage (the late window a worker held, the gap's windows the reconciler
+//! held) are one group named by the outage ([`alerts::outage_group`]), so whichever is told
+//! second is recorded once and not published again. Each pass asks the store for the
+//! trackers whose reminder is due (one query, empty on most passes), looks whether their
+//! work still waits, and reminds or drops them.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use cronledger_aws::{Awaiting, HeldWork, LedgerStore, StoreError};
 use cronledger_core::alerts::{self, About, Alert};
 use cronledger_core::{Run, RunStatus, ScheduleSpec};
@@ -17,6 +20,11 @@ use super::Alerter;
 
 /// Trackers looked at per pass.
 const TRACKERS_PER_PASS: u32 = 100;
+
+/// The group of a schedule's gap watch: a tracker that remembers its last gap for
+/// `remind_after` (see [`gap_watch`]). Never a held group: those are run keys, replay
+/// groups, backfills and outages.
+const GAP_WATCH_GROUP: &str = "gap-watch";
 
 /// Held work that starts waiting: what its first alert says and what its reminders follow.
 #[derive(Debug, Clone)]
@@ -31,15 +39,40 @@ pub struct Held<'a> {
 }
 
 impl<'a> Held<'a> {
-    /// One run held for an operator.
+    /// One run held for an operator. A run held for being late (its worker found it past
+    /// its grace and its policy holds it) is the first of its outage's holds: its group is
+    /// the outage's, and its reminders follow every window held from it up to `since` (the
+    /// gap the reconciler finds after it is held in that stretch).
     pub fn run(spec: &'a ScheduleSpec, run: &Run, since: DateTime<Utc>) -> Held<'a> {
+        let waiting = run.count.max(1);
+        if alerts::held_for_lateness(run.reason) {
+            return Held::outage(spec, run.key.scheduled_for, since, waiting, since);
+        }
         Held {
             spec,
             group: run.key.to_string(),
             work: HeldWork::Run {
                 key: run.key.clone(),
             },
-            waiting: run.count.max(1),
+            waiting,
+            since,
+        }
+    }
+
+    /// `waiting` windows held for an operator in `[first, last]` by one outage whose first
+    /// late window is `first`.
+    pub fn outage(
+        spec: &'a ScheduleSpec,
+        first: DateTime<Utc>,
+        last: DateTime<Utc>,
+        waiting: u32,
+        since: DateTime<Utc>,
+    ) -> Held<'a> {
+        Held {
+            spec,
+            group: alerts::outage_group(&spec.id, first),
+            work: HeldWork::Windows { first, last },
+            waiting,
             since,
         }
     }
@@ -66,6 +99,30 @@ impl<'a> Held<'a> {
             remind_at: alerts::next_reminder(&self.spec.alerts, self.since, self.since),
         }
     }
+}
+
+/// The tracker that tells a schedule's gap in `[first, last]`, seen at `seen`, from one
+/// within `remind_after` of the previous (see [`alerts::escalates_repeated_gaps`]): one
+/// conditional put per gap ([`Alerter::first_gap_within`]), and the reminder pass drops it
+/// once `remind_after` is over. A gap that finds it still there repeats the one before.
+pub fn gap_watch(
+    spec: &ScheduleSpec,
+    first: DateTime<Utc>,
+    last: DateTime<Utc>,
+    seen: DateTime<Utc>,
+) -> Awaiting {
+    Awaiting {
+        schedule: spec.id.clone(),
+        group: GAP_WATCH_GROUP.to_string(),
+        held: HeldWork::Windows { first, last },
+        since: seen,
+        remind_at: seen + spec.alerts.remind_after().as_delta(),
+    }
+}
+
+/// Whether `tracker` is a gap watch rather than held work.
+pub fn is_gap_watch(tracker: &Awaiting) -> bool {
+    tracker.group == GAP_WATCH_GROUP
 }
 
 /// What one reminder pass did.
@@ -99,6 +156,27 @@ impl Alerter {
             tracing::warn!(alert = %alert.key(), error = %e, "could not record the approval alert");
         }
         self.track(&held.tracker()).await;
+    }
+
+    /// Starts `watch` (see [`gap_watch`]) from `now`, the pass's time (the watch lasts its
+    /// `remind_after` from when it is written): `true` when the schedule had no gap
+    /// within its `remind_after` (this gap is its first), `false` when the watch of an
+    /// earlier one was still there. A store that cannot answer counts it a first gap: a
+    /// missed escalation is better than a page for nothing.
+    pub async fn first_gap_within(&self, watch: &Awaiting, now: DateTime<Utc>) -> bool {
+        let remind_after = (watch.remind_at - watch.since).max(TimeDelta::zero());
+        let started = Awaiting {
+            since: now,
+            remind_at: now + remind_after,
+            ..watch.clone()
+        };
+        match self.store.track_awaiting(&started, now).await {
+            Ok(first) => first,
+            Err(e) => {
+                tracing::warn!(schedule = %watch.schedule, error = %e, "could not watch for a repeated gap");
+                true
+            }
+        }
     }
 
     /// Starts a tracker of held work's reminders (the one there, if any, is kept).
@@ -145,6 +223,11 @@ impl Alerter {
         tracker: &Awaiting,
         now: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
+        if is_gap_watch(tracker) {
+            // Its `remind_after` is over: the schedule's next gap is a first one again.
+            self.store.remind_awaiting(tracker, None).await?;
+            return Ok(false);
+        }
         let stored = match ledger.get_schedule(&tracker.schedule).await {
             Ok(stored) => stored,
             Err(StoreError::ScheduleNotFound(_)) => {

@@ -6,14 +6,14 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use cronledger_aws::HeldWork;
-use cronledger_core::alerts::{self, About, Alert, Gap, RunRef};
+use cronledger_aws::Awaiting;
+use cronledger_core::alerts::{self, About, Alert, AlertKind, Gap, RunRef};
 use cronledger_core::planner::{Action, Plan};
 use cronledger_core::window::utc_text;
-use cronledger_core::{Lane, Priority, Run, ScheduleSpec};
+use cronledger_core::{Lane, Priority, Run, Schedule, ScheduleSpec, Span};
 
 use super::{ReconcileReport, Reconciler};
-use crate::alerting::Held;
+use crate::alerting::{gap_watch, is_gap_watch, Held};
 use crate::metrics::Metric;
 
 /// What a lane-wide alert names as its schedule: no one schedule's owner gets it by an
@@ -39,15 +39,21 @@ pub(super) fn release_paused(lane: Lane, cause: Option<&str>, now: DateTime<Utc>
 }
 
 impl Reconciler {
-    /// A gap of `missed` windows: MISSED_WINDOWS with the policy's decision, and
-    /// AWAITING_APPROVAL when some of it is held for an operator.
+    /// A gap of `missed` windows: MISSED_WINDOWS with the policy's decision (and, for a
+    /// schedule whose repeated gaps escalate, its gap watch), and AWAITING_APPROVAL when
+    /// some of it is held for an operator: one group with the late runs just before it in
+    /// `read` (the runs the pass read, at `now`), which their worker holds for the same
+    /// outage.
     pub(super) fn gap_alerts(
         &self,
-        spec: &ScheduleSpec,
+        schedule: &Schedule,
         plan: &Plan,
         missed: u32,
+        read: &[Run],
+        now: DateTime<Utc>,
         report: &mut ReconcileReport,
     ) {
+        let spec = &schedule.spec;
         let (Some(first), Some(last)) = (plan.entries.first(), plan.entries.last()) else {
             return;
         };
@@ -71,36 +77,44 @@ impl Reconciler {
             },
             |a| a.message.clone(),
         );
+        let last_window = last.range_end.unwrap_or(last.scheduled_for);
         let gap = Gap {
             gap_id: &gap_id,
             missed,
             first: first.scheduled_for,
-            last: last.range_end.unwrap_or(last.scheduled_for),
+            last: last_window,
             decision,
             held,
         };
         let topic = spec.alerts.topic.clone();
         let about = About::of(spec);
         if let Some(alert) = alerts::missed_windows(&about, &gap, plan.through) {
+            if alerts::escalates_repeated_gaps(spec.priority) {
+                report.to_track.push(gap_watch(
+                    spec,
+                    first.scheduled_for,
+                    last_window,
+                    plan.through,
+                ));
+            }
             report.to_raise.push((alert, topic.clone()));
         }
         if plan.backfill.as_ref().is_some_and(|b| b.start_paused) {
             // The held windows wait as one paused backfill: its reminders follow it.
             return;
         }
-        let (Some(first_held), Some(last_held)) = (holds.first(), holds.last()) else {
+        let Some(last_held) = holds.last() else {
             return;
         };
-        let held = Held {
+        let (outage_first, late_before) =
+            alerts::outage_start(schedule, first.scheduled_for, read, now);
+        let held = Held::outage(
             spec,
-            group: gap_id,
-            work: HeldWork::Windows {
-                first: first_held.scheduled_for,
-                last: last_held.range_end.unwrap_or(last_held.scheduled_for),
-            },
-            waiting: held,
-            since: plan.through,
-        };
+            outage_first,
+            last_held.range_end.unwrap_or(last_held.scheduled_for),
+            held.saturating_add(late_before),
+            plan.through,
+        );
         if let Some(alert) = held.alert() {
             report.to_raise.push((alert, topic));
             report.to_track.push(held.tracker());
@@ -165,26 +179,38 @@ impl Reconciler {
         }
     }
 
-    /// Raises what the pass decided, then publishes the outbox.
+    /// Raises what the pass decided, then publishes the outbox. The due reminders go
+    /// first: they drop the gap watches whose `remind_after` is over, so a gap after that
+    /// is a first one again.
     pub(super) async fn raise_alerts(&self, now: DateTime<Utc>, report: &mut ReconcileReport) {
         let decided = std::mem::take(&mut report.to_raise);
+        let (mut watches, trackers): (Vec<_>, Vec<_>) = std::mem::take(&mut report.to_track)
+            .into_iter()
+            .partition(is_gap_watch);
         let Some(alerter) = &self.alerter else {
             for (alert, _) in &decided {
                 tracing::warn!(kind = %alert.kind, schedule = %alert.schedule, key = %alert.key(), message = %alert.message, "alert (no alert topic configured)");
             }
             return;
         };
-        for (alert, topic) in &decided {
-            if alerter.raise(alert, topic.as_deref()).await == crate::alerting::AlertFate::Published
+        let reminders = alerter.remind_held(self.store.as_ref(), now).await;
+        report.approval_reminders += reminders.reminded;
+        for (alert, topic) in decided {
+            let alert = match take_watch(&mut watches, &alert) {
+                Some(watch) if !alerter.first_gap_within(&watch, now).await => {
+                    alerts::repeated_gap(alert, Span::from_delta(watch.remind_at - watch.since))
+                }
+                _ => alert,
+            };
+            if alerter.raise(&alert, topic.as_deref()).await
+                == crate::alerting::AlertFate::Published
             {
                 report.alerts_published += 1;
             }
         }
-        for tracker in std::mem::take(&mut report.to_track) {
+        for tracker in trackers {
             alerter.track(&tracker).await;
         }
-        let reminders = alerter.remind_held(self.store.as_ref(), now).await;
-        report.approval_reminders += reminders.reminded;
         let outbox = alerter.publish_outbox(self.store.as_ref(), now).await;
         report.alerts_from_outbox += outbox.published;
         self.metrics.count(
@@ -192,4 +218,14 @@ impl Reconciler {
             u64::from(outbox.published),
         );
     }
+}
+
+/// The gap watch of `alert`'s gap, when it is a MISSED_WINDOWS with one: each gap's alert
+/// takes its own, oldest first.
+fn take_watch(watches: &mut Vec<Awaiting>, alert: &Alert) -> Option<Awaiting> {
+    if alert.kind != AlertKind::MissedWindows {
+        return None;
+    }
+    let at = watches.iter().position(|w| w.schedule == alert.schedule)?;
+    Some(watches.remove(at))
 }

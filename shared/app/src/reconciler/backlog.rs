@@ -151,7 +151,7 @@ impl Reconciler {
             "late backlog planned as a gap"
         );
         let late: u32 = plan.entries.iter().map(|e| e.count).sum();
-        self.announce_gap(&schedule.spec, &plan, late, report);
+        self.announce_gap(&schedule, &plan, late, &[], now, report);
         if plan.backfill.is_some() {
             // Before the runs change, as for missed windows (see [`super::proposals`]).
             self.propose_backfill(&stored, &schedule, &plan, &[], now, report)

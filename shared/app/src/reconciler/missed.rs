@@ -230,7 +230,7 @@ impl Reconciler {
             }
             .map_err(|e| ReconcileError::Plan(e.to_string()))?;
             if round == 0 {
-                self.report_missed(schedule, &plan, report);
+                self.report_missed(schedule, &plan, &runs, now, report);
             }
             if !proposed && plan.backfill.is_some() {
                 // Before the entries: see [`super::proposals`].
@@ -318,7 +318,14 @@ impl Reconciler {
 
     /// The silent-failure signal: a metric and a log line per missed window (per range
     /// record for long gaps), whether or not anything else looks wrong.
-    fn report_missed(&self, schedule: &Schedule, plan: &Plan, report: &mut ReconcileReport) {
+    fn report_missed(
+        &self,
+        schedule: &Schedule,
+        plan: &Plan,
+        read: &[Run],
+        now: DateTime<Utc>,
+        report: &mut ReconcileReport,
+    ) {
         let id = schedule.id();
         let mut missed = 0u32;
         for entry in &plan.entries {
@@ -348,19 +355,22 @@ impl Reconciler {
                 .count_for(id, Metric::MissedWindows, u64::from(missed));
         }
         report.missed_windows += missed;
-        self.announce_gap(&schedule.spec, plan, missed, report);
+        self.announce_gap(schedule, plan, missed, read, now, report);
     }
 
-    /// The gap's owner alerts and, for a long one, where its catch-up goes.
+    /// The gap's owner alerts and, for a long one, where its catch-up goes. `read`: the
+    /// runs the pass read around the gap, at `now`.
     pub(super) fn announce_gap(
         &self,
-        spec: &ScheduleSpec,
+        schedule: &Schedule,
         plan: &Plan,
         missed: u32,
+        read: &[Run],
+        now: DateTime<Utc>,
         report: &mut ReconcileReport,
     ) {
-        let id = spec.id.as_str();
-        self.gap_alerts(spec, plan, missed, report);
+        let id = schedule.id();
+        self.gap_alerts(schedule, plan, missed, read, now, report);
         for alert in &plan.alerts {
             tracing::warn!(schedule = id, owner = ?alert.owner, alert = %alert.message, "owner alert");
             report.alerts.push(alert.message.clone());

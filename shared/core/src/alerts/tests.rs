@@ -2,7 +2,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use proptest::prelude::*;
 
 use super::*;
-use crate::RunStatus;
+use crate::{Reason, Run, RunStatus, Schedule, Trigger};
 
 fn at(text: &str) -> DateTime<Utc> {
     text.parse().expect("test instants are valid")
@@ -29,7 +29,7 @@ fn the_failure_threshold_follows_priority_unless_set() {
     assert_eq!(default.failure_threshold(Priority::Critical), Some(1));
     assert_eq!(default.failure_threshold(Priority::High), Some(2));
     assert_eq!(default.failure_threshold(Priority::Normal), Some(3));
-    assert_eq!(default.failure_threshold(Priority::Low), None);
+    assert_eq!(default.failure_threshold(Priority::Low), Some(3));
     let set = AlertSettings {
         after_failures: Some(5),
         ..AlertSettings::default()
@@ -53,13 +53,35 @@ fn failures_alert_at_n_as_a_warning_and_at_2n_as_critical_and_nowhere_else() {
         })
         .collect();
     assert_eq!(fired, vec![(3, Severity::Warning), (6, Severity::Critical)]);
-    let low: Vec<u32> = (1..=10)
-        .filter(|s| failures_in_a_row(&about(Priority::Low), &settings, *s, &run(), now).is_some())
+    // A LOW job alerts at 3 failures too, and never pages.
+    let low: Vec<(u32, Severity)> = (1..=10)
+        .filter_map(|streak| {
+            failures_in_a_row(&about(Priority::Low), &settings, streak, &run(), now)
+                .map(|a| (streak, a.severity))
+        })
         .collect();
-    assert!(
-        low.is_empty(),
-        "a LOW job's failures never alert by default"
-    );
+    assert_eq!(low, vec![(3, Severity::Warning), (6, Severity::Warning)]);
+}
+
+/// The source requirements' defaults: failures in a row that alert, by priority.
+#[test]
+fn by_default_failures_alert_after_1_2_3_and_3_in_a_row_by_priority() {
+    let settings = AlertSettings::default();
+    let now = at("2026-12-01T09:05:00Z");
+    for (priority, first, severity) in [
+        (Priority::Critical, 1, Severity::Warning),
+        (Priority::High, 2, Severity::Warning),
+        (Priority::Normal, 3, Severity::Warning),
+        (Priority::Low, 3, Severity::Warning),
+    ] {
+        let alerted: Vec<(u32, Severity)> = (1..=first)
+            .filter_map(|streak| {
+                failures_in_a_row(&about(priority), &settings, streak, &run(), now)
+                    .map(|a| (streak, a.severity))
+            })
+            .collect();
+        assert_eq!(alerted, vec![(first, severity)], "{priority:?}");
+    }
 }
 
 #[test]
@@ -180,6 +202,141 @@ fn missed_windows_with_held_work_are_critical_and_low_jobs_never_page() {
     assert_eq!(low.severity, Severity::Warning);
     let none = Gap { missed: 0, ..gap };
     assert!(missed_windows(&about(Priority::Normal), &none, now).is_none());
+}
+
+fn gap_of(held: u32) -> Gap<'static> {
+    Gap {
+        gap_id: "catchup:billing-sync:2026-12-01T00:00:00Z",
+        missed: 3,
+        first: at("2026-12-01T00:00:00Z"),
+        last: at("2026-12-01T02:00:00Z"),
+        decision: "skipped".into(),
+        held,
+    }
+}
+
+#[test]
+fn a_critical_schedules_first_gap_is_a_warning_and_a_second_within_remind_after_is_critical() {
+    let now = at("2026-12-01T03:00:00Z");
+    let critical = about(Priority::Critical);
+    let first = missed_windows(&critical, &gap_of(0), now).expect("a gap alerts");
+    assert_eq!(first.severity, Severity::Warning, "one miss is a warning");
+    assert!(escalates_repeated_gaps(Priority::Critical));
+    let second = repeated_gap(first.clone(), Span::hours(4));
+    assert_eq!(second.severity, Severity::Critical, "two misses page");
+    assert_eq!(second.key(), first.key(), "still the same gap's one alert");
+    assert!(
+        second.message.contains("another gap within 4h"),
+        "{}",
+        second.message
+    );
+    for other in [Priority::High, Priority::Normal, Priority::Low] {
+        assert!(!escalates_repeated_gaps(other), "{other:?}");
+    }
+    // Only a gap's alert escalates.
+    let failure = failures_in_a_row(&critical, &AlertSettings::default(), 1, &run(), now)
+        .expect("CRITICAL alerts at the first failure");
+    assert_eq!(
+        repeated_gap(failure.clone(), Span::hours(4)).severity,
+        failure.severity
+    );
+}
+
+#[test]
+fn lateness_holds_belong_to_their_outage_other_holds_to_their_run() {
+    for late in [
+        Reason::PolicyManual,
+        Reason::GapTooLong,
+        Reason::SideEffects,
+        Reason::CapExceeded,
+    ] {
+        assert!(held_for_lateness(Some(late)), "{late:?}");
+    }
+    for own in [
+        Reason::ApprovalRequired,
+        Reason::WorkerLost,
+        Reason::AffectedOverLimit,
+        Reason::RetriesExhausted,
+    ] {
+        assert!(!held_for_lateness(Some(own)), "{own:?}");
+    }
+    assert!(!held_for_lateness(None));
+    assert_eq!(
+        outage_group("asks", at("2026-11-29T00:30:00Z")),
+        "outage:asks:2026-11-29T00:30:00Z"
+    );
+}
+
+fn manual_schedule() -> Schedule {
+    let spec = crate::spec::parse_manifest(
+        r#"{"schedules": [{"id": "asks", "cron": "*/10 * * * *", "timezone": "UTC",
+            "misfire": "MANUAL", "job": {"type": "noop"}}]}"#,
+        &crate::ValidationRules::default(),
+        at("2026-11-29T00:00:00Z"),
+    )
+    .expect("a valid manifest")
+    .remove(0);
+    Schedule::new(spec).expect("a valid schedule")
+}
+
+/// A live run of `schedule` at `at` as the ticker wrote it, then `status` and `reason`.
+fn live_run(schedule: &Schedule, at_text: &str, status: RunStatus, reason: Option<Reason>) -> Run {
+    let at_time = at(at_text);
+    let mut run = schedule.pending_run(
+        at_time,
+        Window::new(at_time - TimeDelta::minutes(10), at_time),
+        crate::run::Origin::Expected,
+        Trigger::Scheduled,
+        at_time,
+        1,
+    );
+    run.status = status;
+    run.reason = reason;
+    run
+}
+
+#[test]
+fn an_outage_begins_at_the_late_runs_just_before_its_gap() {
+    let schedule = manual_schedule();
+    let gap_first = at("2026-11-29T00:40:00Z");
+    let now = at("2026-11-29T01:35:00Z");
+    // Nothing late before the gap: it begins the outage.
+    let on_time = live_run(&schedule, "2026-11-29T00:30:00Z", RunStatus::Success, None);
+    assert_eq!(
+        outage_start(&schedule, gap_first, &[on_time], now),
+        (gap_first, 0)
+    );
+    // The window fired as the outage began, still waiting past its grace (its worker will
+    // hold it), and the one before it, held late already: both are the outage's.
+    let waiting = live_run(&schedule, "2026-11-29T00:30:00Z", RunStatus::Queued, None);
+    let held = live_run(
+        &schedule,
+        "2026-11-29T00:20:00Z",
+        RunStatus::ManualRequired,
+        Some(Reason::PolicyManual),
+    );
+    let earlier = live_run(&schedule, "2026-11-29T00:10:00Z", RunStatus::Success, None);
+    assert_eq!(
+        outage_start(&schedule, gap_first, &[earlier, held, waiting.clone()], now),
+        (at("2026-11-29T00:20:00Z"), 2)
+    );
+    // A run held for its own reason (an unknown outcome) is its own request.
+    let lost = live_run(
+        &schedule,
+        "2026-11-29T00:30:00Z",
+        RunStatus::ManualRequired,
+        Some(Reason::WorkerLost),
+    );
+    assert_eq!(
+        outage_start(&schedule, gap_first, &[lost], now),
+        (gap_first, 0)
+    );
+    // Not late yet (within its grace): not part of an outage.
+    let fresh_now = at("2026-11-29T00:30:30Z");
+    assert_eq!(
+        outage_start(&schedule, gap_first, &[waiting], fresh_now),
+        (gap_first, 0)
+    );
 }
 
 #[test]
