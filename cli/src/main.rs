@@ -29,7 +29,7 @@ impl From<cronledger_core::Invalid> for CliError {
             invalid
                 .0
                 .iter()
-                .map(|i| format!("{}: {}", i.code, i.message))
+                .map(commands::issue_line)
                 .collect(),
         )
     }

@@ -95,6 +95,59 @@ fn validate_json_lists_issues_for_machines() {
 }
 
 #[test]
+fn validate_names_a_schedule_by_its_id_beside_its_position() {
+    let path = write_temp(
+        "grace.yaml",
+        r#"
+schedules:
+  - { id: collect, cron: "0 * * * *", timezone: UTC, job: { type: noop } }
+  - { id: nightly, cron: "0 2 * * *", timezone: UTC, grace: 1s, job: { type: noop } }
+  - { id: Not_An_Id, cron: "0 2 * * *", timezone: UTC, grace: 1s, job: { type: noop } }
+"#,
+    );
+    let out = cronledger(&["validate", "-f", path.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let doc: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let grace: Vec<&Value> = doc["issues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["code"] == "SCHEDULE_GRACE_TOO_SHORT")
+        .collect();
+    assert_eq!(grace.len(), 2, "{doc}");
+    assert_eq!(
+        (&grace[0]["field"], &grace[0]["id"], &grace[0]["index"]),
+        (
+            &serde_json::json!("schedules[nightly].grace"),
+            &serde_json::json!("nightly"),
+            &serde_json::json!(1)
+        )
+    );
+    // An id that cannot name it: the position does, and no `id` is given.
+    assert_eq!(grace[1]["field"], "schedules[2].grace");
+    assert_eq!(grace[1]["index"], 2);
+    assert!(grace[1].get("id").is_none(), "{}", grace[1]);
+
+    let text = stderr(&cronledger(&["validate", "-f", path.to_str().unwrap()]));
+    assert!(text.contains("(schedules[nightly].grace)"), "{text}");
+    let plan = cronledger(&[
+        "plan",
+        "-f",
+        path.to_str().unwrap(),
+        "--watermark",
+        "2026-11-29T00:00:00Z",
+        "--now",
+        "2026-11-29T03:00:00Z",
+    ]);
+    assert_eq!(plan.status.code(), Some(1));
+    assert!(
+        stderr(&plan).contains("(schedules[nightly].grace)"),
+        "{}",
+        stderr(&plan)
+    );
+}
+
+#[test]
 fn preview_json_marks_dst_shifts() {
     let out = cronledger(&[
         "preview",
@@ -171,12 +224,13 @@ fn plan_json_accounts_for_every_window() {
 
 #[test]
 fn plan_shows_the_dependency_chain_and_plans_no_dependent_window_from_its_cron() {
+    // The dependents name no grid: they inherit `collect`'s, down the chain.
     let manifest = write_temp(
         "chain.yaml",
         r#"schedules:
   - { id: collect, cron: "0 * * * *", timezone: UTC, job: { type: noop } }
-  - { id: aggregate, cron: "0 * * * *", timezone: UTC, after: [collect], job: { type: noop } }
-  - { id: report, cron: "0 * * * *", timezone: UTC, after: [aggregate], job: { type: noop } }
+  - { id: aggregate, after: [collect], job: { type: noop } }
+  - { id: report, after: [aggregate], job: { type: noop } }
 "#,
     );
     let args = |format: &'static str| {

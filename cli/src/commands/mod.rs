@@ -48,6 +48,16 @@ pub fn fleet_warnings(specs: &[ScheduleSpec], now: DateTime<Utc>) -> Vec<Issue> 
         .collect()
 }
 
+/// One problem for people: its code, its message and, when it has one, the field it is in
+/// (`schedules[nightly].grace`: the schedule named by its id, or by its position).
+pub fn issue_line(issue: &Issue) -> String {
+    if issue.field.is_empty() {
+        format!("{}: {}", issue.code, issue.message)
+    } else {
+        format!("{}: {} ({})", issue.code, issue.message, issue.field)
+    }
+}
+
 /// Warnings for people, on stderr so that stdout stays the command's answer.
 pub fn print_warnings(warnings: &[Issue]) {
     for w in warnings {

@@ -3,7 +3,9 @@ use std::process::ExitCode;
 use cronledger_core::{spec, Issue, ValidationRules};
 use serde_json::json;
 
-use super::{fleet_warnings, instant_or_now, print_warnings, read_local_file, DEFAULT_LOCAL_URL};
+use super::{
+    fleet_warnings, instant_or_now, issue_line, print_warnings, read_local_file, DEFAULT_LOCAL_URL,
+};
 use crate::args::{Format, ValidateArgs};
 use crate::CliError;
 
@@ -64,17 +66,6 @@ pub fn run(args: ValidateArgs) -> Result<ExitCode, CliError> {
             );
             Ok(ExitCode::from(1))
         }
-        (Err(issues), _) => Err(CliError(
-            issues
-                .iter()
-                .map(|i| {
-                    if i.field.is_empty() {
-                        format!("{}: {}", i.code, i.message)
-                    } else {
-                        format!("{}: {} ({})", i.code, i.message, i.field)
-                    }
-                })
-                .collect(),
-        )),
+        (Err(issues), _) => Err(CliError(issues.iter().map(issue_line).collect())),
     }
 }
