@@ -162,7 +162,9 @@ impl Alerter {
     /// `remind_after` from when it is written): `true` when the schedule had no gap
     /// within its `remind_after` (this gap is its first), `false` when the watch of an
     /// earlier one was still there. A store that cannot answer counts it a first gap: a
-    /// missed escalation is better than a page for nothing.
+    /// missed escalation is better than a page for nothing. (Two reconcilers passing over
+    /// one gap at the same moment may each see the other's watch; the gap's alert is still
+    /// recorded once, at the severity of whichever records it first.)
     pub async fn first_gap_within(&self, watch: &Awaiting, now: DateTime<Utc>) -> bool {
         let remind_after = (watch.remind_at - watch.since).max(TimeDelta::zero());
         let started = Awaiting {
