@@ -864,3 +864,27 @@ fn refused_with(out: &Out, code: &str) {
     assert_ne!(out.code, 0, "{}", out.stdout);
     assert!(out.stderr.contains(code), "{}", out.stderr);
 }
+
+/// `apply` creates upstreams before the schedules that run after them, and a dependent that
+/// leaves out `cron` and `timezone` is stored with its upstream's grid; the same file again
+/// changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_creates_upstreams_first_and_a_dependent_inherits_its_grid() {
+    let s = serve().await;
+    // Sorted by id, the dependents come before their upstream.
+    let file = write_manifest(
+        "schedules:\n  - { id: b-report, after: [b-aggregate], owner: cli-tests, job: { type: noop } }\n  - { id: b-aggregate, after: [z-collect], owner: cli-tests, job: { type: noop } }\n  - { id: z-collect, cron: \"0 3 * * *\", timezone: Asia/Seoul, owner: cli-tests, job: { type: noop } }\n",
+    );
+    let f = file.to_str().expect("a path");
+    s.cli(&["apply", "-f", f, "--yes"]).await.ok();
+    for id in ["z-collect", "b-aggregate", "b-report"] {
+        let got = s.cli(&["get", id, "--format", "json"]).await.ok().json();
+        assert_eq!(
+            (&got["spec"]["cron"], &got["spec"]["timezone"]),
+            (&json!("0 3 * * *"), &json!("Asia/Seoul")),
+            "{id}: {got}"
+        );
+    }
+    let same = s.cli(&["apply", "-f", f, "--yes"]).await.ok();
+    assert!(same.stdout.contains("nothing to change"), "{}", same.stdout);
+}

@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 
+use cronledger_core::dependency::chain;
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -402,6 +403,13 @@ async fn apply(a: ApplyArgs) -> Result<ExitCode, CliError> {
     // Validate locally first (same rules as the api), then read the file as plain documents;
     // the validated specs (defaults filled in) are what the api stores, so they compare.
     let validated = load_manifest(&a.file, now)?;
+    // Upstreams first: the api checks a schedule's `after` against the stored schedules (and
+    // a dependent without `cron` inherits its grid from them), and an upstream always has
+    // fewer schedules upstream of it than its dependents.
+    let upstream_count: BTreeMap<String, usize> = validated
+        .iter()
+        .map(|spec| (spec.id.clone(), chain(&validated, &spec.id).upstream.len()))
+        .collect();
     let warnings = fleet_warnings(&validated, now);
     print_warnings(&warnings);
     let specs: BTreeMap<String, Value> = validated
@@ -426,8 +434,10 @@ async fn apply(a: ApplyArgs) -> Result<ExitCode, CliError> {
         .into_iter()
         .filter_map(|s| s["id"].as_str().map(|id| (id.to_string(), s.clone())))
         .collect();
+    let mut in_order: Vec<(&String, &Value)> = wanted.iter().collect();
+    in_order.sort_by_key(|(id, _)| upstream_count.get(*id).copied().unwrap_or(0));
     let mut steps = Vec::new();
-    for (id, doc) in &wanted {
+    for (id, doc) in in_order {
         match stored.get(id) {
             None => steps.push(Step::Create(doc.clone())),
             // An archived schedule never changes again.
