@@ -105,7 +105,8 @@ pub struct SimulateArgs {
     /// Tickers invoked at once on every tick.
     #[arg(long, default_value_t = 1)]
     pub tickers: u32,
-    /// Crash at a point: after-run-write, after-send, mid-job, before-completion-write, between-steps (steps jobs only).
+    /// Crash at a point: after-run-write, after-send, mid-job, before-completion-write, between-steps (steps jobs only),
+    /// heartbeat (the attempt's heartbeat writes fail; jobs longer than a heartbeat period).
     /// Repeatable. Each point crashes the first run reaching it, then every --crash-every-th.
     #[arg(long)]
     pub crash: Vec<String>,

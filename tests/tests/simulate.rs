@@ -10,6 +10,8 @@ mod children;
 mod cost;
 #[path = "simulate/dependencies.rs"]
 mod dependencies;
+#[path = "simulate/heartbeats.rs"]
+mod heartbeats;
 #[path = "simulate/levers.rs"]
 mod levers;
 #[path = "simulate/safety.rs"]

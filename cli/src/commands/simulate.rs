@@ -112,11 +112,7 @@ fn config(args: &SimulateArgs) -> Result<SimulationConfig, CliError> {
         .iter()
         .map(|name| {
             CrashPoint::parse(name).ok_or_else(|| {
-                let names: Vec<&str> = CrashPoint::ALL
-                    .iter()
-                    .chain([&CrashPoint::BetweenSteps])
-                    .map(|p| p.name())
-                    .collect();
+                let names: Vec<&str> = CrashPoint::EVERY.iter().map(|p| p.name()).collect();
                 CliError::msg(format!(
                     "INVALID_ARGUMENT: --crash `{name}` is not a crash point; use one of {}",
                     names.join(", ")

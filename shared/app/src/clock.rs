@@ -2,11 +2,36 @@
 //! runner, a virtual clock in the simulator and tests.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
+use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
 
 pub trait Clock: Send + Sync {
     fn now(&self) -> DateTime<Utc>;
+
+    /// Paces a running job's heartbeats, one beat every `every` on this clock's time: the
+    /// machine's timer unless the clock keeps its own (the simulator's virtual clock).
+    fn pace(&self, every: Duration) -> Box<dyn Pace> {
+        Box::new(TimerPace(every))
+    }
+}
+
+/// The beats of one attempt's heartbeat (see [`Clock::pace`]).
+#[async_trait]
+pub trait Pace: Send {
+    /// Returns at the next beat.
+    async fn next(&mut self);
+}
+
+/// Beats on the machine's timer.
+struct TimerPace(Duration);
+
+#[async_trait]
+impl Pace for TimerPace {
+    async fn next(&mut self) {
+        tokio::time::sleep(self.0).await;
+    }
 }
 
 /// The machine's clock.

@@ -1,5 +1,6 @@
 //! Named crash points, so tests and the simulator can stop a handler exactly where a real
-//! process might die. Production code runs with none.
+//! process might die, and one fault a living process meets (its heartbeats failing).
+//! Production code runs with none.
 
 use cronledger_core::RunKey;
 
@@ -16,14 +17,30 @@ pub enum CrashPoint {
     /// A step succeeded and its checkpoint was written, but the worker died before sending
     /// the next step's message (only `steps` jobs reach it, so it is not in [`Self::ALL`]).
     BetweenSteps,
+    /// The worker is cut off from the ledger while the job runs: every heartbeat write of the
+    /// attempt fails from its first beat on (lease and message visibility are no longer
+    /// renewed), and the job goes on. Only jobs that run longer than a heartbeat period reach
+    /// it, so it is not in [`Self::ALL`].
+    Heartbeat,
 }
 
 impl CrashPoint {
+    /// The points every job reaches.
     pub const ALL: [CrashPoint; 4] = [
         CrashPoint::AfterRunWrite,
         CrashPoint::AfterSend,
         CrashPoint::MidJob,
         CrashPoint::BeforeCompletionWrite,
+    ];
+
+    /// Every point, the ones only some jobs reach included.
+    pub const EVERY: [CrashPoint; 6] = [
+        CrashPoint::AfterRunWrite,
+        CrashPoint::AfterSend,
+        CrashPoint::MidJob,
+        CrashPoint::BeforeCompletionWrite,
+        CrashPoint::BetweenSteps,
+        CrashPoint::Heartbeat,
     ];
 
     pub fn name(self) -> &'static str {
@@ -33,14 +50,12 @@ impl CrashPoint {
             CrashPoint::MidJob => "mid-job",
             CrashPoint::BeforeCompletionWrite => "before-completion-write",
             CrashPoint::BetweenSteps => "between-steps",
+            CrashPoint::Heartbeat => "heartbeat",
         }
     }
 
     pub fn parse(name: &str) -> Option<CrashPoint> {
-        CrashPoint::ALL
-            .into_iter()
-            .chain([CrashPoint::BetweenSteps])
-            .find(|p| p.name() == name)
+        CrashPoint::EVERY.into_iter().find(|p| p.name() == name)
     }
 }
 

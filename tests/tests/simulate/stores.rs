@@ -33,7 +33,10 @@ fn readme_day() -> SimulationConfig {
     config
 }
 
-async fn on_memory(specs: Vec<ScheduleSpec>, config: &SimulationConfig) -> SimulationReport {
+pub(super) async fn on_memory(
+    specs: Vec<ScheduleSpec>,
+    config: &SimulationConfig,
+) -> SimulationReport {
     let memory = Arc::new(MemoryStore::new(1, RequestMeter::new()));
     let meter = memory.meter().clone();
     let env = SimulationEnv::on(memory, SimQueues::memory(), 1, Some(meter));

@@ -16,7 +16,8 @@ use serde::Serialize;
 
 use super::job::Execution;
 
-/// A ledger entry of the simulation's report: every field of the ledger's JSON, and two more.
+/// A ledger entry of the simulation's report: every field of the ledger's JSON, and what only
+/// the simulation knows or takes another read.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SimulatedEntry {
     #[serde(flatten)]
@@ -28,6 +29,10 @@ pub struct SimulatedEntry {
     pub first_started_at: Option<String>,
     /// When the entry ended (RFC3339), `None` while it has not.
     pub completed_at: Option<String>,
+    /// The last heartbeat its attempts wrote (RFC3339): a job that ran longer than a heartbeat
+    /// period renewed its lease then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_heartbeat_at: Option<String>,
     /// A steps job's steps: each one's checkpoint and how many times its target was called.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<SimulatedStep>,
@@ -89,6 +94,7 @@ pub(super) async fn simulated_entries(
                 executions: calls.get(&run.key).copied().unwrap_or(0),
                 first_started_at: first_start(store, run).await?.map(utc_text),
                 completed_at: run.completed_at.map(utc_text),
+                last_heartbeat_at: run.last_heartbeat_at.map(utc_text),
                 steps: run
                     .steps
                     .iter()

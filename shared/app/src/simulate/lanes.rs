@@ -10,6 +10,10 @@
 //!   simulated default) is noted in virtual time, and the message is made visible again
 //!   (`ChangeMessageVisibility` to 0) when the virtual clock gets there. Receive counts, the
 //!   redrive to the DLQ and partial batch responses stay SQS behaviour.
+//! - A message whose handler is still at work (a long job) reappears, as in SQS, once its
+//!   visibility runs out: the simulated default from its receipt, or what the worker last
+//!   asked for (its heartbeats). Its handler's receipt handle is then stale: what that
+//!   handler ends with neither deletes nor hides the message.
 //! - With duplicate deliveries on, every message is sent twice: two copies, each received,
 //!   handled and acknowledged on its own, possibly at the same time by two workers.
 
@@ -50,6 +54,11 @@ struct State {
     visible: BTreeMap<Lane, u64>,
     /// Receipt handles of finished messages, deleted together at the end of the instant.
     finished: BTreeMap<Lane, Vec<String>>,
+    /// Messages whose handler is at work, by receipt handle: when they reappear unless the
+    /// worker asks for more time.
+    in_flight: BTreeMap<String, (DateTime<Utc>, Lane)>,
+    /// Receipt handles whose message reappeared while their handler was still at work.
+    stale: std::collections::BTreeSet<String>,
 }
 
 /// Counts of what went through the lanes.
@@ -103,7 +112,8 @@ impl SimLanes {
         let state = self.state();
         let held = state.held.iter().map(|(t, _)| *t);
         let hidden = state.hidden.iter().map(|(t, _, _)| *t);
-        held.chain(hidden).min()
+        let in_flight = state.in_flight.values().map(|(t, _)| *t);
+        held.chain(hidden).chain(in_flight).min()
     }
 
     /// Sends the held messages and uncovers the hidden ones that are due now, with one batch
@@ -117,10 +127,23 @@ impl SimLanes {
             (held, state.held) = std::mem::take(&mut state.held)
                 .into_iter()
                 .partition(|(t, _)| *t <= now);
-            let hidden: Vec<_>;
+            let mut hidden: Vec<_>;
             (hidden, state.hidden) = std::mem::take(&mut state.hidden)
                 .into_iter()
                 .partition(|(t, _, _)| *t <= now);
+            // In flight past their visibility: back, under their handler's feet.
+            let expired: Vec<String> = state
+                .in_flight
+                .iter()
+                .filter(|(_, (t, _))| *t <= now)
+                .map(|(receipt, _)| receipt.clone())
+                .collect();
+            for receipt in expired {
+                if let Some((t, lane)) = state.in_flight.remove(&receipt) {
+                    state.stale.insert(receipt.clone());
+                    hidden.push((t, lane, receipt));
+                }
+            }
             (held, hidden)
         };
         let copies = if self.duplicate { 2 } else { 1 };
@@ -268,6 +291,12 @@ impl SimLanes {
                     } else {
                         n.saturating_sub(received.len() as u64)
                     };
+                    let visible_until = self.time.now() + self.default_visibility;
+                    for m in &received {
+                        state
+                            .in_flight
+                            .insert(m.receipt_handle.clone(), (visible_until, lane));
+                    }
                     all.extend(received.iter().map(|m| (lane, SqsRecord::from(m))));
                 }
             }
@@ -303,7 +332,14 @@ impl SimLanes {
     async fn deliver(&self, worker: &Worker, lane: Lane, records: Vec<SqsRecord>) {
         let done = |record: &SqsRecord, outcome: &MessageOutcome| {
             let asked = self.state().asked.remove(&record.receipt_handle);
-            if outcome.keeps_message() {
+            let stale = {
+                let mut state = self.state();
+                state.in_flight.remove(&record.receipt_handle);
+                state.stale.remove(&record.receipt_handle)
+            };
+            if stale {
+                // The message is back in its lane (or with another handler) already.
+            } else if outcome.keeps_message() {
                 let at = asked.unwrap_or_else(|| self.time.now() + self.default_visibility);
                 self.state()
                     .hidden
@@ -379,7 +415,11 @@ impl LaneQueue for SimLanes {
     ) -> Result<(), LaneError> {
         self.counters.bill.sqs(1);
         let at = later(self.time.now(), timeout);
-        self.state().asked.insert(receipt_handle.to_string(), at);
+        let mut state = self.state();
+        state.asked.insert(receipt_handle.to_string(), at);
+        if let Some((visible_at, _)) = state.in_flight.get_mut(receipt_handle) {
+            *visible_at = at;
+        }
         Ok(())
     }
 }

@@ -74,7 +74,7 @@ pub use lanes::{SimLanes, QUEUE_VISIBILITY};
 pub use levers::SIMULATOR_ACTOR;
 pub use queues::{MemoryQueues, SimQueues};
 pub use summary::ScheduleSummary;
-pub use time::VirtualTime;
+pub use time::{VirtualClock, VirtualTime};
 
 /// The simulator's errors, with stable codes.
 #[derive(Debug, thiserror::Error)]
@@ -291,20 +291,11 @@ pub async fn simulate(
         env.store.create_schedule(spec, meta).await?;
     }
 
-    let longest_job = specs
-        .iter()
-        .map(|s| {
-            // Whole seconds, rounded up.
-            let wait = longest_wait(&s.job);
-            Span::seconds(wait.as_millis().div_ceil(1000) as u64)
-        })
-        .max()
-        .unwrap_or(Span::ZERO);
-    // Heartbeats run on wall-clock timers inside the worker, so the simulator turns them off
-    // and gives leases that outlast the longest job instead; a message kept without a
-    // visibility of its own (a crash) comes back after the lease has run out.
-    let lease = Span::from_delta(longest_job.as_delta() + TimeDelta::minutes(2));
-    let visibility = lease.as_delta() + TimeDelta::minutes(1);
+    // The deployed lease and heartbeat, beating on the virtual clock (see
+    // [`VirtualTime::worker_clock`]); a message kept without a visibility of its own (a crash)
+    // comes back after the lease has run out.
+    let worker_config = WorkerConfig::default();
+    let visibility = worker_config.lease.as_delta() + TimeDelta::minutes(1);
 
     let faults = Arc::new(SimFaults::new(
         config.crashes.iter().copied(),
@@ -341,7 +332,7 @@ pub async fn simulate(
         env,
         lanes.clone(),
         publish,
-        Arc::new(time.clock()),
+        Arc::new(time.worker_clock()),
         kill_switch,
     );
     let workers: Vec<Arc<Worker>> = ["sim-worker-a", "sim-worker-b"]
@@ -349,9 +340,7 @@ pub async fn simulate(
         .map(|owner| {
             let config = WorkerConfig {
                 owner: owner.into(),
-                lease,
-                heartbeat_every: Span::days(365),
-                ..WorkerConfig::default()
+                ..worker_config.clone()
             };
             Arc::new(
                 components
@@ -440,8 +429,7 @@ pub async fn simulate(
                 break;
             }
             time.set(t);
-            time.wake_due();
-            time.idle().await;
+            time.wake_due().await;
             lanes.release_due().await?;
             for lever in agenda.levers_due(t) {
                 levers.pull(lever, t, &mut errors).await?;
@@ -546,7 +534,13 @@ pub async fn simulate(
     let crashes = faults.crashes();
     let lost: BTreeSet<_> = crashes
         .iter()
-        .filter(|c| c.point == CrashPoint::BeforeCompletionWrite)
+        // Its lease taken over, a cut-off heartbeat's attempt loses its completion write too.
+        .filter(|c| {
+            matches!(
+                c.point,
+                CrashPoint::BeforeCompletionWrite | CrashPoint::Heartbeat
+            )
+        })
         .map(|c| (c.run.clone(), c.attempt))
         .collect();
     let executions = log.snapshot();
@@ -633,18 +627,6 @@ fn simulated_target(job: JobSpec, changed: &mut bool) -> JobSpec {
                 fail_children: 0,
             }
         }
-    }
-}
-
-/// The longest a job's one attempt waits on the virtual clock (a steps job's longest step).
-fn longest_wait(job: &JobSpec) -> std::time::Duration {
-    match job.steps() {
-        Some(steps) => steps
-            .iter()
-            .map(|s| longest_wait(&s.target))
-            .max()
-            .unwrap_or_default(),
-        None => job.noop_wait().unwrap_or_default(),
     }
 }
 

@@ -40,8 +40,8 @@ pub struct ScheduleSummary {
     pub duplicates: u32,
     /// Job attempts that ran (failed attempts and re-executions included).
     pub executions: u32,
-    /// Of `duplicates`, windows executed again because an injected crash lost the completion
-    /// write of an attempt that had succeeded.
+    /// Of `duplicates`, windows executed again because an injected crash (or a heartbeat cut
+    /// off, its lease taken over) lost the completion write of an attempt that had succeeded.
     pub reexecuted_after_lost_completion: u32,
 }
 

@@ -9,6 +9,8 @@ use cronledger_core::{Lane, Run, RunEvent, RunStatus, Schedule};
 
 use super::steps::Work;
 use super::{Delivery, Worker};
+use crate::clock::Pace;
+use crate::faults::CrashPoint;
 
 /// Longest a `verify` source may take to answer, and never longer than the lease less one
 /// heartbeat period: the last heartbeat renewed the lease at most that long before the job
@@ -111,8 +113,13 @@ impl Worker {
         let ctx = self.job_context(work, run, JobMode::Execute, approved_affected);
         let job = self.jobs.run(work.target, &ctx);
         let limit = tokio::time::sleep(work.max_runtime.as_std());
-        let heartbeat = self.heartbeat(delivery, run);
+        // Outlives the select: on a virtual clock it holds the beat's turn until the job's
+        // branch is dropped too.
+        let mut pace = self.clock.pace(self.heartbeat_period());
+        let heartbeat = self.heartbeat(delivery, run, pace.as_mut());
+        // Biased: a job that has ended is seen before a beat due at the same moment.
         tokio::select! {
+            biased;
             outcome = job => AttemptEnd::Finished(outcome),
             () = limit => AttemptEnd::OutranMaxRuntime,
             () = heartbeat => AttemptEnd::LeaseLost,
@@ -148,7 +155,7 @@ impl Worker {
             .lease
             .as_std()
             .saturating_sub(self.config.heartbeat_every.as_std());
-        // No margin: heartbeats are off (the simulator), and only the ceiling applies.
+        // No margin (heartbeats as far apart as the lease lasts): only the ceiling applies.
         let within = if margin.is_zero() {
             VERIFY_TIMEOUT
         } else {
@@ -169,15 +176,27 @@ impl Worker {
         Ok(success)
     }
 
-    /// Renews the lease and the message's visibility until the lease is lost (then returns).
-    pub(super) async fn heartbeat(&self, delivery: &Delivery<'_>, run: &Run) {
-        let every = self
-            .config
+    /// How often a running job's heartbeat beats (never more often than every 100 ms).
+    fn heartbeat_period(&self) -> Duration {
+        self.config
             .heartbeat_every
             .as_std()
-            .max(Duration::from_millis(100));
+            .max(Duration::from_millis(100))
+    }
+
+    /// Renews the lease and the message's visibility at every beat of `pace` until the lease
+    /// is lost (then returns). A failed write is retried at the next beat; with the
+    /// `heartbeat` fault injected, every write of the attempt fails from the chosen beat on
+    /// (a worker cut off from the ledger), and the run is reclaimed as a lost worker's.
+    pub(super) async fn heartbeat(&self, delivery: &Delivery<'_>, run: &Run, pace: &mut dyn Pace) {
+        let mut cut_off = false;
         loop {
-            tokio::time::sleep(every).await;
+            pace.next().await;
+            cut_off = cut_off || self.crashes(CrashPoint::Heartbeat, run);
+            if cut_off {
+                tracing::warn!("heartbeat failed (injected fault); retrying");
+                continue;
+            }
             let now = self.clock.now();
             let change = RunChange::new(
                 RunEvent::Heartbeat,
