@@ -4,8 +4,9 @@
 //! to the next event.
 //!
 //! A delivery is counted busy from its start to its end, except while its job sleeps. A job's
-//! heartbeat runs beside the job in the same delivery: it is counted only from a beat to its
-//! next wait, so the clock moves on once both wait.
+//! heartbeat runs beside the job in the same delivery: it is counted from its start and from
+//! each beat to its next wait, so the clock moves on once both wait. The beats due at an
+//! instant are woken after the jobs due then have done what they can.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

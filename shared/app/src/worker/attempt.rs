@@ -113,8 +113,8 @@ impl Worker {
         let ctx = self.job_context(work, run, JobMode::Execute, approved_affected);
         let job = self.jobs.run(work.target, &ctx);
         let limit = tokio::time::sleep(work.max_runtime.as_std());
-        // Outlives the select: on a virtual clock it holds the beat's turn until the job's
-        // branch is dropped too.
+        // Declared before the select, so dropped after both branches: on the simulator's
+        // clock it counts a beat in progress busy, and must not stop before the job's branch.
         let mut pace = self.clock.pace(self.heartbeat_period());
         let heartbeat = self.heartbeat(delivery, run, pace.as_mut());
         // Biased: a job that has ended is seen before a beat due at the same moment.
