@@ -25,13 +25,7 @@ impl CliError {
 
 impl From<cronledger_core::Invalid> for CliError {
     fn from(invalid: cronledger_core::Invalid) -> CliError {
-        CliError(
-            invalid
-                .0
-                .iter()
-                .map(commands::issue_line)
-                .collect(),
-        )
+        CliError(invalid.0.iter().map(commands::issue_line).collect())
     }
 }
 

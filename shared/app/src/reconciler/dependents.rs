@@ -215,7 +215,9 @@ fn lost_its_send(run: &Run, now: DateTime<Utc>) -> bool {
     run.trigger == Trigger::Dependency
         && run.status == RunStatus::Pending
         && run.reason.is_none()
-        && !run.lane.is_some_and(cronledger_core::admission::is_catch_up_lane)
+        && !run
+            .lane
+            .is_some_and(cronledger_core::admission::is_catch_up_lane)
         && run.attempts == 0
         && run.created_at + UNSENT_AFTER <= now
 }

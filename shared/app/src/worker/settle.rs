@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 use cronledger_aws::lanes::HandlerFailure;
 use cronledger_aws::ledger::{RunChange, StoredSchedule};
 use cronledger_aws::{LaneMessage, StoreError};
-use cronledger_core::run::RunResult;
 use cronledger_core::admission::lane_of;
+use cronledger_core::run::RunResult;
 use cronledger_core::{Lane, OverlapPolicy, Reason, Run, RunEvent, RunStatus};
 
 use super::attempt::AFFECTED_OVER_LIMIT;
