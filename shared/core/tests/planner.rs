@@ -10,11 +10,9 @@ use chrono::{DateTime, Duration, Utc};
 use common::{schedule_with, utc};
 use cronledger_core::planner::{Action, GapTier, Pause, Release};
 use cronledger_core::risk::{assess_change, RiskLevel};
-use cronledger_core::run::Origin;
 use cronledger_core::{
-    late_start, plan, plan_backlog, planned_with_its_gap, Code, Coverage, Lane, LateStart,
-    OverlapPolicy, Plan, PlanInput, PlannerConfig, Reason, RunKey, RunStatus, Schedule, Span,
-    Trigger,
+    late_start, plan, plan_backlog, planned_with_its_gap, Code, Coverage, Lane, LateStart, Plan,
+    PlanInput, PlannerConfig, Reason, RunKey, RunStatus, Schedule, Span, Trigger,
 };
 use proptest::prelude::*;
 use serde_json::{json, Value};

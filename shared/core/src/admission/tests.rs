@@ -188,7 +188,13 @@ fn skip_new_lets_waiting_runs_go_first_and_the_live_window_is_skipped() {
     };
     let live = candidate(&k, Trigger::Scheduled, RunStatus::Queued);
     assert_eq!(
-        decide(&ask(Moment::Start, &spec, live, &[parked.clone()], at(5))),
+        decide(&ask(
+            Moment::Start,
+            &spec,
+            live,
+            std::slice::from_ref(&parked),
+            at(5)
+        )),
         Admission::Skip {
             reason: Reason::Overlap
         }
