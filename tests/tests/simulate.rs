@@ -309,7 +309,17 @@ fn assert_every_crash_point_hit(report: &SimulationReport) {
 }
 
 fn assert_accounted(report: &SimulationReport, duplicates: impl Fn(&ScheduleSummary) -> u32) {
-    assert!(report.stats.settled_at.is_some(), "{:?}", report.stats);
+    let in_flight: Vec<_> = report
+        .ledger
+        .iter()
+        .filter(|e| e.completed_at.is_none())
+        .map(|e| serde_json::to_string(&e.entry).unwrap_or_default())
+        .collect();
+    assert!(
+        report.stats.settled_at.is_some(),
+        "unsettled; in flight: {in_flight:#?}\n{:?}",
+        report.summary
+    );
     for s in &report.summary {
         assert_eq!(s.duplicates, duplicates(s), "{s:?}");
         assert_eq!(s.unaccounted, 0, "{s:?}");

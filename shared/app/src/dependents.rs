@@ -18,7 +18,7 @@ use chrono::{DateTime, Utc};
 use cronledger_aws::ledger::{ScheduleState, StoredSchedule};
 use cronledger_aws::{Created, LaneError, LaneQueue, LedgerStore, StoreError};
 use cronledger_core::admission::{decide, lane_of, Ask, Candidate, Moment};
-use cronledger_core::dependency::{readiness, Readiness};
+use cronledger_core::dependency::{due_from, readiness, Readiness};
 use cronledger_core::run::Origin;
 use cronledger_core::{
     late_start, OverlapPolicy, Reason, Run, RunKey, RunStatus, Schedule, ScheduleSpec, Trigger,
@@ -42,14 +42,15 @@ pub enum Recorded {
 /// The window at `at` of the dependent `stored` (compiled as `schedule`), recorded as
 /// `readiness` says. A window ready to run is the dependent's own run: the rule book
 /// (`cronledger_core::admission`) decides it with the dependent's pause, approval, overlap
-/// and lanes, and a window created past the dependent's grace follows its misfire policy and
-/// goes to the correction lane's throttled release, never to the live lane.
+/// and lanes, and a window created past the dependent's grace (counted from `due`, see
+/// [`cronledger_core::dependency::due_from`]) follows its misfire policy and goes to the
+/// correction lane's throttled release, never to the live lane.
 pub async fn record_window(
     store: &dyn LedgerStore,
     stored: &StoredSchedule,
     schedule: &Schedule,
     at: DateTime<Utc>,
-    readiness: &Readiness,
+    (readiness, due): (&Readiness, DateTime<Utc>),
     now: DateTime<Utc>,
 ) -> Result<Recorded, StoreError> {
     let mut run = schedule.pending_run(
@@ -69,8 +70,10 @@ pub async fn record_window(
             } else {
                 active_runs_of(store, schedule.id()).await?
             };
-            let late =
-                (now - at > schedule.spec.grace.as_delta()).then(|| late_start(schedule, at, now));
+            // Late by the time since it was due, judged as a live window that late would be.
+            let late_by = (now - due).max(chrono::TimeDelta::zero());
+            let late = (late_by > schedule.spec.grace.as_delta())
+                .then(|| late_start(schedule, at, at + late_by));
             let stopped = if stored.paused_at(at) {
                 Some(Reason::Paused)
             } else {
@@ -124,24 +127,29 @@ pub async fn dependent_at(
 }
 
 /// The window at `at` of `spec` as its upstreams' expected runs for it stand (one read
-/// each). A window an upstream recorded only inside a range record reads as waiting here;
-/// the reconciler reads ranges.
+/// each), and when it is due. A window an upstream recorded only inside a range record
+/// reads as waiting here; the reconciler reads ranges.
 pub async fn readiness_at(
     store: &dyn LedgerStore,
     spec: &ScheduleSpec,
     at: DateTime<Utc>,
-) -> Result<Readiness, StoreError> {
+) -> Result<(Readiness, DateTime<Utc>), StoreError> {
     let mut outcomes = BTreeMap::new();
+    let mut runs = Vec::new();
     for upstream in &spec.after {
         match store.get_run(&RunKey::expected(upstream.clone(), at)).await {
             Ok(run) => {
                 outcomes.insert(upstream.clone(), run.status);
+                runs.push(run);
             }
             Err(StoreError::RunNotFound(_)) => {}
             Err(e) => return Err(e),
         }
     }
-    Ok(readiness(&spec.after, spec.accept_partial, &outcomes))
+    Ok((
+        readiness(&spec.after, spec.accept_partial, &outcomes),
+        due_from(at, &runs),
+    ))
 }
 
 /// Why a dependent's window could not be decided or sent (the reconciler tries again).
@@ -190,9 +198,9 @@ pub async fn after_upstream_end(
         if at <= dependent.reconciled_through {
             continue;
         }
-        let ready = readiness_at(store, &dependent.spec, at).await?;
+        let (ready, due) = readiness_at(store, &dependent.spec, at).await?;
         if let Recorded::Created { run, send } =
-            record_window(store, &dependent, &schedule, at, &ready, now).await?
+            record_window(store, &dependent, &schedule, at, (&ready, due), now).await?
         {
             if send {
                 let lane = lane_of(run.trigger, run.lane, dependent.spec.priority.live_lane());

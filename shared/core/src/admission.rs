@@ -191,11 +191,11 @@ pub fn decide(ask: &Ask<'_>) -> Admission {
         Some(LateStart::Hold { reason }) => return Admission::Hold { reason },
         Some(LateStart::Coalesce { into }) => return Admission::Coalesce { into },
     }
-    // A dependent's window created past its own grace is catch-up work: the correction
-    // lane, under the throttled release, never the live lane.
-    let late_dependent = ask.moment == Moment::Create
-        && run.trigger == Trigger::Dependency
-        && ask.now - run.key.scheduled_for > spec.grace.as_delta();
+    // A dependent's window created past its own grace (the caller judged it late, see
+    // `dependency::due_from`) is catch-up work: the correction lane, under the throttled
+    // release, never the live lane.
+    let late_dependent =
+        ask.moment == Moment::Create && run.trigger == Trigger::Dependency && ask.late.is_some();
     if late_dependent {
         lane = Lane::Correction;
     }

@@ -12,9 +12,10 @@ use serde::{Deserialize, Serialize};
 
 use chrono::{DateTime, Utc};
 
+use crate::admission::is_catch_up_lane;
 use crate::error::{Code, Issue};
 use crate::run::Origin;
-use crate::{Run, RunStatus, ScheduleSpec};
+use crate::{Run, RunStatus, ScheduleSpec, Trigger};
 
 /// Most upstreams one schedule may wait for.
 pub const MAX_UPSTREAMS: usize = 10;
@@ -66,10 +67,38 @@ pub fn readiness(
 /// The outcome an upstream's runs give the window at `at`: the expected occurrence's
 /// entry covering it (its own, or a range record's), whatever operators ran beside it.
 pub fn outcome_at(runs: &[Run], at: DateTime<Utc>) -> Option<RunStatus> {
+    entry_at(runs, at).map(|r| r.status)
+}
+
+/// The expected occurrence's entry among `runs` that covers the window at `at`.
+pub fn entry_at(runs: &[Run], at: DateTime<Utc>) -> Option<&Run> {
     runs.iter()
         .filter(|r| r.key.origin == Origin::Expected)
         .find(|r| r.key.scheduled_for <= at && at <= r.range_end.unwrap_or(r.key.scheduled_for))
-        .map(|r| r.status)
+}
+
+/// The moment a dependent's window at `at` is due, from its upstreams' entries for it: its
+/// lateness (judged against its own grace) counts from here.
+///
+/// A dependent window is due when its last upstream ended, so an upstream's own run time
+/// never makes it late. It is due at `at` itself (late by all the time since) when the
+/// chain already was late: an upstream's entry is a catch-up or backfill run, a late
+/// dependent's run (a catch-up lane), a range record, or has no end recorded.
+pub fn due_from<'a>(
+    at: DateTime<Utc>,
+    upstreams: impl IntoIterator<Item = &'a Run>,
+) -> DateTime<Utc> {
+    let mut due = at;
+    for run in upstreams {
+        let late = matches!(run.trigger, Trigger::CatchUp | Trigger::Backfill)
+            || run.lane.is_some_and(is_catch_up_lane)
+            || run.range_end.is_some();
+        match run.completed_at {
+            Some(ended) if !late => due = due.max(ended),
+            _ => return at,
+        }
+    }
+    due
 }
 
 /// The decision for each window at `windows` of the schedule `spec` (which runs `after`

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, TimeDelta, Utc};
 use cronledger_aws::ledger::{ScheduleState, StoredSchedule};
-use cronledger_core::dependency::{decide_windows, Readiness};
+use cronledger_core::dependency::{decide_windows, due_from, entry_at, Readiness};
 use cronledger_core::run::Origin;
 use cronledger_core::{Run, RunStatus, Schedule, Trigger};
 
@@ -111,7 +111,9 @@ impl Reconciler {
                     true
                 }
                 None => {
-                    self.record_window(stored, &schedule, at, &readiness, now, report)
+                    let entries = upstream_runs.values().filter_map(|runs| entry_at(runs, at));
+                    let due = due_from(at, entries);
+                    self.record_window(stored, &schedule, at, (&readiness, due), now, report)
                         .await?
                 }
             };
@@ -140,7 +142,7 @@ impl Reconciler {
         stored: &StoredSchedule,
         schedule: &Schedule,
         at: DateTime<Utc>,
-        readiness: &Readiness,
+        readiness: (&Readiness, DateTime<Utc>),
         now: DateTime<Utc>,
         report: &mut ReconcileReport,
     ) -> Result<bool, ReconcileError> {

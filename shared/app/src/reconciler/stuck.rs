@@ -175,19 +175,11 @@ impl Reconciler {
         let cfg = &self.config.stuck;
         let older_than = |t: DateTime<Utc>, span: cronledger_core::Span| now - t >= span.as_delta();
         match run.status {
-            RunStatus::Pending if run.trigger == Trigger::CatchUp => Verdict::Fine,
-            // Parked late behind a backlog: planned with its gap (see [`super::backlog`]).
-            RunStatus::Pending if super::backlog::awaits_plan(run) => Verdict::Fine,
-            // Sent by a backfill before its schedule stopped, parked by the worker: sent
-            // again once the schedule runs again (catch-up runs wait in the release instead).
-            RunStatus::Pending if waits_for_resume(run) => {
-                match self.schedule_of(&run.key.schedule_id, schedules).await {
-                    Some(stored) if stored.stopped().is_none() => Verdict::SendPending,
-                    _ => Verdict::Fine,
-                }
-            }
             RunStatus::Pending if run.reason == Some(Reason::QueuedBehind) => {
-                // Anything of the schedule in flight, or waiting since an earlier window.
+                // Whatever created it (catch-up and backfill runs included): a run that waits
+                // behind another is released here when its blocker ended without releasing it
+                // (a crash, a stall resolved, a send that failed). Waits while anything of the
+                // schedule is in flight or waits since an earlier window.
                 let ahead = active.iter().any(|o| {
                     o.key.schedule_id == run.key.schedule_id
                         && o.key != run.key
@@ -198,6 +190,17 @@ impl Reconciler {
                     Verdict::ReleaseQueuedBehind
                 } else {
                     Verdict::Fine
+                }
+            }
+            RunStatus::Pending if run.trigger == Trigger::CatchUp => Verdict::Fine,
+            // Parked late behind a backlog: planned with its gap (see [`super::backlog`]).
+            RunStatus::Pending if super::backlog::awaits_plan(run) => Verdict::Fine,
+            // Sent by a backfill before its schedule stopped, parked by the worker: sent
+            // again once the schedule runs again (catch-up runs wait in the release instead).
+            RunStatus::Pending if waits_for_resume(run) => {
+                match self.schedule_of(&run.key.schedule_id, schedules).await {
+                    Some(stored) if stored.stopped().is_none() => Verdict::SendPending,
+                    _ => Verdict::Fine,
                 }
             }
             RunStatus::Pending

@@ -308,9 +308,21 @@ fn a_late_dependent_window_is_catch_up_work() {
         decide(&ask(Moment::Create, &spec, run, &[], at(1))),
         Admission::Go { lane: Lane::Normal }
     );
-    // Past its grace: the correction lane, through the throttled release.
+    // Long after its window but in time by its upstreams' end (the caller's judgement):
+    // still its live lane.
     assert_eq!(
         decide(&ask(Moment::Create, &spec, run, &[], at(30))),
+        Admission::Go { lane: Lane::Normal }
+    );
+    // Judged past its grace (the misfire policy says run): the correction lane, through
+    // the throttled release.
+    let late_ask = |others| {
+        let mut a = ask(Moment::Create, &spec, run, others, at(30));
+        a.late = Some(LateStart::Run);
+        a
+    };
+    assert_eq!(
+        decide(&late_ask(&[])),
         Admission::Release {
             lane: Lane::Correction
         }
@@ -318,7 +330,7 @@ fn a_late_dependent_window_is_catch_up_work() {
     // And it waits behind a running run instead of being skipped as a live window would.
     let others = [other(29, RunStatus::Running, Trigger::Scheduled)];
     assert_eq!(
-        decide(&ask(Moment::Create, &spec, run, &others, at(30))),
+        decide(&late_ask(&others)),
         Admission::Wait {
             reason: Reason::QueuedBehind
         }

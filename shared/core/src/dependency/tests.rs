@@ -381,3 +381,46 @@ proptest! {
         prop_assert_eq!(refused, has_cycle(&edges));
     }
 }
+
+#[test]
+fn a_dependent_window_is_due_when_its_upstreams_ended_unless_the_chain_was_late() {
+    let at: DateTime<Utc> = "2026-12-01T05:00:00Z".parse().expect("instant");
+    let minutes = |m: i64| at + chrono::TimeDelta::minutes(m);
+    let schedule = crate::Schedule::new(specs(&[("a", &[])])[0].clone()).expect("schedule");
+    let ended = |trigger: crate::Trigger, lane: Option<crate::Lane>, end: i64| {
+        let mut r = schedule.pending_run(
+            at,
+            schedule.window_for(at),
+            Origin::Expected,
+            trigger,
+            at,
+            1,
+        );
+        r.status = RunStatus::Success;
+        r.lane = lane;
+        r.completed_at = Some(minutes(end));
+        r
+    };
+    let live = ended(crate::Trigger::Scheduled, Some(crate::Lane::Normal), 10);
+    let slower = ended(crate::Trigger::Dependency, Some(crate::Lane::Normal), 25);
+    // An upstream's run time never makes its dependent late: due at the last end.
+    assert_eq!(due_from(at, [&live]), minutes(10));
+    assert_eq!(due_from(at, [&live, &slower]), minutes(25));
+    // A chain already late is due at the window itself.
+    let caught_up = ended(crate::Trigger::CatchUp, Some(crate::Lane::Correction), 40);
+    assert_eq!(due_from(at, [&live, &caught_up]), at);
+    let late_dependent = ended(
+        crate::Trigger::Dependency,
+        Some(crate::Lane::Correction),
+        40,
+    );
+    assert_eq!(due_from(at, [&late_dependent]), at);
+    let backfill = ended(crate::Trigger::Backfill, Some(crate::Lane::Backfill), 40);
+    assert_eq!(due_from(at, [&backfill]), at);
+    let mut unended = live.clone();
+    unended.completed_at = None;
+    assert_eq!(due_from(at, [&unended]), at);
+    let mut range = live.clone();
+    range.range_end = Some(minutes(60));
+    assert_eq!(due_from(at, [&range]), at);
+}
