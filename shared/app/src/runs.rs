@@ -191,28 +191,6 @@ fn kept_reason(run: &Run) -> Option<Reason> {
     run.reason.filter(|r| *r == Reason::QueuedBehind)
 }
 
-/// Counts a window (or a range record's windows) recorded SKIPPED or COALESCED on its
-/// schedule's day counters, for its health: the worker (a dependent's skipped window) and
-/// the reconciler (missed and dependent windows) count the same way. A failure is logged:
-/// health is a view, never a reason to undo what was recorded.
-pub async fn count_skipped_for_health(health: Option<&dyn cronledger_aws::HealthStore>, run: &Run) {
-    let Some(health) = health else {
-        return;
-    };
-    if !matches!(run.status, RunStatus::Skipped | RunStatus::Coalesced) {
-        return;
-    }
-    let day = run.key.scheduled_for.date_naive();
-    let windows = u64::from(run.count.max(1));
-    let skipped = cronledger_aws::Outcome::Skipped;
-    if let Err(e) = health
-        .count_outcome(&run.key.schedule_id, day, skipped, windows)
-        .await
-    {
-        tracing::warn!(run = %run.key, error = %e, "could not count skipped windows for health");
-    }
-}
-
 /// Every child one step of `parent` answered, by index, page after page.
 pub async fn children_of_run(
     store: &dyn LedgerStore,

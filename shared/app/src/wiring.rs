@@ -156,7 +156,8 @@ impl Components {
 
     pub fn ticker(&self, config: TickerConfig) -> Ticker {
         let ticker = Ticker::new(self.deps.store.clone(), self.deps.lanes.clone(), config)
-            .with_kill_switch_opt(self.deps.kill_switch.clone());
+            .with_kill_switch_opt(self.deps.kill_switch.clone())
+            .with_health(self.deps.health.clone());
         let alerter = self.alerter(ticker.metrics());
         ticker.with_alerts(alerter)
     }

@@ -250,6 +250,16 @@ async fn approval_rejection_cancel_and_a_range_record_becoming_a_backfill() {
         .await;
     assert_eq!(cancel.body["status"], "CANCELLED");
     assert_eq!(cancel.body["reason"], "CANCELLED_BY_OPERATOR");
+    // Both ends are counted on the schedule's health, like any writer's.
+    let day = t("2026-03-10T00:00:00Z").date_naive();
+    let tallies = cronledger_aws::HealthStore::outcome_days(&api.env.ledger.ledger, "s1", day, day)
+        .await
+        .expect("counters");
+    assert_eq!(
+        tallies.iter().map(|d| d.skipped).sum::<u64>(),
+        2,
+        "{tallies:?}"
+    );
     let cancel_done = api
         .post(
             OPERATOR,

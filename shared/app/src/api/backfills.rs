@@ -378,8 +378,14 @@ pub async fn cancel(
     }) {
         let mut change = RunChange::new(RunEvent::Cancel, run.status, run.lease_epoch, now);
         change.reason = Some(cronledger_core::Reason::CancelledByOperator);
-        if let Err(e) = api.deps().store.transition_run(&run.key, &change).await {
-            tracing::info!(run = %run.key, error = %e, "backfill run not cancelled (it moved on)");
+        match api.deps().store.transition_run(&run.key, &change).await {
+            Ok(cancelled) => {
+                let health = api.deps().health.as_deref();
+                crate::outcomes::ended(health, &cancelled, None, now).await;
+            }
+            Err(e) => {
+                tracing::info!(run = %run.key, error = %e, "backfill run not cancelled (it moved on)")
+            }
         }
     }
     api.record_on(

@@ -464,6 +464,7 @@ pub async fn close<const W: u8>(
         ),
     };
     let closed = operate(&api, &key, event, Some(reason)).await?;
+    crate::outcomes::ended(api.deps().health.as_deref(), &closed, None, api.now()).await;
     api.record_on(&id, &actor, action, &note, json!({"run": run}))
         .await;
     Ok(Json(views::run(&closed)))

@@ -162,7 +162,7 @@ impl Reconciler {
                 if run.status == RunStatus::Skipped {
                     self.metrics
                         .count_for(stored.id(), Metric::UpstreamSkipped, 1);
-                    self.count_skipped_for_health(&run).await;
+                    self.ended(&run, now).await;
                 } else {
                     self.metrics
                         .count_for(stored.id(), Metric::DependencyRuns, 1);

@@ -312,8 +312,11 @@ impl Reconciler {
         )))
     }
 
-    pub(super) async fn count_skipped_for_health(&self, run: &Run) {
-        crate::runs::count_skipped_for_health(self.health.as_deref(), run).await;
+    /// After a terminal write of the reconciler's (a window it records SKIPPED or
+    /// COALESCED, an approval that timed out): see [`crate::outcomes`]. None of these is a
+    /// success, so no `slo` decides anything.
+    pub(super) async fn ended(&self, run: &Run, now: DateTime<Utc>) {
+        crate::outcomes::ended(self.health.as_deref(), run, None, now).await;
     }
 
     /// The silent-failure signal: a metric and a log line per missed window (per range
@@ -419,7 +422,7 @@ impl Reconciler {
                 cronledger_aws::Created::New(run) => {
                     report.entries_written += 1;
                     count(entry, report);
-                    self.count_skipped_for_health(&run).await;
+                    self.ended(&run, now).await;
                     self.metrics.count_for(
                         schedule.id(),
                         metric_of(&entry.action),

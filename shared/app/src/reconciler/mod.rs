@@ -450,7 +450,8 @@ impl Reconciler {
             let mut change = RunChange::new(RunEvent::Skip, run.status, run.lease_epoch, now);
             change.reason = Some(Reason::ApprovalTimeout);
             match self.store.transition_run(&run.key, &change).await {
-                Ok(_) => {
+                Ok(expired) => {
+                    self.ended(&expired, now).await;
                     report.approvals_expired += 1;
                     tracing::warn!(run = %run.key, "approval timed out: skipped");
                 }

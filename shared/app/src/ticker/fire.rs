@@ -140,6 +140,7 @@ impl Ticker {
             if created {
                 self.count_created(stored.id(), &fire.run, &mut report);
                 self.announce_hold(&stored, &fire.run).await;
+                crate::outcomes::ended(self.health.as_deref(), &fire.run, None, now).await;
             }
             if fire.next_run_at.is_some_and(|next| next <= until) {
                 stored.next_run_at = fire.next_run_at;
@@ -294,6 +295,7 @@ impl Ticker {
             FireOutcome::Created => {
                 self.count_created(stored.id(), &fire.run, report);
                 self.announce_hold(stored, &fire.run).await;
+                crate::outcomes::ended(self.health.as_deref(), &fire.run, None, now).await;
             }
             FireOutcome::Lost {
                 schedule_moved: true,

@@ -17,7 +17,7 @@ mod send;
 
 use chrono::{DateTime, Utc};
 use cronledger_aws::ledger::StoredSchedule;
-use cronledger_aws::{LaneQueue, LedgerStore, StoreError};
+use cronledger_aws::{HealthStore, LaneQueue, LedgerStore, StoreError};
 use cronledger_core::overlap::ActiveRun;
 use cronledger_core::{Run, Span};
 use serde::{Deserialize, Serialize};
@@ -184,6 +184,8 @@ pub struct Ticker {
     /// Records the AWAITING_APPROVAL of `approval: every_run` windows (published by the
     /// reconciler's outbox pass: a tick never waits on a publish).
     alerts: Option<Arc<Alerter>>,
+    /// Where the windows it records SKIPPED at their fire are counted for health.
+    health: Option<Arc<dyn HealthStore>>,
     metrics: Metrics,
 }
 
@@ -202,6 +204,7 @@ impl Ticker {
             send_clock: Arc::new(SystemClock),
             kill_switch: None,
             alerts: None,
+            health: None,
             metrics: Metrics::new(),
         }
     }
@@ -209,6 +212,12 @@ impl Ticker {
     /// Records an AWAITING_APPROVAL for each window held for approval (`approval: every_run`).
     pub fn with_alerts(mut self, alerter: Arc<Alerter>) -> Ticker {
         self.alerts = Some(alerter);
+        self
+    }
+
+    /// Counts the windows it records SKIPPED (overlap, pause) on their schedules' health.
+    pub fn with_health(mut self, health: Arc<dyn HealthStore>) -> Ticker {
+        self.health = Some(health);
         self
     }
 
@@ -233,7 +242,8 @@ impl Ticker {
     /// What it is wired with (see [`crate::wiring`]).
     pub fn features(&self) -> std::collections::BTreeSet<crate::wiring::Feature> {
         let kill_switch = self.kill_switch.is_some();
-        crate::wiring::features_of(&self.metrics, kill_switch, self.alerts.as_ref(), &[])
+        let health = (crate::wiring::Feature::Health, self.health.is_some());
+        crate::wiring::features_of(&self.metrics, kill_switch, self.alerts.as_ref(), &[health])
     }
 
     pub fn with_faults(mut self, faults: Arc<dyn Faults>) -> Ticker {

@@ -4,7 +4,6 @@
 //! on the first success after failures, which the schedule the worker already read shows.
 
 use chrono::{DateTime, Utc};
-use cronledger_aws::health::outcome_of;
 use cronledger_aws::ledger::StoredSchedule;
 use cronledger_aws::{ChangeMeta, StoreError, StreakChange};
 use cronledger_core::alerts::{self, About, Alert, RunRef};
@@ -21,7 +20,8 @@ impl Worker {
     /// After `ended` was written terminal: moves the failure streak and raises what it calls
     /// for. Best effort: the run's end is already recorded.
     pub(super) async fn after_end(&self, stored: &StoredSchedule, ended: &Run, now: DateTime<Utc>) {
-        self.count_for_health(stored, ended, now).await;
+        let slo = stored.spec.slo.map(|s| s.within);
+        crate::outcomes::ended(self.health.as_deref(), ended, slo, now).await;
         self.start_dependents(stored, ended, now).await;
         let spec = &stored.spec;
         let about = About::of(spec);
@@ -123,7 +123,7 @@ impl Worker {
         {
             Ok(created) => {
                 for run in created.iter().filter(|r| r.status == RunStatus::Skipped) {
-                    crate::runs::count_skipped_for_health(self.health.as_deref(), run).await;
+                    crate::outcomes::ended(self.health.as_deref(), run, None, now).await;
                 }
             }
             Err(e) => tracing::warn!(error = %e,
@@ -135,23 +135,6 @@ impl Worker {
     pub(super) async fn after_hold(&self, stored: &StoredSchedule, held: &Run, now: DateTime<Utc>) {
         if let Some(alerter) = &self.alerts {
             alerter.hold(&Held::run(&stored.spec, held, now)).await;
-        }
-    }
-
-    /// The run's outcome on its schedule's counters for the day of its window.
-    async fn count_for_health(&self, stored: &StoredSchedule, ended: &Run, now: DateTime<Utc>) {
-        let Some(health) = &self.health else {
-            return;
-        };
-        let ended_at = ended.completed_at.unwrap_or(now);
-        let within = stored.spec.slo.map(|s| s.within);
-        let Some(outcome) = outcome_of(ended.status, ended.key.scheduled_for, ended_at, within)
-        else {
-            return;
-        };
-        let day = ended.key.scheduled_for.date_naive();
-        if let Err(e) = health.count_outcome(stored.id(), day, outcome, 1).await {
-            tracing::warn!(error = %e, "could not count the run's outcome for its schedule's health");
         }
     }
 
