@@ -300,3 +300,76 @@ async fn a_backfill_awaiting_approval_is_told_once_then_reminded_until_approved(
         .iter()
         .any(|s| s.alert.message.contains("still await approval")));
 }
+
+/// `approval: every_run`: a backfill is approved once, as a whole (EVERY_RUN, whatever its
+/// size and side effects), and its windows then run without a hold each.
+#[tokio::test]
+async fn a_backfill_of_an_every_run_schedule_is_approved_once_as_a_whole() {
+    let api = ApiEnv::new(t("2026-03-10T00:00:30Z")).await;
+    let doc = json!({"id": "careful", "cron": "0 * * * *", "timezone": "UTC", "owner": "tests",
+                     "overlap": "ALLOW", "side_effects": false, "approval": "every_run",
+                     "job": {"type": "noop"}});
+    let a = api.post(ADMIN, "/v1/schedules", Some(doc)).await;
+    assert_eq!(a.status, StatusCode::CREATED, "{:?}", a.body);
+    api.env.clock.set(t(NOW));
+    let range = json!({"from": "2026-03-10T08:00:00Z", "to": "2026-03-10T09:00:00Z",
+                       "rate_per_minute": 100});
+    let created = ask(&api, "careful", &range, false).await;
+    assert_eq!(created.body["state"], "PAUSED");
+    assert_eq!(created.body["approval_reasons"], json!(["EVERY_RUN"]));
+    let id = id_of(&created.body);
+    api.release().await;
+    assert_eq!(
+        backfill_runs(&api, "careful", &id).await,
+        0,
+        "nothing starts"
+    );
+
+    let approve = format!("/v1/backfills/{id}/approve");
+    let approved = api
+        .post(
+            ADMIN,
+            &approve,
+            Some(json!({"note": "replay the two hours"})),
+        )
+        .await;
+    assert_eq!(approved.status, StatusCode::OK, "{:?}", approved.body);
+    api.release().await;
+    let worker = api
+        .env
+        .worker(cronledger_tests::app::worker_config("backfill-approval"));
+    for _ in 0..5 {
+        let got = api
+            .env
+            .receive(
+                cronledger_core::Lane::Backfill,
+                false,
+                10,
+                std::time::Duration::from_millis(600),
+            )
+            .await;
+        if got.is_empty() {
+            break;
+        }
+        api.env
+            .deliver(&worker, cronledger_core::Lane::Backfill, &got)
+            .await;
+    }
+    let runs: Vec<_> = api
+        .env
+        .store
+        .runs_between(
+            "careful",
+            t("2026-03-10T08:00:00Z"),
+            t("2026-03-10T09:00:00Z"),
+        )
+        .await
+        .expect("runs")
+        .into_iter()
+        .filter(|r| matches!(&r.key.origin, Origin::Backfill(b) if *b == id))
+        .collect();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    for run in &runs {
+        assert_eq!(run.status, cronledger_core::RunStatus::Success, "{run:?}");
+    }
+}

@@ -67,16 +67,21 @@ pub fn occurrences(
     Ok(out)
 }
 
-/// Why a backfill must wait for an admin before it runs: a side-effecting schedule's
-/// backfill of more than `limit` windows, or of windows scheduled before the schedule was
-/// created (they were never expected to run). Empty: it starts at once.
+/// Why a backfill must wait for an admin before it runs: a schedule whose every run waits
+/// for approval (`every_run`: the backfill is approved as a whole, once), a side-effecting
+/// schedule's backfill of more than `limit` windows, or of windows scheduled before the
+/// schedule was created (they were never expected to run). Empty: it starts at once.
 pub fn approval_reasons(
+    every_run: bool,
     side_effects: bool,
     selected: &[DateTime<Utc>],
     schedule_created_at: DateTime<Utc>,
     limit: u64,
 ) -> Vec<ApprovalReason> {
     let mut reasons = Vec::new();
+    if every_run {
+        reasons.push(ApprovalReason::EveryRun);
+    }
     if !side_effects {
         return reasons;
     }

@@ -66,6 +66,9 @@ pub enum ApprovalReason {
     OverLimit,
     /// It runs windows scheduled before the schedule existed.
     BeforeScheduleCreated,
+    /// Its schedule has `approval: every_run`: the backfill is approved once, as a whole,
+    /// and its windows then run without a hold each.
+    EveryRun,
 }
 
 impl ApprovalReason {
@@ -73,6 +76,7 @@ impl ApprovalReason {
         match self {
             ApprovalReason::OverLimit => "OVER_LIMIT",
             ApprovalReason::BeforeScheduleCreated => "BEFORE_SCHEDULE_CREATED",
+            ApprovalReason::EveryRun => "EVERY_RUN",
         }
     }
 }

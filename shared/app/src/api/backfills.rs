@@ -131,8 +131,10 @@ pub(crate) async fn start(
     .await?;
     // A range record's windows were expected by the schedule and held for an operator: the
     // operator approving the record is their approval. The rule is for backfills asked for.
+    let asked_for = source_record.is_none();
     let approval = backfill::approval_reasons(
-        stored.spec.side_effects && source_record.is_none(),
+        asked_for && cronledger_core::admission::every_run_approval(&stored.spec),
+        stored.spec.side_effects && asked_for,
         &plan.selected,
         stored.created_at,
         api.deps().config.backfill_approval_over,
