@@ -322,7 +322,10 @@ mod tests {
         let now = at("2026-03-06T00:00:00Z");
         let functions = features(&deployed());
         let expected = BTreeMap::from([
-            ("ticker", BTreeSet::from([KillSwitch, Alerts, AlertMetrics])),
+            (
+                "ticker",
+                BTreeSet::from([KillSwitch, Alerts, AlertMetrics, Health]),
+            ),
             (
                 "worker",
                 BTreeSet::from([KillSwitch, Alerts, AlertMetrics, Health]),
