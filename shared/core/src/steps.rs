@@ -160,6 +160,46 @@ pub fn current(steps: &[Step], stored: &[StepCheckpoint]) -> Option<usize> {
         .position(|c| c.status != StepStatus::Success)
 }
 
+/// The attempts a run's retry limit counts, and that limit: the one rule the worker (the
+/// attempt it opens) and the reconciler (whether a lost attempt may be tried again) share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttemptBudget {
+    /// A steps job's current step (`None`: the whole job).
+    pub step: Option<usize>,
+    /// Attempts made: the current step's, or the run's.
+    pub used: u32,
+    /// The step's `max_attempts` (else the schedule's), or the schedule's.
+    pub limit: u32,
+}
+
+impl AttemptBudget {
+    /// The budget of `run` executing `job` (its schedule's, or the version it is pinned to)
+    /// under the schedule's `max_attempts`.
+    pub fn of(job: &JobSpec, max_attempts: u32, run: &crate::Run) -> AttemptBudget {
+        let whole = AttemptBudget {
+            step: None,
+            used: run.attempts,
+            limit: max_attempts,
+        };
+        let Some(list) = job.steps() else {
+            return whole;
+        };
+        let Some(index) = current(list, &run.steps) else {
+            return whole;
+        };
+        AttemptBudget {
+            step: Some(index),
+            used: checkpoints(list, &run.steps)[index].attempts,
+            limit: list[index].max_attempts.unwrap_or(max_attempts),
+        }
+    }
+
+    /// Whether another attempt may be made.
+    pub fn left(&self) -> bool {
+        self.used < self.limit
+    }
+}
+
 /// Whether a RUNNING run is between two steps: its previous step succeeded and handed over
 /// to the next step's message, which no worker has taken yet. Such a run is started by that
 /// message (or re-sent by the reconciler), never judged as a lost attempt.

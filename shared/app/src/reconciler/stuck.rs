@@ -41,7 +41,7 @@ use crate::runs::{children_of_run, send_children};
 use crate::worker::{waits_for_children, HANDOVER_OWNER};
 use cronledger_aws::LaneMessage;
 use cronledger_core::children::ChildStatus;
-use cronledger_core::steps::{self, handed_over};
+use cronledger_core::steps::{handed_over, AttemptBudget};
 
 use super::{lane_of, ReconcileError, ReconcileReport, Reconciler, StuckReport};
 
@@ -80,19 +80,6 @@ fn waits_behind_its_successor(run: &Run, active: &[Run]) -> bool {
             && o.attempts == 0
             && lane_of(o) == lane_of(run)
     })
-}
-
-/// Whether `run` may be tried again on its own: a steps run counts its current step's
-/// attempts against that step's limit.
-fn attempts_left(spec: &cronledger_core::ScheduleSpec, run: &Run) -> bool {
-    let Some(list) = spec.job.steps() else {
-        return run.attempts < spec.max_attempts;
-    };
-    let Some(index) = steps::current(list, &run.steps) else {
-        return run.attempts < spec.max_attempts;
-    };
-    let limit = list[index].max_attempts.unwrap_or(spec.max_attempts);
-    steps::checkpoints(list, &run.steps)[index].attempts < limit
 }
 
 impl Reconciler {
@@ -361,7 +348,8 @@ impl Reconciler {
                 run.key.schedule_id.clone(),
             )));
         };
-        let retry = stored.spec.idempotent && attempts_left(&stored.spec, run);
+        let retry = stored.spec.idempotent
+            && AttemptBudget::of(&stored.spec.job, stored.spec.max_attempts, run).left();
         let (event, reason) = if retry {
             (RunEvent::RetryAfterStall, None)
         } else if stored.spec.idempotent {

@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 use cronledger_aws::lanes::HandlerFailure;
 use cronledger_aws::ledger::{RunChange, StoredSchedule};
 use cronledger_aws::{LaneMessage, StoreError};
-use cronledger_core::steps::{self, StepCheckpoint};
+use cronledger_core::steps::{self, AttemptBudget, StepCheckpoint};
 use cronledger_core::{IdempotencyKey, JobSpec, Run, RunEvent, RunStatus, ScheduleSpec, Span};
 
 use super::{Delivery, Worker};
@@ -50,24 +50,21 @@ impl<'a> Work<'a> {
     /// The work of `run`'s attempt just opened: the current step of a steps job (its
     /// checkpoint RUNNING), or the whole job.
     pub(super) fn of(job: &'a JobSpec, spec: &ScheduleSpec, run: &Run) -> Work<'a> {
-        let whole = Work {
-            target: job,
-            max_runtime: spec.max_runtime,
-            max_attempts: spec.max_attempts,
-            step: None,
-        };
-        let Some(list) = job.steps() else {
-            return whole;
-        };
-        let Some(index) = steps::current(list, &run.steps) else {
-            return whole;
+        let budget = AttemptBudget::of(job, spec.max_attempts, run);
+        let (Some(list), Some(index)) = (job.steps(), budget.step) else {
+            return Work {
+                target: job,
+                max_runtime: spec.max_runtime,
+                max_attempts: budget.limit,
+                step: None,
+            };
         };
         let step = &list[index];
         let done = steps::checkpoints(list, &run.steps);
         Work {
             target: &step.target,
             max_runtime: step.max_runtime.unwrap_or(spec.max_runtime),
-            max_attempts: step.max_attempts.unwrap_or(spec.max_attempts),
+            max_attempts: budget.limit,
             step: Some(StepAt {
                 index,
                 name: step.name.clone(),

@@ -170,3 +170,45 @@ fn a_steps_job_is_refused_with_its_problems() {
         );
     }
 }
+
+#[test]
+fn the_attempt_budget_counts_the_current_steps_attempts_against_its_limit() {
+    let doc = json!({
+        "id": "nightly", "cron": "0 2 * * *", "timezone": "UTC", "max_attempts": 2,
+        "job": {"type": "steps", "steps": [
+            {"name": "collect", "type": "noop"},
+            {"name": "upload", "type": "noop", "max_attempts": 5}
+        ]}
+    });
+    let spec = crate::spec::validate_schedule(&doc, "", &crate::ValidationRules::local(), at(0))
+        .expect("valid");
+    let schedule = crate::Schedule::new(spec.clone()).expect("schedule");
+    let mut run = schedule.pending_run(
+        at(0),
+        schedule.window_for(at(0)),
+        crate::run::Origin::Expected,
+        crate::Trigger::Scheduled,
+        at(0),
+        1,
+    );
+    let list = spec.job.steps().expect("steps");
+    // The first step, twice tried: its limit is the schedule's, used up.
+    run.steps = start(list, &[], 0, at(1));
+    run.steps = start(list, &run.steps, 0, at(2));
+    run.attempts = 2;
+    let budget = AttemptBudget::of(&spec.job, spec.max_attempts, &run);
+    assert_eq!((budget.step, budget.used, budget.limit), (Some(0), 2, 2));
+    assert!(!budget.left());
+    // Handed over to the second: its own attempts against its own limit, whatever the run's.
+    run.steps = end(&run.steps, 0, at(3), Ok(None));
+    run.steps = start(list, &run.steps, 1, at(4));
+    run.attempts = 3;
+    let budget = AttemptBudget::of(&spec.job, spec.max_attempts, &run);
+    assert_eq!((budget.step, budget.used, budget.limit), (Some(1), 1, 5));
+    assert!(budget.left());
+    // A one-call job: the run's attempts against the schedule's limit.
+    let plain: crate::JobSpec =
+        serde_json::from_value(json!({"type": "noop"})).expect("a noop job");
+    let budget = AttemptBudget::of(&plain, 2, &run);
+    assert_eq!((budget.step, budget.used, budget.limit), (None, 3, 2));
+}
