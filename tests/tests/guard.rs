@@ -37,18 +37,18 @@ async fn fire(env: &AppEnv, hook: &Webhook, id: &str, mut fields: Value) -> RunK
     RunKey::expected(id, hour())
 }
 
-/// Approves a held run as the API does: PENDING again, sent to the manual lane.
+/// Approves a held run as the API does: PENDING again and on the manual lane in one write
+/// (how the rule book knows it was approved), then sent there.
 async fn approve(env: &AppEnv, key: &RunKey) {
     let held = env.run(key).await;
-    let change = RunChange::new(RunEvent::Approve, held.status, held.lease_epoch, hour());
+    let mut change = RunChange::new(RunEvent::Approve, held.status, held.lease_epoch, hour());
+    change.lane = Some(Lane::Manual);
     let approved = env
         .store
         .transition_run(key, &change)
         .await
         .expect("approve");
-    let mut on_manual = approved.clone();
-    on_manual.lane = Some(Lane::Manual);
-    env.resend(&on_manual).await;
+    env.resend(&approved).await;
 }
 
 async fn deliver_one(env: &AppEnv, lane: Lane) -> MessageOutcome {

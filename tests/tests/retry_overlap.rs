@@ -1,6 +1,6 @@
-//! A retry that meets a later window running under SKIP_NEW: its window ends FAILED
-//! (OVERLAP) at once, instead of being acknowledged with no change and stranded
-//! RETRY_PENDING until the reconciler's hour-long re-send.
+//! A retry that meets a later window running under SKIP_NEW: overlap is mutual exclusion,
+//! so it waits for that run (PENDING, QUEUED_BEHIND), acknowledged and not called, and runs
+//! as soon as the later window ends, instead of running alongside it or failing.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +21,7 @@ fn minute(m: i64) -> DateTime<Utc> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_retry_behind_a_running_later_window_ends_failed_overlap_under_skip_new() {
+async fn a_retry_behind_a_running_later_window_waits_for_it_then_runs_under_skip_new() {
     let env = AppEnv::new(LaneSettings::default(), minute(0)).await;
     let hook = Webhook::start(Answer::Succeed).await;
     // 10:00's first attempt fails; 10:01 hangs (still running when 10:00's retry comes).
@@ -68,17 +68,17 @@ async fn a_retry_behind_a_running_later_window_ends_failed_overlap_under_skip_ne
     };
     hook.wait_arrived(2, Duration::from_secs(10)).await;
 
-    // 10:00's retry arrives while 10:01 runs: FAILED (OVERLAP), acknowledged, not called.
+    // 10:00's retry arrives while 10:01 runs: it waits its turn, acknowledged, not called.
     let mut retry = got;
     if retry.is_empty() {
         retry = env.receive(LANE, false, 1, Duration::from_secs(5)).await;
     }
     let report = env.deliver(&worker, LANE, &retry).await;
     assert_eq!(report.outcomes[0].1, MessageOutcome::Done);
-    let ended = env.run(&first).await;
+    let waiting = env.run(&first).await;
     assert_eq!(
-        (ended.status, ended.reason, ended.attempts),
-        (RunStatus::Failed, Some(Reason::Overlap), 1)
+        (waiting.status, waiting.reason, waiting.attempts),
+        (RunStatus::Pending, Some(Reason::QueuedBehind), 1)
     );
     assert_eq!(hook.arrived(), 2);
     hook.release(1);
@@ -89,4 +89,13 @@ async fn a_retry_behind_a_running_later_window_ends_failed_overlap_under_skip_ne
             .status,
         RunStatus::Success
     );
+
+    // 10:01's end released it: its second attempt runs, alone.
+    let released = env.receive(LANE, false, 1, Duration::from_secs(5)).await;
+    assert_eq!(released.len(), 1, "10:00 released as 10:01 ended");
+    let report = env.deliver(&worker, LANE, &released).await;
+    assert_eq!(report.outcomes[0].1, MessageOutcome::Done);
+    let ended = env.run(&first).await;
+    assert_eq!((ended.status, ended.attempts), (RunStatus::Success, 2));
+    assert_eq!(hook.arrived(), 3);
 }

@@ -307,6 +307,11 @@ async fn operate(
     let run = api.deps().store.get_run(key).await?;
     let mut change = RunChange::new(event, run.status, run.lease_epoch, api.now());
     change.reason = reason;
+    if event == RunEvent::Approve {
+        // An approved run is on the manual lane in the same write: that is how the rule
+        // book knows it was approved, whoever starts it next (see `Candidate::approved`).
+        change.lane = Some(Lane::Manual);
+    }
     Ok(api.deps().store.transition_run(key, &change).await?)
 }
 
