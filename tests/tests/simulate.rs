@@ -14,6 +14,8 @@ mod dependencies;
 mod heartbeats;
 #[path = "simulate/levers.rs"]
 mod levers;
+#[path = "simulate/matrix.rs"]
+mod matrix;
 #[path = "simulate/outcomes.rs"]
 mod outcomes;
 #[path = "simulate/safety.rs"]
