@@ -40,7 +40,9 @@ use crate::metrics::Metric;
 use crate::runs::{children_of_run, send_children};
 use crate::worker::{waits_for_children, HANDOVER_OWNER};
 use cronledger_aws::LaneMessage;
+use cronledger_core::admission::{decide, Admission, Ask, Candidate, Moment};
 use cronledger_core::children::ChildStatus;
+use cronledger_core::overlap::ActiveRun;
 use cronledger_core::steps::{handed_over, AttemptBudget};
 
 use super::{lane_of, ReconcileError, ReconcileReport, Reconciler, StuckReport};
@@ -165,15 +167,30 @@ impl Reconciler {
             RunStatus::Pending if run.reason == Some(Reason::QueuedBehind) => {
                 // Whatever created it (catch-up and backfill runs included): a run that waits
                 // behind another is released here when its blocker ended without releasing it
-                // (a crash, a stall resolved, a send that failed). Waits while anything of the
-                // schedule is in flight or waits since an earlier window.
-                let ahead = active.iter().any(|o| {
-                    o.key.schedule_id == run.key.schedule_id
-                        && o.key != run.key
-                        && (o.status != RunStatus::Pending
-                            || o.key.scheduled_for < run.key.scheduled_for)
+                // (a crash, a stall resolved, a send that failed), once the rule book would
+                // start it now: nothing of the schedule RUNNING and nothing earlier waiting
+                // its turn (a later live run already in its lane does not hold it back).
+                if !older_than(run.created_at, cfg.pending_after) {
+                    return Verdict::Fine;
+                }
+                let Some(stored) = self.schedule_of(&run.key.schedule_id, schedules).await else {
+                    return Verdict::Fine;
+                };
+                let others: Vec<ActiveRun> = active
+                    .iter()
+                    .filter(|o| o.key.schedule_id == run.key.schedule_id)
+                    .map(ActiveRun::of)
+                    .collect();
+                let admission = decide(&Ask {
+                    moment: Moment::Start,
+                    spec: &stored.spec,
+                    run: Candidate::of(run),
+                    stopped: stored.stopped(),
+                    others: &others,
+                    late: None,
+                    now,
                 });
-                if !ahead && older_than(run.created_at, cfg.pending_after) {
+                if matches!(admission, Admission::Go { .. }) {
                     Verdict::ReleaseQueuedBehind
                 } else {
                     Verdict::Fine
