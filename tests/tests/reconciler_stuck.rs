@@ -496,3 +496,94 @@ async fn the_stuck_scan_sees_every_running_run_behind_any_number_of_queued_ones(
         );
     }
 }
+
+/// A run left waiting behind another (QUEUED_BEHIND) whose blocker ended without releasing
+/// it is released by the pass once the rule book would start it: a later live run already
+/// queued in its lane does not hold it back, a RUNNING one does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_left_waiting_is_released_once_nothing_of_its_schedule_runs() {
+    use cronledger_core::run::Origin;
+    use cronledger_core::Trigger;
+    let ten = t("2026-03-06T10:00:00Z");
+    let env = AppEnv::new(LaneSettings::default(), ten).await;
+    let spec = spec_with(
+        "waits",
+        "* * * * *",
+        json!({"overlap": "SKIP_NEW", "misfire": "CATCH_UP_ALL", "side_effects": false}),
+    );
+    env.create(spec.clone(), t("2026-03-06T09:00:00Z")).await;
+    let schedule = Schedule::new(spec).expect("schedule");
+    let run_at = |at: &str, trigger: Trigger, created: &str| {
+        schedule.pending_run(
+            t(at),
+            schedule.window_for(t(at)),
+            Origin::Expected,
+            trigger,
+            t(created),
+            1,
+        )
+    };
+    // A catch-up run parked behind a run that has since ended.
+    let mut waiting = run_at(
+        "2026-03-06T09:30:00Z",
+        Trigger::CatchUp,
+        "2026-03-06T09:40:00Z",
+    );
+    waiting.reason = Some(Reason::QueuedBehind);
+    waiting.lane = Some(Lane::Correction);
+    env.store.create_run(&waiting).await.expect("waiting");
+    // The next live window, RUNNING at first.
+    let live = run_at(
+        "2026-03-06T10:00:00Z",
+        Trigger::Scheduled,
+        "2026-03-06T09:59:00Z",
+    );
+    env.store.create_run(&live).await.expect("live");
+    let start = RunChange::new(RunEvent::Start, RunStatus::Pending, 0, ten)
+        .with_lease("w1", t("2026-03-06T10:30:00Z"));
+    env.store
+        .transition_run(&live.key, &start)
+        .await
+        .expect("start");
+
+    let r = reconciler(&env, Arc::new(FakeSignals::default()), reconciler_config());
+    let held = reconcile(&r, t("2026-03-06T10:01:00Z")).await;
+    assert_eq!(held.stuck.queued_behind_released, 0, "{:?}", held.stuck);
+    assert_eq!(env.run(&waiting.key).await.status, RunStatus::Pending);
+
+    // The live run ends, and the window after it is already queued in its lane.
+    let done = env.run(&live.key).await;
+    let succeed = RunChange::new(RunEvent::Succeed, RunStatus::Running, done.lease_epoch, ten);
+    env.store
+        .transition_run(&live.key, &succeed)
+        .await
+        .expect("end");
+    let next = run_at(
+        "2026-03-06T10:02:00Z",
+        Trigger::Scheduled,
+        "2026-03-06T10:01:00Z",
+    );
+    env.store.create_run(&next).await.expect("next");
+    let mut enqueue = RunChange::new(RunEvent::Enqueue, RunStatus::Pending, 0, ten);
+    enqueue.lane = Some(Lane::Normal);
+    env.store
+        .transition_run(&next.key, &enqueue)
+        .await
+        .expect("queued");
+
+    let released = reconcile(&r, t("2026-03-06T10:02:00Z")).await;
+    assert_eq!(
+        released.stuck.queued_behind_released, 1,
+        "{:?}",
+        released.stuck
+    );
+    let sent = env.run(&waiting.key).await;
+    assert_eq!(
+        (sent.status, sent.reason, sent.lane),
+        (
+            RunStatus::Queued,
+            Some(Reason::QueuedBehind),
+            Some(Lane::Correction)
+        )
+    );
+}
