@@ -15,7 +15,6 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use cronledger_aws::ledger::RunChange;
 use cronledger_aws::{
     ApprovalReason, Backfill, BackfillState, LaneError, LaneQueue, LedgerStore, OpsStore,
     Reprocess, StoreError,
@@ -23,6 +22,7 @@ use cronledger_aws::{
 use cronledger_core::run::{Origin, RunResult};
 use cronledger_core::window::utc_text;
 use cronledger_core::{Lane, Reason, Run, RunEvent, RunKey, RunStatus, Schedule, Trigger};
+use cronledger_ledger::ledger::RunChange;
 use serde::Serialize;
 use serde_json::{json, Value};
 

@@ -15,7 +15,6 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use chrono::{DateTime, Utc};
-use cronledger_aws::ledger::{ScheduleState, StoredSchedule};
 use cronledger_aws::{Created, LaneError, LaneQueue, LedgerStore, StoreError};
 use cronledger_core::admission::{decide, lane_of, Ask, Candidate, Moment};
 use cronledger_core::dependency::{due_from, readiness, Readiness};
@@ -23,6 +22,7 @@ use cronledger_core::run::Origin;
 use cronledger_core::{
     late_start, OverlapPolicy, Reason, Run, RunKey, RunStatus, Schedule, ScheduleSpec, Trigger,
 };
+use cronledger_ledger::ledger::{ScheduleState, StoredSchedule};
 
 use crate::overlap::active_runs_of;
 

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use cronledger_aws::keys::{shards_for_fleet, MAX_SHARDS};
 use cronledger_aws::{AwsClients, AwsSettings, DynamoLedger, LaneError, SqsLanes, StoreError};
+use cronledger_ledger::keys::{shards_for_fleet, MAX_SHARDS};
 
 /// The fleet the `auto` shard count assumes when the deployment names none.
 pub const DEFAULT_EXPECTED_RUNS_PER_MINUTE: u64 = 1_000;
@@ -38,7 +38,7 @@ pub enum ConfigError {
 impl Deployment {
     /// Reads `CRONLEDGER_TABLE`, `CRONLEDGER_QUEUE_PREFIX` and `CRONLEDGER_SHARDS`: a count
     /// from 1 to 1024, or `auto` (the default): the fleet rule
-    /// ([`cronledger_aws::keys::shards_for_fleet`]) applied to
+    /// ([`cronledger_ledger::keys::shards_for_fleet`]) applied to
     /// `CRONLEDGER_EXPECTED_RUNS_PER_MINUTE` (default 1,000: one shard).
     pub fn from_env() -> Result<Deployment, ConfigError> {
         Deployment::from_lookup(|name| std::env::var(name).ok())

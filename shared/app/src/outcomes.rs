@@ -7,9 +7,9 @@
 //! window counts it when it ends.
 
 use chrono::{DateTime, Utc};
-use cronledger_aws::health::outcome_of;
 use cronledger_aws::{HealthStore, Outcome};
 use cronledger_core::{Run, Span};
+use cronledger_ledger::health::outcome_of;
 
 /// Counts `run` (just written terminal by the caller's conditional write, so once) on its
 /// schedule's day counters: a range record counts each window it stands for. `slo`: the

@@ -3,10 +3,10 @@
 //! when it writes a window that is already due, a dependent's window when it is created, the
 //! worker again when a run starts (things moved since), and the release when a run ends.
 
-use cronledger_aws::ledger::RecentRuns;
 use cronledger_aws::{LedgerStore, StoreError};
 use cronledger_core::overlap::ActiveRun;
 use cronledger_core::{Run, RunStatus};
+use cronledger_ledger::ledger::RecentRuns;
 
 /// The schedule's runs still in flight or waiting, of any trigger: overlap is mutual
 /// exclusion, so a running catch-up, backfill or dependent run holds the schedule's turn too.

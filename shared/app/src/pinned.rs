@@ -18,9 +18,9 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use cronledger_aws::ledger::{LedgerStore, StoredSchedule};
 use cronledger_aws::StoreError;
 use cronledger_core::{JobSpec, Run};
+use cronledger_ledger::ledger::{LedgerStore, StoredSchedule};
 
 /// Versions a worker remembers by default: a few per schedule edited while runs were in
 /// flight, far more than a lane's batch ever holds.

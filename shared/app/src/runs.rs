@@ -4,11 +4,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
-use cronledger_aws::ledger::{RunChange, StoredSchedule};
 use cronledger_aws::{LaneError, LaneMessage, LaneQueue, LedgerStore, StoreError};
 use cronledger_core::children::Child;
 use cronledger_core::run::Origin;
 use cronledger_core::{Issue, Lane, Reason, Run, RunEvent, RunKey, RunStatus, Schedule, Trigger};
+use cronledger_ledger::ledger::{RunChange, StoredSchedule};
 
 /// A fresh PENDING run of an expected occurrence (or an operator's, by `origin`), with its
 /// business inputs fixed now (invariant 5).

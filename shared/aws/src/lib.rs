@@ -3,24 +3,20 @@
 //! `AWS_ENDPOINT_URL` (or the per-service `AWS_ENDPOINT_URL_DYNAMODB` / `AWS_ENDPOINT_URL_SQS`
 //! / `AWS_ENDPOINT_URL_SNS`) points them at an emulator.
 
-pub mod alerts;
 pub mod codec;
 pub mod config;
-pub mod control;
 pub mod cursor;
 pub mod dynamo;
 pub mod error;
-pub mod health;
 pub mod item;
-pub mod keys;
 pub mod lanes;
-pub mod ledger;
 pub mod memory;
 pub mod meter;
 pub mod notify;
-pub mod ops;
-mod schedule_change;
 pub mod table;
+
+// The port this crate implements, under the paths its users and its own modules name.
+pub use cronledger_ledger::{alerts, control, health, keys, ledger, ops, schedule_change};
 
 pub use alerts::{AlertStore, Awaiting, HeldWork, Notifier, NotifyError, RecordedAlert};
 pub use config::{AwsClients, AwsSettings};

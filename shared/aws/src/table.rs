@@ -85,7 +85,7 @@ impl TableDefinition {
                 .set_global_secondary_indexes(Some(self.indexes()?))
                 .send()
                 .await
-                .map_err(|e| StoreError::request("CreateTable", e))?;
+                .map_err(|e| crate::error::store_request("CreateTable", e))?;
             self.wait_active(client, name).await?;
             client
                 .update_time_to_live()
@@ -99,7 +99,7 @@ impl TableDefinition {
                 )
                 .send()
                 .await
-                .map_err(|e| StoreError::request("UpdateTimeToLive", e))?;
+                .map_err(|e| crate::error::store_request("UpdateTimeToLive", e))?;
             Ok(())
         })
         .await
@@ -112,7 +112,7 @@ impl TableDefinition {
                 .table_name(name)
                 .send()
                 .await
-                .map_err(|e| StoreError::request("DeleteTable", e))?;
+                .map_err(|e| crate::error::store_request("DeleteTable", e))?;
             Ok(())
         })
         .await
@@ -126,7 +126,7 @@ impl TableDefinition {
                 .table_name(name)
                 .send()
                 .await
-                .map_err(|e| StoreError::request("DescribeTable", e))?;
+                .map_err(|e| crate::error::store_request("DescribeTable", e))?;
             let status = out.table().and_then(|t| t.table_status());
             if status.map(|s| s.as_str()) == Some("ACTIVE") {
                 return Ok(());

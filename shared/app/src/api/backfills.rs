@@ -6,13 +6,13 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, Utc};
-use cronledger_aws::ledger::{AuditAction, RunChange, ScheduleState};
 use cronledger_aws::{
     ApprovalReason, Backfill, BackfillLimits, BackfillState, PauseConditions, Reprocess, StoreError,
 };
 use cronledger_core::spec::validate_target;
 use cronledger_core::window::utc_text;
 use cronledger_core::{RunEvent, RunKey, RunStatus, Schedule};
+use cronledger_ledger::ledger::{AuditAction, RunChange, ScheduleState};
 use serde::Deserialize;
 use serde_json::{json, Value};
 

@@ -9,12 +9,12 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use cronledger_aws::ledger::{ScheduleState, StoredSchedule};
 use cronledger_aws::StoreError;
 use cronledger_core::dependency::{grid_mismatch, MAX_UPSTREAMS};
 use cronledger_core::error::{Code, Issue};
 use cronledger_core::spec::{valid_id, validate_with_upstreams, Grid, UpstreamGrid};
 use cronledger_core::ScheduleSpec;
+use cronledger_ledger::ledger::{ScheduleState, StoredSchedule};
 use serde_json::Value;
 
 use super::error::{ApiError, ApiResult};

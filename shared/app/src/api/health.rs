@@ -4,9 +4,9 @@
 
 use std::cmp::Ordering;
 
-use cronledger_aws::ledger::{ScheduleState, StoredSchedule};
 use cronledger_aws::StoreError;
 use cronledger_core::health::{health, tally_days, worst_first, Health, HealthInput};
+use cronledger_ledger::ledger::{ScheduleState, StoredSchedule};
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 

@@ -5,8 +5,8 @@
 
 use std::future::Future;
 
-use cronledger_aws::ledger::Page;
 use cronledger_aws::StoreError;
+use cronledger_ledger::ledger::Page;
 use serde_json::Value;
 
 /// Bytes of items one page carries at most (the rest of an answer is small and fixed).

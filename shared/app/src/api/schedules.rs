@@ -7,11 +7,11 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, Utc};
-use cronledger_aws::ledger::{AuditAction, ChangeMeta, OperatorAction, Page, StoredSchedule};
 use cronledger_core::health::Health;
 use cronledger_core::risk::{assess_change, RiskLevel, RiskReport};
 use cronledger_core::window::utc_text;
 use cronledger_core::{ScheduleSpec, Timing};
+use cronledger_ledger::ledger::{AuditAction, ChangeMeta, OperatorAction, Page, StoredSchedule};
 use serde::Deserialize;
 use serde_json::{json, Value};
 

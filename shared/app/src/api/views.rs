@@ -1,12 +1,12 @@
 //! How schedules, runs and audit entries look in answers, and run ids in paths.
 
 use chrono::{DateTime, Utc};
-use cronledger_aws::ledger::{AuditEntry, StoredSchedule};
 use cronledger_core::health::Health;
 use cronledger_core::http_target::redact_spec_json;
 use cronledger_core::run::Origin;
 use cronledger_core::window::utc_text;
 use cronledger_core::{Attempt, Run, RunKey, ScheduleSpec, Timing};
+use cronledger_ledger::ledger::{AuditEntry, StoredSchedule};
 use serde_json::{json, Value};
 
 use super::error::ApiError;

@@ -24,10 +24,10 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use cronledger_aws::ledger::RunChange;
 use cronledger_aws::StoreError;
 use cronledger_core::planner::{Action, PlannedEntry};
 use cronledger_core::{plan_backlog, Reason, Run, RunEvent, RunStatus, Trigger};
+use cronledger_ledger::ledger::RunChange;
 use serde::Serialize;
 
 use super::{ReconcileError, ReconcileReport, Reconciler};

@@ -13,10 +13,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, TimeDelta, Utc};
-use cronledger_aws::ledger::{ScheduleState, StoredSchedule};
 use cronledger_core::dependency::{decide_windows, due_from, entry_at, Readiness};
 use cronledger_core::run::Origin;
 use cronledger_core::{Run, RunStatus, Schedule, Trigger};
+use cronledger_ledger::ledger::{ScheduleState, StoredSchedule};
 
 use crate::dependents::Recorded;
 

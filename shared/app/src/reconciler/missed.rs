@@ -21,12 +21,12 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use cronledger_aws::ledger::{ScheduleState, StoredSchedule};
 use cronledger_core::planner::{Action, Pause, PlannedEntry, Release};
 use cronledger_core::run::{Origin, Trigger};
 use cronledger_core::{
     plan, plan_until, Coverage, Lane, Plan, PlanInput, Reason, Run, Schedule, ScheduleSpec,
 };
+use cronledger_ledger::ledger::{ScheduleState, StoredSchedule};
 
 use tracing::Instrument;
 

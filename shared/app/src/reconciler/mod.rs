@@ -34,14 +34,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use cronledger_aws::keys::shard_of;
-use cronledger_aws::ledger::{RunChange, StoredSchedule};
 use cronledger_aws::{
     HealthStore, LaneQueue, LedgerStore, OpsStore, ReleaseStateStore, StoreError,
 };
 use cronledger_core::spec::Approval;
 use cronledger_core::ScheduleSpec;
 use cronledger_core::{Lane, Reason, Run, RunEvent, RunStatus};
+use cronledger_ledger::keys::shard_of;
+use cronledger_ledger::ledger::{RunChange, StoredSchedule};
 use futures_util::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
 

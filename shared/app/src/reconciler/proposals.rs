@@ -10,11 +10,11 @@
 //! gap unplanned (the watermark moves last) and the next pass finds the item already there.
 
 use chrono::{DateTime, Utc};
-use cronledger_aws::ledger::StoredSchedule;
 use cronledger_aws::{Backfill, BackfillLimits, BackfillState, Reprocess, StoreError};
 use cronledger_core::planner::BackfillProposal;
 use cronledger_core::window::utc_text;
 use cronledger_core::{Plan, Run, Schedule, Trigger};
+use cronledger_ledger::ledger::StoredSchedule;
 
 use super::{ReconcileError, ReconcileReport, Reconciler};
 use crate::metrics::Metric;

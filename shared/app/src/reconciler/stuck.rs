@@ -31,9 +31,9 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use cronledger_aws::ledger::{RunChange, StoredSchedule};
 use cronledger_aws::StoreError;
 use cronledger_core::{Lane, Reason, Run, RunEvent, RunStatus, Trigger};
+use cronledger_ledger::ledger::{RunChange, StoredSchedule};
 
 use crate::alerting::Held;
 use crate::metrics::Metric;

@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use axum::extract::State;
 use chrono::{DateTime, Utc};
-use cronledger_aws::ledger::ChangeMeta;
 use cronledger_aws::{BackfillState, LaneQueue, LedgerStore, OpsStore};
 use cronledger_core::window::utc_text;
 use cronledger_core::{RunStatus, Trigger};
+use cronledger_ledger::ledger::ChangeMeta;
 
 use super::agenda::Lever;
 use super::SimulateError;

@@ -38,7 +38,6 @@ use std::time::Instant;
 use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
 use cronledger_aws::lanes::LaneSettings;
-use cronledger_aws::ledger::ChangeMeta;
 use cronledger_aws::notify::{MemoryNotifier, Tee};
 use cronledger_aws::MeterSnapshot;
 use cronledger_aws::{AlertStore, HealthStore, Notifier};
@@ -48,6 +47,7 @@ use cronledger_aws::{
 use cronledger_core::alerts::Alert;
 use cronledger_core::run::Origin;
 use cronledger_core::{JobSpec, Lane, Run, Schedule, ScheduleSpec, Span};
+use cronledger_ledger::ledger::ChangeMeta;
 use futures_util::future::join_all;
 use serde::Serialize;
 use tokio::task::JoinSet;

@@ -3,10 +3,10 @@
 //! a paused or overlapping window, or an approval hold) with its overlap check.
 
 use chrono::{DateTime, Utc};
-use cronledger_aws::ledger::{Fire, FireOutcome, StoredSchedule, MAX_FIRES_PER_TRANSACTION};
 use cronledger_aws::StoreError;
 use cronledger_core::admission::{decide, Ask, Candidate, Moment};
 use cronledger_core::{OverlapPolicy, Reason, Run, RunStatus, Trigger};
+use cronledger_ledger::ledger::{Fire, FireOutcome, StoredSchedule, MAX_FIRES_PER_TRANSACTION};
 use futures_util::stream::{self, StreamExt};
 use tracing::Instrument;
 

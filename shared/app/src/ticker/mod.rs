@@ -16,10 +16,10 @@ mod redispatch;
 mod send;
 
 use chrono::{DateTime, Utc};
-use cronledger_aws::ledger::StoredSchedule;
 use cronledger_aws::{HealthStore, LaneQueue, LedgerStore, StoreError};
 use cronledger_core::overlap::ActiveRun;
 use cronledger_core::{Run, Span};
+use cronledger_ledger::ledger::StoredSchedule;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -304,7 +304,7 @@ impl Ticker {
         shard: u32,
         until: DateTime<Utc>,
         cursor: Option<&str>,
-    ) -> Result<cronledger_aws::ledger::Page<StoredSchedule>, StoreError> {
+    ) -> Result<cronledger_ledger::ledger::Page<StoredSchedule>, StoreError> {
         self.store
             .due_schedules_page(shard, until, self.config.due_page_size, cursor)
             .await
@@ -365,8 +365,8 @@ impl Ticker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cronledger_aws::ledger::ScheduleState;
     use cronledger_core::ScheduleSpec;
+    use cronledger_ledger::ledger::ScheduleState;
 
     fn t(s: &str) -> DateTime<Utc> {
         s.parse().expect("instant")

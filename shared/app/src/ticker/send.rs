@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use cronledger_aws::ledger::RunChange;
 use cronledger_aws::{LaneError, LaneMessage, StoreError};
 use cronledger_core::{Run, RunEvent, RunStatus};
+use cronledger_ledger::ledger::RunChange;
 
 use super::Ticker;
 use crate::faults::CrashPoint;

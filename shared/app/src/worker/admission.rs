@@ -5,7 +5,6 @@
 //! that finds its run taken, finished or between steps, a lost attempt, and ALREADY_DONE.
 
 use chrono::{DateTime, Utc};
-use cronledger_aws::ledger::StoredSchedule;
 use cronledger_aws::StoreError;
 use cronledger_core::admission::{
     decide, needs_approval, Admission as RuleBook, Ask, Candidate, Moment,
@@ -14,6 +13,7 @@ use cronledger_core::{
     late_start, planned_with_its_gap, Lane, OverlapPolicy, Reason, Run, RunEvent, RunKey,
     RunStatus, Schedule, Trigger,
 };
+use cronledger_ledger::ledger::StoredSchedule;
 
 use cronledger_core::steps::handed_over;
 

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use cronledger_aws::ledger::RunChange;
 use cronledger_aws::StoreError;
 use cronledger_core::{Lane, Run, RunEvent, RunStatus, Schedule};
+use cronledger_ledger::ledger::RunChange;
 
 use super::steps::Work;
 use super::{Delivery, Worker};

@@ -5,11 +5,11 @@
 
 use chrono::{DateTime, Utc};
 use cronledger_aws::lanes::{ChildRef, HandlerFailure};
-use cronledger_aws::ledger::{ChildChange, RunChange, StoredSchedule};
 use cronledger_aws::StoreError;
 use cronledger_core::children::{self, Child, ChildCounts, ChildStatus, ChildrenOutcome};
 use cronledger_core::run::RunResult;
 use cronledger_core::{Lane, Run, RunEvent, RunStatus};
+use cronledger_ledger::ledger::{ChildChange, RunChange, StoredSchedule};
 
 use super::steps::Work;
 use super::{Delivery, Worker};

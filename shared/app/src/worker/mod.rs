@@ -27,9 +27,9 @@ use std::sync::Arc;
 use cronledger_aws::lanes::{
     process_batch, BatchReport, HandlerFailure, MessageOutcome, SqsRecord,
 };
-use cronledger_aws::ledger::RunChange;
 use cronledger_aws::{HealthStore, LaneMessage, LaneQueue, LedgerStore, StoreError};
 use cronledger_core::{Lane, Reason, Run, Span, StartWait};
+use cronledger_ledger::ledger::RunChange;
 
 use crate::alerting::Alerter;
 use crate::backoff::Backoff;

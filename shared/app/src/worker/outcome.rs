@@ -4,10 +4,10 @@
 //! on the first success after failures, which the schedule the worker already read shows.
 
 use chrono::{DateTime, Utc};
-use cronledger_aws::ledger::StoredSchedule;
 use cronledger_aws::{ChangeMeta, StoreError, StreakChange};
 use cronledger_core::alerts::{self, About, Alert, RunRef};
 use cronledger_core::{Run, RunStatus};
+use cronledger_ledger::ledger::StoredSchedule;
 
 use super::Worker;
 use crate::alerting::Held;

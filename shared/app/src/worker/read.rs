@@ -4,9 +4,9 @@
 
 use chrono::{DateTime, SubsecRound, Utc};
 use cronledger_aws::lanes::HandlerFailure;
-use cronledger_aws::ledger::{RecentRuns, StoredSchedule};
 use cronledger_aws::StoreError;
 use cronledger_core::{Lane, OverlapPolicy, Run, RunKey};
+use cronledger_ledger::ledger::{RecentRuns, StoredSchedule};
 
 use super::Worker;
 use crate::overlap::RECENT_RUNS;

@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use cronledger_aws::lanes::HandlerFailure;
-use cronledger_aws::ledger::{RunChange, StoredSchedule};
 use cronledger_aws::{LaneMessage, StoreError};
 use cronledger_core::admission::lane_of;
 use cronledger_core::run::RunResult;
 use cronledger_core::{Lane, OverlapPolicy, Reason, Run, RunEvent, RunStatus};
+use cronledger_ledger::ledger::{RunChange, StoredSchedule};
 
 use super::attempt::AFFECTED_OVER_LIMIT;
 use super::steps::Work;

@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use cronledger_aws::lanes::HandlerFailure;
-use cronledger_aws::ledger::{RunChange, StoredSchedule};
 use cronledger_aws::{LaneMessage, StoreError};
 use cronledger_core::steps::{self, AttemptBudget, StepCheckpoint};
 use cronledger_core::{IdempotencyKey, JobSpec, Run, RunEvent, RunStatus, ScheduleSpec, Span};
+use cronledger_ledger::ledger::{RunChange, StoredSchedule};
 
 use super::{Delivery, Worker};
 use crate::faults::CrashPoint;

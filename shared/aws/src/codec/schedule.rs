@@ -4,8 +4,6 @@
 //! scheduler conditions on (`version`, `state`, `next_run_at`, `reconciled_through`) has
 //! attributes of its own.
 
-use serde_json::json;
-
 use crate::error::StoreError;
 use crate::item::{Item, ItemReader, ItemWriter};
 use crate::keys::{self, GSI1PK, GSI1SK, GSI3PK, GSI3SK, PK, SK};
@@ -112,16 +110,6 @@ pub fn decode(item: &Item) -> Result<StoredSchedule, StoreError> {
             Some(_) => r.json(DOWNSTREAM)?,
             None => Vec::new(),
         },
-    })
-}
-
-/// The document an audit entry records as "before" and "after".
-pub fn audit_view(schedule: &StoredSchedule) -> serde_json::Value {
-    json!({
-        "spec": schedule.spec,
-        "version": schedule.version,
-        "state": schedule.state.as_str(),
-        "pauses": schedule.pauses,
     })
 }
 

@@ -78,7 +78,7 @@ impl DynamoLedger {
                 .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
                 .send()
                 .await
-                .map_err(|e| StoreError::request("DeleteItem", e))?;
+                .map_err(|e| crate::error::store_request("DeleteItem", e))?;
             self.meter
                 .record_capacity("DeleteItem", out.consumed_capacity());
             return Ok(());

@@ -57,7 +57,7 @@ impl DynamoLedger {
                     .return_consumed_capacity(ReturnConsumedCapacity::Total)
                     .send()
                     .await
-                    .map_err(|e| StoreError::request("BatchGetItem", e))?;
+                    .map_err(|e| crate::error::store_request("BatchGetItem", e))?;
                 self.meter
                     .record_capacity("BatchGetItem", out.consumed_capacity());
                 for item in out

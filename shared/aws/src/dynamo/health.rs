@@ -116,7 +116,7 @@ impl HealthStore for DynamoLedger {
             let out = update
                 .send()
                 .await
-                .map_err(|e| StoreError::request("UpdateItem", e))?;
+                .map_err(|e| crate::error::store_request("UpdateItem", e))?;
             self.meter
                 .record_capacity("UpdateItem", out.consumed_capacity());
             Ok(())

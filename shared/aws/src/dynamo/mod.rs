@@ -108,7 +108,7 @@ impl DynamoLedger {
             let Some(TransactWriteItemsError::TransactionCanceledException(canceled)) =
                 err.as_service_error()
             else {
-                return Err(TxError::Failed(StoreError::request(
+                return Err(TxError::Failed(crate::error::store_request(
                     "TransactWriteItems",
                     err,
                 )));
@@ -124,7 +124,7 @@ impl DynamoLedger {
                 .iter()
                 .any(|r| r.code() == Some("TransactionConflict"))
             {
-                return Err(TxError::Failed(StoreError::request(
+                return Err(TxError::Failed(crate::error::store_request(
                     "TransactWriteItems",
                     err,
                 )));
@@ -208,7 +208,7 @@ where
     {
         Ok(false)
     } else {
-        Err(StoreError::request(operation, err))
+        Err(crate::error::store_request(operation, err))
     }
 }
 

@@ -54,7 +54,7 @@ impl DynamoLedger {
                     None => Ok(Created::Existing(self.get_run_impl(&run.key).await?)),
                 }
             }
-            _ => Err(StoreError::request("PutItem", err)),
+            _ => Err(crate::error::store_request("PutItem", err)),
         }
     }
 
@@ -111,7 +111,7 @@ impl DynamoLedger {
         };
         let Some(UpdateItemError::ConditionalCheckFailedException(failed)) = err.as_service_error()
         else {
-            return Err(StoreError::request("UpdateItem", err));
+            return Err(crate::error::store_request("UpdateItem", err));
         };
         let stored = match failed.item() {
             Some(item) => Some(codec::decode(item)?),

@@ -396,7 +396,7 @@ impl DynamoLedger {
             .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
             .await
-            .map_err(|e| StoreError::request("GetItem", e))?;
+            .map_err(|e| crate::error::store_request("GetItem", e))?;
         self.meter
             .record_capacity("GetItem", out.consumed_capacity());
         Ok(out.item)
@@ -499,7 +499,7 @@ impl DynamoLedger {
             .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
             .await
-            .map_err(|e| StoreError::request("Query", e))?;
+            .map_err(|e| crate::error::store_request("Query", e))?;
         self.meter.record_capacity("Query", out.consumed_capacity());
         Ok(out)
     }

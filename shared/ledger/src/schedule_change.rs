@@ -18,7 +18,7 @@ fn compiled(spec: &ScheduleSpec) -> Result<Schedule, StoreError> {
 /// The fire time (`next_run_at`) of the first occurrence strictly after `at` under `spec`.
 /// None for a schedule that runs `after` upstreams: the ticker never fires it (its windows
 /// are created when the upstreams' end), so it stays out of the `due` index.
-pub(crate) fn next_after(
+pub fn next_after(
     spec: &ScheduleSpec,
     at: DateTime<Utc>,
 ) -> Result<Option<DateTime<Utc>>, StoreError> {
@@ -33,7 +33,7 @@ fn fired_by_ticker(spec: &ScheduleSpec) -> bool {
 }
 
 /// A new schedule at version 1.
-pub(crate) fn created(
+pub fn created(
     spec: ScheduleSpec,
     meta: &ChangeMeta,
     shards: u32,
@@ -56,7 +56,7 @@ pub(crate) fn created(
 }
 
 /// `current` with `spec` in force (version and `updated_at` are the caller's).
-pub(crate) fn updated(
+pub fn updated(
     current: &StoredSchedule,
     spec: &ScheduleSpec,
     meta: &ChangeMeta,
@@ -83,10 +83,7 @@ pub(crate) fn updated(
     })
 }
 
-pub(crate) fn paused(
-    current: &StoredSchedule,
-    meta: &ChangeMeta,
-) -> Result<StoredSchedule, StoreError> {
+pub fn paused(current: &StoredSchedule, meta: &ChangeMeta) -> Result<StoredSchedule, StoreError> {
     if current.state != ScheduleState::Active {
         return Err(StoreError::InvalidRequest(format!(
             "schedule `{}` is {}, only an ACTIVE schedule can be paused",
@@ -109,10 +106,7 @@ pub(crate) fn paused(
     })
 }
 
-pub(crate) fn resumed(
-    current: &StoredSchedule,
-    meta: &ChangeMeta,
-) -> Result<StoredSchedule, StoreError> {
+pub fn resumed(current: &StoredSchedule, meta: &ChangeMeta) -> Result<StoredSchedule, StoreError> {
     if current.state != ScheduleState::Paused {
         return Err(StoreError::InvalidRequest(format!(
             "schedule `{}` is {}, only a PAUSED schedule can be resumed",
@@ -137,7 +131,7 @@ pub(crate) fn resumed(
     })
 }
 
-pub(crate) fn archived(current: &StoredSchedule) -> Result<StoredSchedule, StoreError> {
+pub fn archived(current: &StoredSchedule) -> Result<StoredSchedule, StoreError> {
     Ok(StoredSchedule {
         state: ScheduleState::Archived,
         ..current.clone()
@@ -146,7 +140,7 @@ pub(crate) fn archived(current: &StoredSchedule) -> Result<StoredSchedule, Store
 
 /// Whether a change may apply to `current`: the version the caller expects (none: whatever
 /// is current) and not archived.
-pub(crate) fn check_changeable(
+pub fn check_changeable(
     current: &StoredSchedule,
     expected_version: Option<u64>,
 ) -> Result<(), StoreError> {
@@ -165,7 +159,7 @@ pub(crate) fn check_changeable(
 }
 
 /// The audit entry a change writes beside the schedule at its new version.
-pub(crate) fn change_entry(
+pub fn change_entry(
     action: AuditAction,
     before: Option<&StoredSchedule>,
     after: &StoredSchedule,
@@ -178,14 +172,14 @@ pub(crate) fn change_entry(
         actor: meta.actor.clone(),
         reason: meta.reason.clone(),
         at: meta.at,
-        before: before.map(crate::codec::schedule::audit_view),
-        after: crate::codec::schedule::audit_view(after),
+        before: before.map(audit_view),
+        after: audit_view(after),
         details: meta.details.clone(),
     }
 }
 
 /// The audit entry of an operator's action, under the version current when it was taken.
-pub(crate) fn operator_entry(action: &OperatorAction, version: u64) -> AuditEntry {
+pub fn operator_entry(action: &OperatorAction, version: u64) -> AuditEntry {
     AuditEntry {
         schedule_id: action.schedule_id.clone(),
         version,
@@ -197,4 +191,14 @@ pub(crate) fn operator_entry(action: &OperatorAction, version: u64) -> AuditEntr
         after: serde_json::Value::Null,
         details: Some(action.details.clone()),
     }
+}
+
+/// The document an audit entry records as "before" and "after".
+pub fn audit_view(schedule: &StoredSchedule) -> serde_json::Value {
+    serde_json::json!({
+        "spec": schedule.spec,
+        "version": schedule.version,
+        "state": schedule.state.as_str(),
+        "pauses": schedule.pauses,
+    })
 }

@@ -1,5 +1,5 @@
 //! The ledger as the functions see it: a small trait over schedules and runs, and the types
-//! its operations take and return. [`crate::dynamo::DynamoLedger`] is the DynamoDB version.
+//! its operations take and return. `cronledger_aws::DynamoLedger` is the DynamoDB version.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -362,7 +362,7 @@ pub fn check_new_run(run: &Run) -> Result<(), StoreError> {
 }
 
 /// Refuses a batch of fires over [`MAX_FIRES_PER_TRANSACTION`] (both stores).
-pub(crate) fn check_fire_batch(fires: &[Fire]) -> Result<(), StoreError> {
+pub fn check_fire_batch(fires: &[Fire]) -> Result<(), StoreError> {
     if fires.len() > MAX_FIRES_PER_TRANSACTION {
         return Err(StoreError::InvalidRequest(format!(
             "{} fires at once; at most {MAX_FIRES_PER_TRANSACTION}",
@@ -376,7 +376,7 @@ pub(crate) fn check_fire_batch(fires: &[Fire]) -> Result<(), StoreError> {
 /// still the one the run was planned under (same version, ACTIVE), so another writer moved
 /// it and the run stands, or an edit, pause or archive got in between and the run is to be
 /// taken back. `current` is the schedule as read then.
-pub(crate) fn fire_still_planned(
+pub fn fire_still_planned(
     current: Result<StoredSchedule, StoreError>,
     fire: &Fire,
 ) -> Result<bool, StoreError> {
