@@ -1,10 +1,10 @@
 //! What follows a run's terminal transition, whoever wrote it: the ticker (a window
 //! recorded SKIPPED at its fire), the worker (an attempt's end, a run it skipped or gave
 //! up), the reconciler (missed and dependent windows, approvals that timed out) and the
-//! api (an operator's cancel or reject). Each of them calls [`ended`] with the run as written, so a
-//! schedule's health counts every window once, however it ended. A held window folded
-//! into a backfill (COALESCED by an approval) is not counted: the backfill's run for the
-//! window counts it when it ends.
+//! api (an operator's cancel or reject). Each of them calls [`ended`] with the run as
+//! written, so a schedule's health counts every window once, however it ended. A held
+//! window folded into a backfill (COALESCED by an approval) is not counted: the
+//! backfill's run for the window counts it when it ends.
 
 use chrono::{DateTime, Utc};
 use cronledger_aws::{HealthStore, Outcome};

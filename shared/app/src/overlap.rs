@@ -48,9 +48,9 @@ pub async fn active_before(
 pub const RECENT_RUNS: u32 = 25;
 
 /// The runs still in flight or waiting among `recent` (see [`active_runs_of`]).
-pub fn active_among(recent: &[Run]) -> Vec<ActiveRun> {
+pub fn active_among<'a>(recent: impl IntoIterator<Item = &'a Run>) -> Vec<ActiveRun> {
     recent
-        .iter()
+        .into_iter()
         .filter(|r| ActiveRun::counts(r))
         .map(ActiveRun::of)
         .collect()

@@ -42,7 +42,6 @@ use crate::worker::{waits_for_children, HANDOVER_OWNER};
 use cronledger_aws::LaneMessage;
 use cronledger_core::admission::{decide, Admission, Ask, Candidate, Moment};
 use cronledger_core::children::ChildStatus;
-use cronledger_core::overlap::ActiveRun;
 use cronledger_core::steps::{handed_over, AttemptBudget};
 
 use super::{lane_of, ReconcileError, ReconcileReport, Reconciler, StuckReport};
@@ -176,11 +175,11 @@ impl Reconciler {
                 let Some(stored) = self.schedule_of(&run.key.schedule_id, schedules).await else {
                     return Verdict::Fine;
                 };
-                let others: Vec<ActiveRun> = active
-                    .iter()
-                    .filter(|o| o.key.schedule_id == run.key.schedule_id)
-                    .map(ActiveRun::of)
-                    .collect();
+                let others = crate::overlap::active_among(
+                    active
+                        .iter()
+                        .filter(|o| o.key.schedule_id == run.key.schedule_id),
+                );
                 let admission = decide(&Ask {
                     moment: Moment::Start,
                     spec: &stored.spec,

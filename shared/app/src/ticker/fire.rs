@@ -138,9 +138,8 @@ impl Ticker {
                 }
             };
             if created {
-                self.count_created(stored.id(), &fire.run, &mut report);
-                self.announce_hold(&stored, &fire.run).await;
-                crate::outcomes::ended(self.health.as_deref(), &fire.run, None, now).await;
+                self.after_created(&stored, &fire.run, &mut report, now)
+                    .await;
             }
             if fire.next_run_at.is_some_and(|next| next <= until) {
                 stored.next_run_at = fire.next_run_at;
@@ -260,7 +259,21 @@ impl Ticker {
         Ok((run, send))
     }
 
-    pub(super) fn count_created(&self, schedule_id: &str, run: &Run, report: &mut TickReport) {
+    /// After the ticker created `run`: counted in the tick's report and metrics, its hold
+    /// announced, its end (a window recorded SKIPPED) counted on health.
+    async fn after_created(
+        &self,
+        stored: &StoredSchedule,
+        run: &Run,
+        report: &mut TickReport,
+        now: DateTime<Utc>,
+    ) {
+        self.count_created(stored.id(), run, report);
+        self.announce_hold(stored, run).await;
+        crate::outcomes::ended(self.health.as_deref(), run, None, now).await;
+    }
+
+    fn count_created(&self, schedule_id: &str, run: &Run, report: &mut TickReport) {
         report.created += 1;
         self.metrics.count_for(schedule_id, Metric::RunsCreated, 1);
         if run.status == RunStatus::Skipped {
@@ -293,9 +306,7 @@ impl Ticker {
         };
         match self.store.fire(&fire).await? {
             FireOutcome::Created => {
-                self.count_created(stored.id(), &fire.run, report);
-                self.announce_hold(stored, &fire.run).await;
-                crate::outcomes::ended(self.health.as_deref(), &fire.run, None, now).await;
+                self.after_created(stored, &fire.run, report, now).await;
             }
             FireOutcome::Lost {
                 schedule_moved: true,
@@ -322,7 +333,7 @@ impl Ticker {
 
     /// A window created MANUAL_REQUIRED (it awaits an operator's approval): its alert and
     /// reminders.
-    pub(super) async fn announce_hold(&self, stored: &StoredSchedule, run: &Run) {
+    async fn announce_hold(&self, stored: &StoredSchedule, run: &Run) {
         if run.status != RunStatus::ManualRequired {
             return;
         }
