@@ -23,6 +23,7 @@ use cronledger_app::ticker::{TickEvent, Ticker, TickerConfig};
 use cronledger_aws::keys::{self, shards_for_fleet, ACTIVE_WRITES_PER_RUN};
 use cronledger_aws::lanes::LaneSettings;
 use cronledger_aws::ledger::{ChangeMeta, RunChange};
+use cronledger_aws::prelude::*;
 use cronledger_aws::{DynamoLedger, LedgerStore, ReleaseStateStore};
 use cronledger_core::{RunEvent, RunKey, RunStatus};
 use cronledger_tests::{scheduled_run, spec_with, TestLanes, TestLedger};

@@ -15,9 +15,8 @@ use cronledger_app::jobs::{HttpJob, HttpOptions, JobTargets};
 use cronledger_app::ticker::{TickEvent, TickReport, Ticker, TickerConfig};
 use cronledger_app::worker::{Worker, WorkerConfig};
 use cronledger_aws::lanes::{BatchReport, LaneSettings, Received, SqsRecord};
-use cronledger_aws::ledger::{
-    AuditEntry, ChangeMeta, Created, Fire, FireOutcome, Page, RecentRuns, RunChange, StoredSchedule,
-};
+use cronledger_aws::layer::{BoxFuture, Layer};
+use cronledger_aws::ledger::{ChangeMeta, RunChange, StoredSchedule};
 use cronledger_aws::{LaneError, LaneMessage, LaneQueue, LedgerStore, SqsLanes, StoreError};
 use cronledger_core::{Lane, Run, RunEvent, RunKey, RunStatus, ScheduleSpec, Span};
 
@@ -387,280 +386,41 @@ impl ObservedStore {
     }
 }
 
-#[async_trait]
-impl LedgerStore for ObservedStore {
-    async fn transition_run(&self, key: &RunKey, change: &RunChange) -> Result<Run, StoreError> {
-        let other = match change.event {
-            RunEvent::Start => lock(&self.before_start).take(),
-            _ => None,
-        };
-        if let Some(other) = other {
-            self.inner
-                .transition_run(key, &other)
-                .await
-                .expect("the interleaved change applies");
-        }
-        let result = self.inner.transition_run(key, change).await;
-        lock(&self.transitions).push(Transition {
-            run: key.clone(),
-            event: change.event,
-            from: change.from,
-            epoch: change.epoch,
-            outcome: result
-                .as_ref()
-                .map(|_| ())
-                .map_err(|e| e.code().to_string()),
-        });
-        result
+impl Layer for ObservedStore {
+    type Inner = dyn LedgerStore;
+
+    fn inner(&self) -> &(dyn LedgerStore + 'static) {
+        self.inner.as_ref()
     }
 
-    async fn create_schedule(
-        &self,
-        spec: ScheduleSpec,
-        meta: ChangeMeta,
-    ) -> Result<StoredSchedule, StoreError> {
-        self.inner.create_schedule(spec, meta).await
-    }
-
-    async fn update_schedule(
-        &self,
-        spec: ScheduleSpec,
-        expected_version: u64,
-        meta: ChangeMeta,
-    ) -> Result<StoredSchedule, StoreError> {
-        self.inner
-            .update_schedule(spec, expected_version, meta)
-            .await
-    }
-
-    async fn pause_schedule(
-        &self,
-        id: &str,
-        expected_version: Option<u64>,
-        meta: ChangeMeta,
-    ) -> Result<StoredSchedule, StoreError> {
-        self.inner.pause_schedule(id, expected_version, meta).await
-    }
-
-    async fn resume_schedule(
-        &self,
-        id: &str,
-        expected_version: Option<u64>,
-        meta: ChangeMeta,
-    ) -> Result<StoredSchedule, StoreError> {
-        self.inner.resume_schedule(id, expected_version, meta).await
-    }
-
-    async fn archive_schedule(
-        &self,
-        id: &str,
-        expected_version: Option<u64>,
-        meta: ChangeMeta,
-    ) -> Result<StoredSchedule, StoreError> {
-        self.inner
-            .archive_schedule(id, expected_version, meta)
-            .await
-    }
-
-    async fn get_schedule(&self, id: &str) -> Result<StoredSchedule, StoreError> {
-        self.inner.get_schedule(id).await
-    }
-
-    async fn list_schedules(
-        &self,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> Result<Page<StoredSchedule>, StoreError> {
-        self.inner.list_schedules(limit, cursor).await
-    }
-
-    async fn audit_log(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError> {
-        self.inner.audit_log(id).await
-    }
-
-    async fn schedule_spec_at(&self, id: &str, version: u64) -> Result<ScheduleSpec, StoreError> {
-        self.inner.schedule_spec_at(id, version).await
-    }
-
-    async fn record_operator_action(
-        &self,
-        action: &cronledger_aws::OperatorAction,
-    ) -> Result<AuditEntry, StoreError> {
-        self.inner.record_operator_action(action).await
-    }
-
-    async fn due_schedules(
-        &self,
-        shard: u32,
-        until: DateTime<Utc>,
-        limit: u32,
-    ) -> Result<Vec<StoredSchedule>, StoreError> {
-        self.inner.due_schedules(shard, until, limit).await
-    }
-
-    async fn due_schedules_page(
-        &self,
-        shard: u32,
-        until: chrono::DateTime<chrono::Utc>,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> Result<cronledger_aws::ledger::Page<StoredSchedule>, StoreError> {
-        self.inner
-            .due_schedules_page(shard, until, limit, cursor)
-            .await
-    }
-
-    async fn fire(&self, fire: &Fire) -> Result<FireOutcome, StoreError> {
-        self.inner.fire(fire).await
-    }
-
-    async fn fire_all(&self, fires: &[Fire]) -> Result<Vec<FireOutcome>, StoreError> {
-        self.inner.fire_all(fires).await
-    }
-
-    async fn advance_next_run(
-        &self,
-        id: &str,
-        expected: DateTime<Utc>,
-        next: Option<DateTime<Utc>>,
-    ) -> Result<bool, StoreError> {
-        self.inner.advance_next_run(id, expected, next).await
-    }
-
-    async fn advance_watermark(
-        &self,
-        id: &str,
-        expected: DateTime<Utc>,
-        through: DateTime<Utc>,
-    ) -> Result<bool, StoreError> {
-        self.inner.advance_watermark(id, expected, through).await
-    }
-
-    async fn set_downstream(&self, id: &str, downstream: &[String]) -> Result<(), StoreError> {
-        self.inner.set_downstream(id, downstream).await
-    }
-
-    async fn count_failure_streak(
-        &self,
-        id: &str,
-        change: cronledger_aws::StreakChange,
-    ) -> Result<u32, StoreError> {
-        self.inner.count_failure_streak(id, change).await
-    }
-
-    async fn create_run(&self, run: &Run) -> Result<Created, StoreError> {
-        self.inner.create_run(run).await
-    }
-
-    async fn get_run(&self, key: &RunKey) -> Result<Run, StoreError> {
-        self.inner.get_run(key).await
-    }
-
-    async fn put_children(
-        &self,
-        parent: &RunKey,
-        children: &[cronledger_core::children::Child],
-    ) -> Result<(), StoreError> {
-        self.inner.put_children(parent, children).await
-    }
-
-    async fn get_child(
-        &self,
-        parent: &RunKey,
-        step: u32,
-        index: u32,
-    ) -> Result<cronledger_core::children::Child, StoreError> {
-        self.inner.get_child(parent, step, index).await
-    }
-
-    async fn children_of(
-        &self,
-        parent: &RunKey,
-        step: u32,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> Result<cronledger_aws::ledger::Page<cronledger_core::children::Child>, StoreError> {
-        self.inner.children_of(parent, step, limit, cursor).await
-    }
-
-    async fn change_child(
-        &self,
-        parent: &RunKey,
-        change: &cronledger_aws::ledger::ChildChange,
-    ) -> Result<cronledger_core::children::Child, StoreError> {
-        self.inner.change_child(parent, change).await
-    }
-
-    async fn get_run_with_attempts(
-        &self,
-        key: &RunKey,
-    ) -> Result<(Run, Vec<cronledger_core::Attempt>), StoreError> {
-        self.inner.get_run_with_attempts(key).await
-    }
-
-    async fn active_runs(
-        &self,
-        shard: u32,
-        status: Option<RunStatus>,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> Result<Page<Run>, StoreError> {
-        self.inner.active_runs(shard, status, limit, cursor).await
-    }
-
-    async fn recent_runs(
-        &self,
-        schedule_id: &str,
-        limit: u32,
-        at: Option<DateTime<Utc>>,
-    ) -> Result<RecentRuns, StoreError> {
-        self.inner.recent_runs(schedule_id, limit, at).await
-    }
-
-    async fn schedule_with_recent_runs(
-        &self,
-        schedule_id: &str,
-        limit: u32,
-        at: Option<DateTime<Utc>>,
-    ) -> Result<(StoredSchedule, RecentRuns), StoreError> {
-        self.inner
-            .schedule_with_recent_runs(schedule_id, limit, at)
-            .await
-    }
-
-    async fn running_before(
-        &self,
-        schedule_id: &str,
-        before: DateTime<Utc>,
-    ) -> Result<Vec<Run>, StoreError> {
-        self.inner.running_before(schedule_id, before).await
-    }
-
-    async fn pending_live_runs(
-        &self,
-        shard: u32,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-        limit: u32,
-    ) -> Result<Vec<Run>, StoreError> {
-        self.inner.pending_live_runs(shard, from, to, limit).await
-    }
-
-    async fn run_history(
-        &self,
-        schedule_id: &str,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> Result<Page<Run>, StoreError> {
-        self.inner.run_history(schedule_id, limit, cursor).await
-    }
-
-    async fn runs_between(
-        &self,
-        schedule_id: &str,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-    ) -> Result<Vec<Run>, StoreError> {
-        self.inner.runs_between(schedule_id, from, to).await
+    fn intercept_transition<'a>(
+        &'a self,
+        key: &'a RunKey,
+        change: &'a RunChange,
+    ) -> BoxFuture<'a, Result<Run, StoreError>> {
+        Box::pin(async move {
+            let other = match change.event {
+                RunEvent::Start => lock(&self.before_start).take(),
+                _ => None,
+            };
+            if let Some(other) = other {
+                self.inner
+                    .transition_run(key, &other)
+                    .await
+                    .expect("the interleaved change applies");
+            }
+            let result = self.inner.transition_run(key, change).await;
+            lock(&self.transitions).push(Transition {
+                run: key.clone(),
+                event: change.event,
+                from: change.from,
+                epoch: change.epoch,
+                outcome: result
+                    .as_ref()
+                    .map(|_| ())
+                    .map_err(|e| e.code().to_string()),
+            });
+            result
+        })
     }
 }

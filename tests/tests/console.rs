@@ -16,7 +16,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 
 use chrono::{TimeDelta, Utc};
-use cronledger_aws::{DynamoLedger, LedgerStore};
+use cronledger_aws::prelude::*;
+use cronledger_aws::DynamoLedger;
 use cronledger_core::{Reason, RunEvent, RunStatus, Timing};
 use cronledger_tests::webdriver::{browser_binaries, free_port, Browser, WAIT};
 use cronledger_tests::{clients, ended_run, scheduled_run};

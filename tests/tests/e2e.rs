@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use cronledger_aws::lanes::sqs::ERROR_CODE_ATTRIBUTE;
 use cronledger_aws::lanes::LaneSettings;
-use cronledger_aws::LedgerStore;
+use cronledger_aws::prelude::*;
 use cronledger_core::Lane;
 use cronledger_tests::api::{auth_config, ADMIN, OPERATOR, VIEWER};
 use cronledger_tests::event_source::EventSource;

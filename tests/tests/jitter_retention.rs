@@ -9,7 +9,7 @@ use cronledger_aws::item::Item;
 use cronledger_aws::keys::{self, EXPIRES_AT};
 use cronledger_aws::lanes::LaneSettings;
 use cronledger_aws::ledger::RunChange;
-use cronledger_aws::LedgerStore;
+use cronledger_aws::prelude::*;
 use cronledger_core::retention::KEPT_LONGER;
 use cronledger_core::{Reason, RunEvent, RunKey, RunStatus, Schedule, ScheduleSpec};
 use cronledger_tests::app::AppEnv;

@@ -5,7 +5,8 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use cronledger_aws::codec::run as attrs;
 use cronledger_aws::item::Item;
 use cronledger_aws::keys;
-use cronledger_aws::{LedgerStore, StoreError};
+use cronledger_aws::prelude::*;
+use cronledger_aws::StoreError;
 use cronledger_tests::{scheduled_run, spec, t, TestLedger};
 
 async fn put_raw(env: &TestLedger, item: Item) {

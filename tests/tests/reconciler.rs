@@ -11,6 +11,7 @@ use cronledger_app::reconciler::{proposed_backfill_id, QuietSignals, ReconcileEv
 use cronledger_app::ticker::{TickEvent, Ticker};
 use cronledger_aws::lanes::LaneSettings;
 use cronledger_aws::ledger::RunChange;
+use cronledger_aws::prelude::*;
 use cronledger_aws::{BackfillState, DynamoLedger, LedgerStore, OpsStore, ReleaseStateStore};
 use cronledger_core::run::Origin;
 use cronledger_core::window::utc_text;

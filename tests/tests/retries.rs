@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use cronledger_aws::{AwsClients, AwsSettings, DynamoLedger, LedgerStore, StoreError};
+use cronledger_aws::prelude::*;
+use cronledger_aws::{AwsClients, AwsSettings, DynamoLedger, StoreError};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 

@@ -27,13 +27,14 @@ use cronledger_aws::config::load_sdk_config;
 use cronledger_aws::lanes::LaneSettings;
 use cronledger_aws::ledger::ChangeMeta;
 use cronledger_aws::notify::notifier_from_env;
-use cronledger_aws::{AwsSettings, LedgerStore};
+use cronledger_aws::AwsSettings;
 use cronledger_core::{Lane, Span, ValidationRules};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::watch;
 
 use super::{load_local_manifest, stack, CliError};
 use crate::args::LocalArgs;
+use cronledger_aws::prelude::*;
 
 pub fn run(args: LocalArgs) -> Result<ExitCode, CliError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()

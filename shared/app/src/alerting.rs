@@ -169,6 +169,7 @@ mod tests {
     use cronledger_aws::{ChangeMeta, MemoryStore, RequestMeter};
     use cronledger_core::alerts::{self, About, AlertSettings, RunRef};
     use cronledger_core::{Priority, Window};
+    use cronledger_ledger::prelude::*;
 
     use super::*;
 

@@ -20,7 +20,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use cronledger_aws::StoreError;
 use cronledger_core::{JobSpec, Run};
-use cronledger_ledger::ledger::{LedgerStore, StoredSchedule};
+use cronledger_ledger::ledger::StoredSchedule;
+use cronledger_ledger::LedgerStore;
 
 /// Versions a worker remembers by default: a few per schedule edited while runs were in
 /// flight, far more than a lane's batch ever holds.

@@ -226,6 +226,7 @@ impl Components {
 
 #[cfg(test)]
 mod tests {
+    use cronledger_ledger::prelude::*;
     use std::collections::BTreeMap;
 
     use chrono::{DateTime, TimeDelta, Utc};

@@ -12,11 +12,14 @@ pub mod item;
 pub mod lanes;
 pub mod memory;
 pub mod meter;
+pub mod metered;
 pub mod notify;
 pub mod table;
 
 // The port this crate implements, under the paths its users and its own modules name.
-pub use cronledger_ledger::{alerts, control, health, keys, ledger, ops, schedule_change};
+pub use cronledger_ledger::{
+    alerts, control, health, keys, layer, ledger, ops, prelude, schedule_change, store,
+};
 
 pub use alerts::{AlertStore, Awaiting, HeldWork, Notifier, NotifyError, RecordedAlert};
 pub use config::{AwsClients, AwsSettings};
@@ -26,14 +29,17 @@ pub use error::{LaneError, StoreError};
 pub use health::{DayTally, HealthStore, Outcome};
 pub use lanes::{LaneMessage, LaneQueue, QueueDepth, SqsLanes};
 pub use ledger::{
-    AuditAction, AuditEntry, ChangeMeta, Created, Fire, FireOutcome, LedgerStore, OperatorAction,
-    Page, Pause, RecentRuns, RunChange, ScheduleState, StoredSchedule, StreakChange,
+    AuditAction, AuditEntry, ChangeMeta, Created, Fire, FireOutcome, OperatorAction, Page, Pause,
+    RecentRuns, RunChange, ScheduleState, StoredSchedule, StreakChange,
 };
 pub use memory::MemoryStore;
 pub use meter::{metered, CapacityTarget, MeterSnapshot, RequestMeter, Units, Usage};
+pub use metered::Metered;
 pub use notify::{notifier_from_env, MemoryNotifier, SnsNotifier};
 pub use ops::{
     ApprovalReason, Backfill, BackfillLimits, BackfillState, IdempotencyClaim, KillSwitch,
     OpsStore, PauseConditions, Reprocess, SystemAuditEntry,
 };
+pub use ops::{BackfillStore, SystemStore};
+pub use store::{ChildStore, LedgerStore, RunStore, ScheduleStore};
 pub use table::TableDefinition;

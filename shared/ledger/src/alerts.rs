@@ -12,6 +12,7 @@ use cronledger_core::RunKey;
 use serde::{Deserialize, Serialize};
 
 use crate::error::StoreError;
+use crate::layer::store_trait;
 
 /// An alert as the ledger holds it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,8 +38,8 @@ impl RecordedAlert {
 /// new alert, long after anyone would want it folded into the old one.
 pub const ALERT_RECORD_DAYS: i64 = 30;
 
-#[async_trait]
-pub trait AlertStore: Send + Sync {
+store_trait! {
+    pub trait AlertStore {
     /// Records `alert` unless its schedule already has one with the same key. `true`: this
     /// call recorded it, so this caller publishes it; `false`: it was there (another writer
     /// recorded it; the outbox publishes it if that writer did not).
@@ -75,6 +76,7 @@ pub trait AlertStore: Send + Sync {
         awaiting: &Awaiting,
         next: Option<DateTime<Utc>>,
     ) -> Result<(), StoreError>;
+}
 }
 
 /// Why a publish failed.

@@ -2,11 +2,11 @@
 //! catch-up lane (paused or not, why, since when, when it last released), so that pauses and
 //! resumes are recorded with their cause and survive from one invocation to the next.
 
-use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use cronledger_core::Lane;
 
 use crate::error::StoreError;
+use crate::layer::store_trait;
 
 /// The release state of one lane: `PK=RELEASE#{lane}`, `SK=STATE`.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,12 +40,13 @@ impl ReleaseState {
     }
 }
 
-/// Where the release states live.
-#[async_trait]
-pub trait ReleaseStateStore: Send + Sync {
+store_trait! {
+    /// Where the release states live.
+    pub trait ReleaseStateStore {
     async fn release_state(&self, lane: Lane) -> Result<Option<ReleaseState>, StoreError>;
 
     /// Stores `state` if the stored version is still `state.version` (absent for 0), at
     /// `state.version + 1`. `false` when another writer got there first.
     async fn put_release_state(&self, state: &ReleaseState) -> Result<bool, StoreError>;
+}
 }

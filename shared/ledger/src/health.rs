@@ -2,13 +2,13 @@
 //! computed from without reading its history. The worker adds a run's outcome where the run
 //! ends; the reconciler adds the windows it records SKIPPED.
 
-use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
 pub use cronledger_core::health::DayTally;
 use cronledger_core::{RunStatus, Span};
 use serde::{Deserialize, Serialize};
 
 use crate::error::StoreError;
+use crate::layer::store_trait;
 
 /// How one window ended, for the counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,8 +50,8 @@ pub fn outcome_of(
 /// How long a day's counters are kept (TTL): the longest health period is 30 days.
 pub const TALLY_DAYS: i64 = 35;
 
-#[async_trait]
-pub trait HealthStore: Send + Sync {
+store_trait! {
+    pub trait HealthStore {
     /// Adds `count` windows with `outcome` to `schedule`'s counters for `day` (one
     /// UpdateItem with ADD, so concurrent workers never lose a count).
     async fn count_outcome(
@@ -70,6 +70,7 @@ pub trait HealthStore: Send + Sync {
         from: NaiveDate,
         through: NaiveDate,
     ) -> Result<Vec<DayTally>, StoreError>;
+}
 }
 
 #[cfg(test)]

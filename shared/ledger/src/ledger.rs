@@ -1,12 +1,11 @@
 //! The ledger as the functions see it: a small trait over schedules and runs, and the types
 //! its operations take and return. `cronledger_aws::DynamoLedger` is the DynamoDB version.
 
-use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use cronledger_core::children::{Child, ChildCounts, ChildStatus};
 use cronledger_core::run::{is_initial, transition, RunResult};
 use cronledger_core::steps::StepCheckpoint;
-use cronledger_core::{Attempt, Lane, Reason, Run, RunEvent, RunKey, RunStatus, ScheduleSpec};
+use cronledger_core::{Lane, Reason, Run, RunEvent, RunStatus, ScheduleSpec};
 use serde::{Deserialize, Serialize};
 
 use crate::error::StoreError;
@@ -36,7 +35,7 @@ pub struct Pause {
 /// How many pauses a schedule remembers (older ones are beyond any catch-up horizon).
 pub const PAUSE_HISTORY: usize = 20;
 
-/// Fires per [`LedgerStore::fire_all`]: the ticker's batch of fires written side by side
+/// Fires per [`RunStore::fire_all`](crate::store::RunStore::fire_all): the ticker's batch of fires written side by side
 /// (two writes each) and sent 10 to a request.
 pub const MAX_FIRES_PER_TRANSACTION: usize = 50;
 
@@ -67,10 +66,10 @@ pub struct StoredSchedule {
     pub past_timings: Vec<PastTiming>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
-    /// Runs ended FAILED in a row since the last success (see [`LedgerStore::count_failure_streak`]).
+    /// Runs ended FAILED in a row since the last success (see [`ScheduleStore::count_failure_streak`](crate::store::ScheduleStore::count_failure_streak)).
     pub failure_streak: u32,
     /// The schedules that run `after` this one, sorted: who a run's end may start. Kept by
-    /// the reconciler from the specs (see [`LedgerStore::set_downstream`]), so it can lag an
+    /// the reconciler from the specs (see [`ScheduleStore::set_downstream`](crate::store::ScheduleStore::set_downstream)), so it can lag an
     /// edit by a pass; the specs' `after` is the truth.
     pub downstream: Vec<String>,
 }
@@ -287,7 +286,7 @@ pub struct RunChange {
     /// `None` keeps the stored ones.
     pub steps: Option<Vec<StepCheckpoint>>,
     /// Sets the run's children counters (their generator answered them, or failed ones
-    /// reopen); `None` keeps them. A child's end moves them through [`LedgerStore::change_child`].
+    /// reopen); `None` keeps them. A child's end moves them through [`ChildStore::change_child`](crate::store::ChildStore::change_child).
     pub children: Option<ChildCounts>,
 }
 
@@ -420,7 +419,7 @@ pub struct Page<T> {
     pub next: Option<String>,
 }
 
-/// What [`LedgerStore::recent_runs`] found, and how far back it looked.
+/// What [`RunStore::recent_runs`](crate::store::RunStore::recent_runs) found, and how far back it looked.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RecentRuns {
     pub runs: Vec<Run>,
@@ -428,230 +427,4 @@ pub struct RecentRuns {
     pub complete: bool,
     /// The window of the oldest run the read looked at (when not `complete`).
     pub oldest_read: Option<DateTime<Utc>>,
-}
-
-/// The ledger operations the Lambda functions use.
-#[async_trait]
-pub trait LedgerStore: Send + Sync {
-    /// Stores a validated spec at version 1, audited in the same transaction.
-    async fn create_schedule(
-        &self,
-        spec: ScheduleSpec,
-        meta: ChangeMeta,
-    ) -> Result<StoredSchedule, StoreError>;
-
-    /// Replaces the spec if the stored version is `expected_version` (else
-    /// `SCHEDULE_VERSION_CONFLICT`), audited in the same transaction.
-    async fn update_schedule(
-        &self,
-        spec: ScheduleSpec,
-        expected_version: u64,
-        meta: ChangeMeta,
-    ) -> Result<StoredSchedule, StoreError>;
-
-    async fn pause_schedule(
-        &self,
-        id: &str,
-        expected_version: Option<u64>,
-        meta: ChangeMeta,
-    ) -> Result<StoredSchedule, StoreError>;
-
-    async fn resume_schedule(
-        &self,
-        id: &str,
-        expected_version: Option<u64>,
-        meta: ChangeMeta,
-    ) -> Result<StoredSchedule, StoreError>;
-
-    /// Retires a schedule: no delete, its runs stay readable, it leaves the `due` index.
-    async fn archive_schedule(
-        &self,
-        id: &str,
-        expected_version: Option<u64>,
-        meta: ChangeMeta,
-    ) -> Result<StoredSchedule, StoreError>;
-
-    async fn get_schedule(&self, id: &str) -> Result<StoredSchedule, StoreError>;
-
-    async fn list_schedules(
-        &self,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> Result<Page<StoredSchedule>, StoreError>;
-
-    /// The audit log of a schedule, oldest first: its changes and operators' actions.
-    async fn audit_log(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError>;
-
-    /// The spec in force at `version`, from that version's audit entry (one read): what a
-    /// run created under `version` executes. Versions never change once written.
-    /// `SCHEDULE_VERSION_NOT_FOUND` when the schedule never had that version.
-    async fn schedule_spec_at(&self, id: &str, version: u64) -> Result<ScheduleSpec, StoreError>;
-
-    /// Records an operator's action in the schedule's audit log, right after the entry of
-    /// the version current now (the schedule itself is not changed).
-    async fn record_operator_action(
-        &self,
-        action: &OperatorAction,
-    ) -> Result<AuditEntry, StoreError>;
-
-    /// Schedules of a shard whose `next_run_at` is at or before `until`.
-    async fn due_schedules(
-        &self,
-        shard: u32,
-        until: DateTime<Utc>,
-        limit: u32,
-    ) -> Result<Vec<StoredSchedule>, StoreError>;
-
-    /// One page of a shard's schedules whose `next_run_at` is at or before `until`, in
-    /// `next_run_at` order, and a cursor for the next page: the ticker follows the pages
-    /// until none is left, so no due schedule waits behind a fixed read limit.
-    async fn due_schedules_page(
-        &self,
-        shard: u32,
-        until: DateTime<Utc>,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> Result<Page<StoredSchedule>, StoreError>;
-
-    /// The ticker's write: the run (if absent), then the advanced `next_run_at` (if
-    /// unchanged and the schedule still at the run's version). Two plain conditional writes,
-    /// run first; a run whose schedule was edited, paused or archived between them is taken
-    /// back, so the outcome is as one transaction's (see `dynamo::fire`).
-    async fn fire(&self, fire: &Fire) -> Result<FireOutcome, StoreError>;
-
-    /// Several fires, each for a different schedule (at most [`MAX_FIRES_PER_TRANSACTION`]),
-    /// each with its own outcome, in the fires' order.
-    async fn fire_all(&self, fires: &[Fire]) -> Result<Vec<FireOutcome>, StoreError> {
-        let mut outcomes = Vec::with_capacity(fires.len());
-        for fire in fires {
-            outcomes.push(self.fire(fire).await?);
-        }
-        Ok(outcomes)
-    }
-
-    /// Moves `next_run_at` on alone (when the run already existed), if unchanged.
-    async fn advance_next_run(
-        &self,
-        id: &str,
-        expected: DateTime<Utc>,
-        next: Option<DateTime<Utc>>,
-    ) -> Result<bool, StoreError>;
-
-    /// Moves the reconciler's watermark forward, if unchanged.
-    async fn advance_watermark(
-        &self,
-        id: &str,
-        expected: DateTime<Utc>,
-        through: DateTime<Utc>,
-    ) -> Result<bool, StoreError>;
-
-    /// Replaces the schedule's `downstream` list (one UpdateItem, no version condition: it
-    /// is derived from other schedules' specs, not part of this one's rule).
-    async fn set_downstream(&self, id: &str, downstream: &[String]) -> Result<(), StoreError>;
-
-    /// Moves the schedule's failure streak with a run's end (one UpdateItem, no version
-    /// condition: it is not part of the rule) and answers the streak after it. A success
-    /// only writes when the streak was not 0, so a healthy schedule's runs pay nothing.
-    async fn count_failure_streak(&self, id: &str, change: StreakChange)
-        -> Result<u32, StoreError>;
-
-    /// Puts the run unless one exists for its key; returns whichever is stored.
-    async fn create_run(&self, run: &Run) -> Result<Created, StoreError>;
-
-    async fn get_run(&self, key: &RunKey) -> Result<Run, StoreError>;
-
-    /// The run and its attempts (the most recent ones; see `codec::attempt`), oldest first,
-    /// in one read. The opening and ending transitions record them; nobody else writes them.
-    async fn get_run_with_attempts(&self, key: &RunKey) -> Result<(Run, Vec<Attempt>), StoreError>;
-
-    /// Applies one event, conditioned on the current status and lease epoch.
-    async fn transition_run(&self, key: &RunKey, change: &RunChange) -> Result<Run, StoreError>;
-
-    /// Stores each child of `parent` that is not stored yet (a generator run again after a
-    /// lost attempt answers the same children, and the ones kept are not reset).
-    async fn put_children(&self, parent: &RunKey, children: &[Child]) -> Result<(), StoreError>;
-
-    async fn get_child(&self, parent: &RunKey, step: u32, index: u32) -> Result<Child, StoreError>;
-
-    /// One page of the children one step of `parent` answered, by index.
-    async fn children_of(
-        &self,
-        parent: &RunKey,
-        step: u32,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> Result<Page<Child>, StoreError>;
-
-    /// Changes one child, conditioned on the status and epoch read (`CHILD_CONFLICT`
-    /// otherwise). A change that ends the child, or reopens a failed one, moves the parent's
-    /// counter in the same transaction, conditioned on the parent being RUNNING: each
-    /// child's end is counted exactly once.
-    async fn change_child(
-        &self,
-        parent: &RunKey,
-        change: &ChildChange,
-    ) -> Result<Child, StoreError>;
-
-    /// Non-terminal runs of a shard, optionally of one status, oldest window first.
-    async fn active_runs(
-        &self,
-        shard: u32,
-        status: Option<RunStatus>,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> Result<Page<Run>, StoreError>;
-
-    /// Of a schedule's newest `limit` runs, the ones still in flight and, with `at`, the
-    /// ones scheduled in `at`'s second, newest first: what the overlap, ALREADY_DONE and
-    /// QUEUE_NEW checks need. The store reads the whole page and sends only those.
-    async fn recent_runs(
-        &self,
-        schedule_id: &str,
-        limit: u32,
-        at: Option<DateTime<Utc>>,
-    ) -> Result<RecentRuns, StoreError>;
-
-    /// The schedule with [`LedgerStore::recent_runs`] in one read (the schedule's item sorts
-    /// after its runs). `ScheduleNotFound` when the schedule has no item.
-    async fn schedule_with_recent_runs(
-        &self,
-        schedule_id: &str,
-        limit: u32,
-        at: Option<DateTime<Utc>>,
-    ) -> Result<(StoredSchedule, RecentRuns), StoreError>;
-
-    /// A schedule's RUNNING runs scheduled before `before`, from the active index (eventually
-    /// consistent): what a newest-runs page that stopped at `before` cannot see.
-    async fn running_before(
-        &self,
-        schedule_id: &str,
-        before: DateTime<Utc>,
-    ) -> Result<Vec<Run>, StoreError>;
-
-    /// A shard's live runs (SCHEDULED or MANUAL) still PENDING with their window in
-    /// `[from, to]`, oldest first, at most `limit` read from the `active` index: where the
-    /// ticker looks for dispatches lost between a run's write and its send.
-    async fn pending_live_runs(
-        &self,
-        shard: u32,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-        limit: u32,
-    ) -> Result<Vec<Run>, StoreError>;
-
-    /// A schedule's runs, newest first.
-    async fn run_history(
-        &self,
-        schedule_id: &str,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> Result<Page<Run>, StoreError>;
-
-    /// Every run (expected and operator's) scheduled in `[from, to]`, oldest first.
-    async fn runs_between(
-        &self,
-        schedule_id: &str,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-    ) -> Result<Vec<Run>, StoreError>;
 }

@@ -10,19 +10,34 @@ pub mod control;
 pub mod error;
 pub mod health;
 pub mod keys;
+pub mod layer;
 pub mod ledger;
 pub mod ops;
 pub mod schedule_change;
+pub mod store;
 
 pub use alerts::{AlertStore, Awaiting, HeldWork, Notifier, NotifyError, RecordedAlert};
 pub use control::{ReleaseState, ReleaseStateStore};
 pub use error::StoreError;
 pub use health::{DayTally, HealthStore, Outcome};
+pub use layer::Layer;
 pub use ledger::{
-    AuditAction, AuditEntry, ChangeMeta, Created, Fire, FireOutcome, LedgerStore, OperatorAction,
-    Page, Pause, RecentRuns, RunChange, ScheduleState, StoredSchedule, StreakChange,
+    AuditAction, AuditEntry, ChangeMeta, Created, Fire, FireOutcome, OperatorAction, Page, Pause,
+    RecentRuns, RunChange, ScheduleState, StoredSchedule, StreakChange,
 };
 pub use ops::{
     ApprovalReason, Backfill, BackfillLimits, BackfillState, IdempotencyClaim, KillSwitch,
     OpsStore, PauseConditions, Reprocess, SystemAuditEntry,
 };
+pub use ops::{BackfillStore, SystemStore};
+pub use store::{ChildStore, LedgerStore, RunStore, ScheduleStore};
+
+/// The store traits, for `use cronledger_ledger::prelude::*`: a method of any of them
+/// can be called on a `dyn LedgerStore` or `dyn OpsStore`.
+pub mod prelude {
+    pub use crate::alerts::AlertStore as _;
+    pub use crate::control::ReleaseStateStore as _;
+    pub use crate::health::HealthStore as _;
+    pub use crate::ops::{BackfillStore as _, SystemStore as _};
+    pub use crate::store::{ChildStore as _, RunStore as _, ScheduleStore as _};
+}

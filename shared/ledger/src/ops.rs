@@ -2,12 +2,12 @@
 //! (`IDEM#{key}`, expiring by TTL), backfills (`BACKFILL#{id}`: range, limits, cursor, state),
 //! and the system audit log (system-wide actions: the kill switch).
 
-use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use cronledger_core::RunKey;
 use serde::{Deserialize, Serialize};
 
 use crate::error::StoreError;
+use crate::layer::store_trait;
 
 /// Who first used a request's `Idempotency-Key`, and for which run. A second request with the
 /// same key finds this and answers with that run instead of creating another.
@@ -215,16 +215,9 @@ pub struct KillSwitch {
     pub note: String,
 }
 
-/// Where the control plane's items live.
-#[async_trait]
-pub trait OpsStore: Send + Sync {
-    /// Stores the claim unless one exists for its key (and has not expired); returns the one
-    /// already there, or `None` when this one was stored.
-    async fn claim_idempotency(
-        &self,
-        claim: &IdempotencyClaim,
-    ) -> Result<Option<IdempotencyClaim>, StoreError>;
-
+store_trait! {
+    /// Backfills: an operator's replay of a range of windows, versioned.
+    pub trait BackfillStore {
     /// Stores a new backfill (version 0 -> 1); `BACKFILL_ALREADY_EXISTS` if its id is taken.
     async fn create_backfill(&self, backfill: &Backfill) -> Result<Backfill, StoreError>;
 
@@ -236,6 +229,18 @@ pub trait OpsStore: Send + Sync {
 
     /// Backfills RUNNING or PAUSED, oldest first.
     async fn open_backfills(&self) -> Result<Vec<Backfill>, StoreError>;
+}
+}
+
+store_trait! {
+    /// The system's own items: idempotency claims of the API, its audit log, the kill switch.
+    pub trait SystemStore {
+    /// Stores the claim unless one exists for its key (and has not expired); returns the one
+    /// already there, or `None` when this one was stored.
+    async fn claim_idempotency(
+        &self,
+        claim: &IdempotencyClaim,
+    ) -> Result<Option<IdempotencyClaim>, StoreError>;
 
     async fn append_system_audit(&self, entry: &SystemAuditEntry) -> Result<(), StoreError>;
 
@@ -248,3 +253,9 @@ pub trait OpsStore: Send + Sync {
     /// Engages or releases the kill switch (last writer wins: it is one operator's lever).
     async fn put_kill_switch(&self, state: &KillSwitch) -> Result<(), StoreError>;
 }
+}
+
+/// Where the control plane's items live: backfills and the system's own.
+pub trait OpsStore: BackfillStore + SystemStore {}
+
+impl<T: BackfillStore + SystemStore + ?Sized> OpsStore for T {}

@@ -2,6 +2,7 @@
 //! punched hole.
 
 use super::*;
+use cronledger_aws::prelude::*;
 
 #[tokio::test]
 async fn a_backfill_respects_its_concurrency_pauses_resumes_and_verify_finds_a_hole() {
@@ -28,7 +29,6 @@ async fn a_backfill_respects_its_concurrency_pauses_resumes_and_verify_finds_a_h
         .await
         .expect("runs")
         .is_empty());
-    use cronledger_aws::LedgerStore;
 
     let created = api
         .post(OPERATOR, "/v1/schedules/hist/backfills", Some(range))

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use chrono::Duration;
-use cronledger_aws::ledger::{ChildChange, LedgerStore};
+use cronledger_aws::ledger::ChildChange;
+use cronledger_aws::LedgerStore;
 use cronledger_aws::RunChange;
 use cronledger_core::children::{Child, ChildCounts, ChildStatus};
 use cronledger_core::{RunEvent, RunKey, RunStatus};

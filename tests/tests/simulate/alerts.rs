@@ -8,7 +8,8 @@ use cronledger_app::faults::CrashPoint;
 use cronledger_app::simulate::{
     simulate, Outage, SimQueues, SimulationConfig, SimulationEnv, SimulationReport,
 };
-use cronledger_aws::{HealthStore, LedgerStore, MemoryStore, RequestMeter, ScheduleState};
+use cronledger_aws::prelude::*;
+use cronledger_aws::{HealthStore, MemoryStore, RequestMeter, ScheduleState};
 use cronledger_core::alerts::{Alert, AlertKind, Severity};
 use cronledger_core::{Reason, RunStatus, ScheduleSpec};
 use cronledger_tests::{spec_with, t};

@@ -7,12 +7,13 @@ use std::sync::Arc;
 use cronledger_app::simulate::{
     simulate, Outage, ScheduleAt, SimQueues, SimulationConfig, SimulationEnv,
 };
-use cronledger_aws::{HealthStore, LedgerStore, MemoryStore, RequestMeter};
+use cronledger_aws::{HealthStore, MemoryStore, RequestMeter};
 use cronledger_core::health::DayTally;
 use cronledger_core::RunStatus;
 use serde_json::json;
 
 use super::{spec_with, t};
+use cronledger_aws::prelude::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_ended_window_is_counted_once_on_its_schedules_health() {

@@ -6,18 +6,17 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use cronledger_core::alerts::Alert;
 
-use super::{DynamoLedger, Expr};
+use super::{DynamoStore, Expr};
 use crate::alerts::{AlertStore, Awaiting, RecordedAlert};
 use crate::codec::alert as codec;
 use crate::error::StoreError;
 use crate::item::{s, time};
 use crate::keys::{self, GSI2PK, GSI2SK, PK, SK};
-use crate::meter::metered;
 
 /// Most outbox entries one `unpublished_alerts` reads (DynamoDB's Query limit).
 pub(crate) const OUTBOX_PAGE_MAX: u32 = 1000;
 
-impl DynamoLedger {
+impl DynamoStore {
     async fn record_alert_impl(
         &self,
         alert: &Alert,
@@ -93,17 +92,17 @@ impl DynamoLedger {
 }
 
 #[async_trait]
-impl AlertStore for DynamoLedger {
+impl AlertStore for DynamoStore {
     async fn record_alert(&self, alert: &Alert, at: DateTime<Utc>) -> Result<bool, StoreError> {
-        metered("record_alert", self.record_alert_impl(alert, at)).await
+        self.record_alert_impl(alert, at).await
     }
 
     async fn alert_published(&self, alert: &Alert, at: DateTime<Utc>) -> Result<(), StoreError> {
-        metered("alert_published", self.alert_published_impl(alert, at)).await
+        self.alert_published_impl(alert, at).await
     }
 
     async fn unpublished_alerts(&self, limit: u32) -> Result<Vec<RecordedAlert>, StoreError> {
-        metered("unpublished_alerts", self.unpublished_alerts_impl(limit)).await
+        self.unpublished_alerts_impl(limit).await
     }
 
     async fn alerts_of(
@@ -111,7 +110,7 @@ impl AlertStore for DynamoLedger {
         schedule: &str,
         limit: u32,
     ) -> Result<Vec<RecordedAlert>, StoreError> {
-        metered("alerts_of", self.alerts_of_impl(schedule, limit)).await
+        self.alerts_of_impl(schedule, limit).await
     }
 
     async fn track_awaiting(
@@ -119,7 +118,7 @@ impl AlertStore for DynamoLedger {
         awaiting: &Awaiting,
         at: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
-        metered("track_awaiting", self.track_awaiting_impl(awaiting, at)).await
+        self.track_awaiting_impl(awaiting, at).await
     }
 
     async fn awaiting_due(
@@ -127,7 +126,7 @@ impl AlertStore for DynamoLedger {
         now: DateTime<Utc>,
         limit: u32,
     ) -> Result<Vec<Awaiting>, StoreError> {
-        metered("awaiting_due", self.awaiting_due_impl(now, limit)).await
+        self.awaiting_due_impl(now, limit).await
     }
 
     async fn remind_awaiting(
@@ -135,6 +134,6 @@ impl AlertStore for DynamoLedger {
         awaiting: &Awaiting,
         next: Option<DateTime<Utc>>,
     ) -> Result<(), StoreError> {
-        metered("remind_awaiting", self.remind_awaiting_impl(awaiting, next)).await
+        self.remind_awaiting_impl(awaiting, next).await
     }
 }

@@ -6,7 +6,7 @@ use std::hash::BuildHasher;
 
 use cronledger_core::ScheduleSpec;
 
-use super::{DynamoLedger, Expr};
+use super::{DynamoStore, Expr};
 use crate::codec::schedule as codec;
 use crate::error::StoreError;
 use crate::item::key;
@@ -14,7 +14,7 @@ use crate::keys::{self, PK};
 use crate::ledger::{AuditEntry, OperatorAction};
 use crate::schedule_change as change;
 
-impl DynamoLedger {
+impl DynamoStore {
     /// Reads the current version (so the entry sorts after that version's change), then puts
     /// the entry. An action changes no version, so it never races a schedule edit's
     /// transaction; one that lands during an edit sorts under the version it read.
@@ -46,7 +46,7 @@ impl DynamoLedger {
     }
 }
 
-impl DynamoLedger {
+impl DynamoStore {
     /// One GetItem on `AUDIT#{version}`: every change writes that entry, with the spec it
     /// produced, in the change's own transaction, so a version the schedule ever had is
     /// readable there for as long as the schedule exists.

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use chrono::{DateTime, Utc};
 
-use super::{DynamoLedger, Expr};
+use super::{DynamoStore, Expr};
 use crate::alerts::Awaiting;
 use crate::codec::awaiting as codec;
 use crate::error::StoreError;
@@ -18,7 +18,7 @@ use crate::keys::{self, GSI2PK, GSI2SK, PK};
 /// Most trackers one `awaiting_due` reads (DynamoDB's Query limit).
 pub(crate) const AWAITING_PAGE_MAX: u32 = 1000;
 
-impl DynamoLedger {
+impl DynamoStore {
     pub(super) async fn track_awaiting_impl(
         &self,
         awaiting: &Awaiting,

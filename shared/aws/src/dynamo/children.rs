@@ -7,7 +7,7 @@ use cronledger_core::{RunKey, RunStatus};
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 
 use super::runs::run_item_key;
-use super::{DynamoLedger, Expr, TxError};
+use super::{DynamoStore, Expr, TxError};
 use crate::codec::child as codec;
 use crate::codec::run as run_codec;
 use crate::error::StoreError;
@@ -25,7 +25,7 @@ fn child_key(parent: &RunKey, step: u32, index: u32) -> Item {
     )
 }
 
-impl DynamoLedger {
+impl DynamoStore {
     pub(super) async fn put_children_impl(
         &self,
         parent: &RunKey,

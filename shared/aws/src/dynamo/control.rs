@@ -3,12 +3,11 @@
 use async_trait::async_trait;
 use cronledger_core::Lane;
 
-use super::{DynamoLedger, Expr};
+use super::{DynamoStore, Expr};
 use crate::control::{ReleaseState, ReleaseStateStore};
 use crate::error::StoreError;
 use crate::item::{key, n, Item, ItemReader, ItemWriter};
 use crate::keys::{PK, SK};
-use crate::meter::metered;
 
 const TYPE: &str = "type";
 const RELEASE_TYPE: &str = "RELEASE_STATE";
@@ -56,17 +55,17 @@ pub(crate) fn decode_release_state(item: &Item) -> Result<ReleaseState, StoreErr
 }
 
 #[async_trait]
-impl ReleaseStateStore for DynamoLedger {
+impl ReleaseStateStore for DynamoStore {
     async fn release_state(&self, lane: Lane) -> Result<Option<ReleaseState>, StoreError> {
-        metered("release_state", self.release_state_impl(lane)).await
+        self.release_state_impl(lane).await
     }
 
     async fn put_release_state(&self, state: &ReleaseState) -> Result<bool, StoreError> {
-        metered("put_release_state", self.put_release_state_impl(state)).await
+        self.put_release_state_impl(state).await
     }
 }
 
-impl DynamoLedger {
+impl DynamoStore {
     async fn release_state_impl(&self, lane: Lane) -> Result<Option<ReleaseState>, StoreError> {
         let Some(item) = self.get_item(key(release_pk(lane), STATE_SK)).await? else {
             return Ok(None);

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::{KeysAndAttributes, ReturnConsumedCapacity};
 
-use super::DynamoLedger;
+use super::DynamoStore;
 use crate::error::StoreError;
 use crate::item::{key, Item, ItemReader};
 use crate::keys::{PK, SK};
@@ -23,7 +23,7 @@ fn table_key(entry: &Item) -> Result<(String, String), StoreError> {
     Ok((r.s(PK)?.to_string(), r.s(SK)?.to_string()))
 }
 
-impl DynamoLedger {
+impl DynamoStore {
     /// The table's items for `entries` (index entries or anything with the table's keys), in
     /// their order; an item deleted meanwhile is left out.
     pub(super) async fn fetch_items(&self, entries: &[Item]) -> Result<Vec<Item>, StoreError> {

@@ -17,7 +17,7 @@ use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use futures_util::stream::{self, StreamExt};
 
 use super::runs::run_item_key;
-use super::{unless_condition_failed, DynamoLedger, Expr};
+use super::{unless_condition_failed, DynamoStore, Expr};
 use crate::codec::run as codec;
 use crate::codec::schedule::VERSION;
 use crate::error::StoreError;
@@ -28,7 +28,7 @@ use cronledger_core::RunStatus;
 /// Fires of one batch in flight at once.
 const FIRES_AT_ONCE: usize = 8;
 
-impl DynamoLedger {
+impl DynamoStore {
     pub(super) async fn fire_impl(&self, fire: &Fire) -> Result<FireOutcome, StoreError> {
         let run = &fire.run;
         if let Created::Existing(existing) = self.create_run_impl(run).await? {

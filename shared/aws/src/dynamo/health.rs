@@ -6,12 +6,11 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use chrono::{Days, NaiveDate};
 
-use super::{DynamoLedger, Expr};
+use super::{DynamoStore, Expr};
 use crate::error::StoreError;
 use crate::health::{DayTally, HealthStore, Outcome, TALLY_DAYS};
 use crate::item::{key, n, s, Item, ItemReader, ItemWriter};
 use crate::keys::{self, EXPIRES_AT, PK, SK};
-use crate::meter::metered;
 
 const TYPE: &str = "type";
 const HEALTH_TYPE: &str = "HEALTH";
@@ -86,7 +85,7 @@ pub(crate) fn decode_health(item: &Item) -> Result<DayTally, StoreError> {
 }
 
 #[async_trait]
-impl HealthStore for DynamoLedger {
+impl HealthStore for DynamoStore {
     async fn count_outcome(
         &self,
         schedule: &str,
@@ -112,7 +111,7 @@ impl HealthStore for DynamoLedger {
             .set_expression_attribute_names(expr.names())
             .set_expression_attribute_values(expr.values())
             .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
-        metered("count_outcome", async {
+        {
             let out = update
                 .send()
                 .await
@@ -120,8 +119,7 @@ impl HealthStore for DynamoLedger {
             self.meter
                 .record_capacity("UpdateItem", out.consumed_capacity());
             Ok(())
-        })
-        .await
+        }
     }
 
     async fn outcome_days(
@@ -139,13 +137,12 @@ impl HealthStore for DynamoLedger {
             s(keys::health_sk(from)),
             s(keys::health_sk(through)),
         );
-        metered("outcome_days", async {
+        {
             self.query_all(None, &cond)
                 .await?
                 .iter()
                 .map(decode_health)
                 .collect()
-        })
-        .await
+        }
     }
 }

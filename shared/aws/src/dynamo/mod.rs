@@ -33,17 +33,28 @@ use crate::config::AwsClients;
 use crate::error::StoreError;
 use crate::item::Item;
 use crate::ledger::{
-    AuditEntry, ChangeMeta, ChildChange, Created, Fire, FireOutcome, LedgerStore, OperatorAction,
-    Page, RecentRuns, RunChange, StoredSchedule, StreakChange,
+    AuditEntry, ChangeMeta, ChildChange, Created, Fire, FireOutcome, OperatorAction, Page,
+    RecentRuns, RunChange, StoredSchedule, StreakChange,
 };
-use crate::meter::{metered, RequestMeter};
+use crate::meter::RequestMeter;
+use crate::metered::Metered;
+use crate::store::{ChildStore, RunStore, ScheduleStore};
 
 pub use expr::Expr;
 pub(crate) use fetch::BATCH_GET_KEYS;
 
+/// The ledger on DynamoDB, each call metered under its operation's name.
+pub type DynamoLedger = Metered<DynamoStore>;
+
+impl DynamoLedger {
+    pub fn new(clients: &AwsClients, table: impl Into<String>, shards: u32) -> DynamoLedger {
+        Metered::wrap(DynamoStore::new(clients, table, shards))
+    }
+}
+
 /// Where the ledger lives and how it is sharded.
 #[derive(Debug, Clone)]
-pub struct DynamoLedger {
+pub struct DynamoStore {
     client: Client,
     meter: RequestMeter,
     table: String,
@@ -65,9 +76,9 @@ pub(crate) enum TxError {
     Failed(StoreError),
 }
 
-impl DynamoLedger {
-    pub fn new(clients: &AwsClients, table: impl Into<String>, shards: u32) -> DynamoLedger {
-        DynamoLedger {
+impl DynamoStore {
+    pub fn new(clients: &AwsClients, table: impl Into<String>, shards: u32) -> DynamoStore {
+        DynamoStore {
             client: clients.dynamodb.clone(),
             meter: clients.meter.clone(),
             table: table.into(),
@@ -138,7 +149,7 @@ impl DynamoLedger {
     }
 }
 
-impl DynamoLedger {
+impl DynamoStore {
     /// A conditional put: `Ok(true)` when stored, `Ok(false)` when the condition failed.
     pub(crate) async fn put_if(&self, item: Item, cond: &Expr) -> Result<bool, StoreError> {
         self.put_conditional(item, cond.condition(), cond.names(), cond.values())
@@ -174,7 +185,7 @@ impl DynamoLedger {
     }
 }
 
-impl DynamoLedger {
+impl DynamoStore {
     /// A put that takes its key when the key is free: no item there, or one whose TTL
     /// (`expires_at`, epoch seconds) passed before `now` (TTL deletes lazily, up to days
     /// late). `Ok(false)`: a live item holds it.
@@ -219,13 +230,13 @@ fn jitter(attempt: u32) -> Duration {
 }
 
 #[async_trait]
-impl LedgerStore for DynamoLedger {
+impl ScheduleStore for DynamoStore {
     async fn create_schedule(
         &self,
         spec: ScheduleSpec,
         meta: ChangeMeta,
     ) -> Result<StoredSchedule, StoreError> {
-        metered("create_schedule", self.create_schedule_impl(spec, meta)).await
+        self.create_schedule_impl(spec, meta).await
     }
 
     async fn update_schedule(
@@ -234,11 +245,8 @@ impl LedgerStore for DynamoLedger {
         expected_version: u64,
         meta: ChangeMeta,
     ) -> Result<StoredSchedule, StoreError> {
-        metered(
-            "update_schedule",
-            self.update_schedule_impl(spec, expected_version, meta),
-        )
-        .await
+        self.update_schedule_impl(spec, expected_version, meta)
+            .await
     }
 
     async fn pause_schedule(
@@ -247,11 +255,7 @@ impl LedgerStore for DynamoLedger {
         expected_version: Option<u64>,
         meta: ChangeMeta,
     ) -> Result<StoredSchedule, StoreError> {
-        metered(
-            "pause_schedule",
-            self.pause_impl(id, expected_version, meta),
-        )
-        .await
+        self.pause_impl(id, expected_version, meta).await
     }
 
     async fn resume_schedule(
@@ -260,11 +264,7 @@ impl LedgerStore for DynamoLedger {
         expected_version: Option<u64>,
         meta: ChangeMeta,
     ) -> Result<StoredSchedule, StoreError> {
-        metered(
-            "resume_schedule",
-            self.resume_impl(id, expected_version, meta),
-        )
-        .await
+        self.resume_impl(id, expected_version, meta).await
     }
 
     async fn archive_schedule(
@@ -273,15 +273,11 @@ impl LedgerStore for DynamoLedger {
         expected_version: Option<u64>,
         meta: ChangeMeta,
     ) -> Result<StoredSchedule, StoreError> {
-        metered(
-            "archive_schedule",
-            self.archive_impl(id, expected_version, meta),
-        )
-        .await
+        self.archive_impl(id, expected_version, meta).await
     }
 
     async fn get_schedule(&self, id: &str) -> Result<StoredSchedule, StoreError> {
-        metered("get_schedule", self.get_schedule_impl(id)).await
+        self.get_schedule_impl(id).await
     }
 
     async fn list_schedules(
@@ -289,26 +285,22 @@ impl LedgerStore for DynamoLedger {
         limit: u32,
         cursor: Option<&str>,
     ) -> Result<Page<StoredSchedule>, StoreError> {
-        metered("list_schedules", self.list_schedules_impl(limit, cursor)).await
+        self.list_schedules_impl(limit, cursor).await
     }
 
     async fn audit_log(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError> {
-        metered("audit_log", self.audit_log_impl(id)).await
+        self.audit_log_impl(id).await
     }
 
     async fn schedule_spec_at(&self, id: &str, version: u64) -> Result<ScheduleSpec, StoreError> {
-        metered("schedule_spec_at", self.schedule_spec_at_impl(id, version)).await
+        self.schedule_spec_at_impl(id, version).await
     }
 
     async fn record_operator_action(
         &self,
         action: &OperatorAction,
     ) -> Result<AuditEntry, StoreError> {
-        metered(
-            "record_operator_action",
-            self.record_operator_action_impl(action),
-        )
-        .await
+        self.record_operator_action_impl(action).await
     }
 
     async fn due_schedules(
@@ -317,11 +309,7 @@ impl LedgerStore for DynamoLedger {
         until: DateTime<Utc>,
         limit: u32,
     ) -> Result<Vec<StoredSchedule>, StoreError> {
-        metered(
-            "due_schedules",
-            self.due_schedules_impl(shard, until, limit),
-        )
-        .await
+        self.due_schedules_impl(shard, until, limit).await
     }
 
     async fn due_schedules_page(
@@ -331,32 +319,8 @@ impl LedgerStore for DynamoLedger {
         limit: u32,
         cursor: Option<&str>,
     ) -> Result<Page<StoredSchedule>, StoreError> {
-        metered(
-            "due_schedules_page",
-            self.due_schedules_page_impl(shard, until, limit, cursor),
-        )
-        .await
-    }
-
-    async fn fire(&self, fire: &Fire) -> Result<FireOutcome, StoreError> {
-        metered("fire", self.fire_impl(fire)).await
-    }
-
-    async fn fire_all(&self, fires: &[Fire]) -> Result<Vec<FireOutcome>, StoreError> {
-        metered("fire_all", self.fire_all_impl(fires)).await
-    }
-
-    async fn advance_next_run(
-        &self,
-        id: &str,
-        expected: DateTime<Utc>,
-        next: Option<DateTime<Utc>>,
-    ) -> Result<bool, StoreError> {
-        metered(
-            "advance_next_run",
-            self.advance_next_run_impl(id, expected, next),
-        )
-        .await
+        self.due_schedules_page_impl(shard, until, limit, cursor)
+            .await
     }
 
     async fn advance_watermark(
@@ -365,15 +329,11 @@ impl LedgerStore for DynamoLedger {
         expected: DateTime<Utc>,
         through: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
-        metered(
-            "advance_watermark",
-            self.advance_watermark_impl(id, expected, through),
-        )
-        .await
+        self.advance_watermark_impl(id, expected, through).await
     }
 
     async fn set_downstream(&self, id: &str, downstream: &[String]) -> Result<(), StoreError> {
-        metered("set_downstream", self.set_downstream_impl(id, downstream)).await
+        self.set_downstream_impl(id, downstream).await
     }
 
     async fn count_failure_streak(
@@ -381,61 +341,43 @@ impl LedgerStore for DynamoLedger {
         id: &str,
         change: StreakChange,
     ) -> Result<u32, StoreError> {
-        metered(
-            "count_failure_streak",
-            self.count_failure_streak_impl(id, change),
-        )
-        .await
+        self.count_failure_streak_impl(id, change).await
+    }
+}
+
+#[async_trait]
+impl RunStore for DynamoStore {
+    async fn fire(&self, fire: &Fire) -> Result<FireOutcome, StoreError> {
+        self.fire_impl(fire).await
+    }
+
+    async fn fire_all(&self, fires: &[Fire]) -> Result<Vec<FireOutcome>, StoreError> {
+        self.fire_all_impl(fires).await
+    }
+
+    async fn advance_next_run(
+        &self,
+        id: &str,
+        expected: DateTime<Utc>,
+        next: Option<DateTime<Utc>>,
+    ) -> Result<bool, StoreError> {
+        self.advance_next_run_impl(id, expected, next).await
     }
 
     async fn create_run(&self, run: &Run) -> Result<Created, StoreError> {
-        metered("create_run", self.create_run_impl(run)).await
+        self.create_run_impl(run).await
     }
 
     async fn get_run(&self, key: &RunKey) -> Result<Run, StoreError> {
-        metered("get_run", self.get_run_impl(key)).await
+        self.get_run_impl(key).await
     }
 
     async fn get_run_with_attempts(&self, key: &RunKey) -> Result<(Run, Vec<Attempt>), StoreError> {
-        metered(
-            "get_run_with_attempts",
-            self.get_run_with_attempts_impl(key),
-        )
-        .await
+        self.get_run_with_attempts_impl(key).await
     }
 
     async fn transition_run(&self, key: &RunKey, change: &RunChange) -> Result<Run, StoreError> {
-        metered("transition_run", self.transition_run_impl(key, change)).await
-    }
-
-    async fn put_children(&self, parent: &RunKey, children: &[Child]) -> Result<(), StoreError> {
-        metered("put_children", self.put_children_impl(parent, children)).await
-    }
-
-    async fn get_child(&self, parent: &RunKey, step: u32, index: u32) -> Result<Child, StoreError> {
-        metered("get_child", self.get_child_impl(parent, step, index)).await
-    }
-
-    async fn children_of(
-        &self,
-        parent: &RunKey,
-        step: u32,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> Result<Page<Child>, StoreError> {
-        metered(
-            "children_of",
-            self.children_of_impl(parent, step, limit, cursor),
-        )
-        .await
-    }
-
-    async fn change_child(
-        &self,
-        parent: &RunKey,
-        change: &ChildChange,
-    ) -> Result<Child, StoreError> {
-        metered("change_child", self.change_child_impl(parent, change)).await
+        self.transition_run_impl(key, change).await
     }
 
     async fn active_runs(
@@ -445,11 +387,7 @@ impl LedgerStore for DynamoLedger {
         limit: u32,
         cursor: Option<&str>,
     ) -> Result<Page<Run>, StoreError> {
-        metered(
-            "active_runs",
-            self.active_runs_impl(shard, status, limit, cursor),
-        )
-        .await
+        self.active_runs_impl(shard, status, limit, cursor).await
     }
 
     async fn recent_runs(
@@ -458,7 +396,7 @@ impl LedgerStore for DynamoLedger {
         limit: u32,
         at: Option<DateTime<Utc>>,
     ) -> Result<RecentRuns, StoreError> {
-        metered("recent_runs", self.recent_runs_impl(schedule_id, limit, at)).await
+        self.recent_runs_impl(schedule_id, limit, at).await
     }
 
     async fn schedule_with_recent_runs(
@@ -467,11 +405,8 @@ impl LedgerStore for DynamoLedger {
         limit: u32,
         at: Option<DateTime<Utc>>,
     ) -> Result<(StoredSchedule, RecentRuns), StoreError> {
-        metered(
-            "schedule_with_recent_runs",
-            self.schedule_with_recent_runs_impl(schedule_id, limit, at),
-        )
-        .await
+        self.schedule_with_recent_runs_impl(schedule_id, limit, at)
+            .await
     }
 
     async fn running_before(
@@ -479,11 +414,7 @@ impl LedgerStore for DynamoLedger {
         schedule_id: &str,
         before: DateTime<Utc>,
     ) -> Result<Vec<Run>, StoreError> {
-        metered(
-            "running_before",
-            self.running_before_impl(schedule_id, before),
-        )
-        .await
+        self.running_before_impl(schedule_id, before).await
     }
 
     async fn pending_live_runs(
@@ -493,11 +424,7 @@ impl LedgerStore for DynamoLedger {
         to: DateTime<Utc>,
         limit: u32,
     ) -> Result<Vec<Run>, StoreError> {
-        metered(
-            "pending_live_runs",
-            self.pending_live_runs_impl(shard, from, to, limit),
-        )
-        .await
+        self.pending_live_runs_impl(shard, from, to, limit).await
     }
 
     async fn run_history(
@@ -506,11 +433,7 @@ impl LedgerStore for DynamoLedger {
         limit: u32,
         cursor: Option<&str>,
     ) -> Result<Page<Run>, StoreError> {
-        metered(
-            "run_history",
-            self.run_history_impl(schedule_id, limit, cursor),
-        )
-        .await
+        self.run_history_impl(schedule_id, limit, cursor).await
     }
 
     async fn runs_between(
@@ -519,10 +442,35 @@ impl LedgerStore for DynamoLedger {
         from: DateTime<Utc>,
         to: DateTime<Utc>,
     ) -> Result<Vec<Run>, StoreError> {
-        metered(
-            "runs_between",
-            self.runs_between_impl(schedule_id, from, to),
-        )
-        .await
+        self.runs_between_impl(schedule_id, from, to).await
+    }
+}
+
+#[async_trait]
+impl ChildStore for DynamoStore {
+    async fn put_children(&self, parent: &RunKey, children: &[Child]) -> Result<(), StoreError> {
+        self.put_children_impl(parent, children).await
+    }
+
+    async fn get_child(&self, parent: &RunKey, step: u32, index: u32) -> Result<Child, StoreError> {
+        self.get_child_impl(parent, step, index).await
+    }
+
+    async fn children_of(
+        &self,
+        parent: &RunKey,
+        step: u32,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<Page<Child>, StoreError> {
+        self.children_of_impl(parent, step, limit, cursor).await
+    }
+
+    async fn change_child(
+        &self,
+        parent: &RunKey,
+        change: &ChildChange,
+    ) -> Result<Child, StoreError> {
+        self.change_child_impl(parent, change).await
     }
 }

@@ -11,12 +11,12 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use cronledger_core::window::utc_text;
 
-use super::{DynamoLedger, Expr};
+use super::{DynamoStore, Expr};
 use crate::error::StoreError;
 use crate::item::{key, n, s, Item, ItemReader, ItemWriter};
 use crate::keys::{self, EXPIRES_AT, GSI2PK, GSI2SK, PK, SK};
-use crate::meter::metered;
-use crate::ops::{Backfill, IdempotencyClaim, KillSwitch, OpsStore, SystemAuditEntry};
+use crate::ops::{Backfill, IdempotencyClaim, KillSwitch, SystemAuditEntry};
+use crate::ops::{BackfillStore, SystemStore};
 
 const TYPE: &str = "type";
 const IDEM_TYPE: &str = "IDEMPOTENCY";
@@ -111,7 +111,7 @@ fn to_json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
     serde_json::to_string(value).map_err(|e| StoreError::InvalidRequest(e.to_string()))
 }
 
-impl DynamoLedger {
+impl DynamoStore {
     async fn claim_impl(
         &self,
         claim: &IdempotencyClaim,
@@ -220,7 +220,7 @@ impl DynamoLedger {
     }
 }
 
-impl DynamoLedger {
+impl DynamoStore {
     async fn kill_switch_impl(&self) -> Result<Option<KillSwitch>, StoreError> {
         let Some(item) = self
             .get_item(key(SYSTEM_PK.to_string(), KILL_SWITCH_SK))
@@ -250,43 +250,46 @@ fn system_audit_sk(at: DateTime<Utc>, action: &str) -> String {
 }
 
 #[async_trait]
-impl OpsStore for DynamoLedger {
+impl BackfillStore for DynamoStore {
+    async fn create_backfill(&self, backfill: &Backfill) -> Result<Backfill, StoreError> {
+        self.create_backfill_impl(backfill).await
+    }
+
+    async fn get_backfill(&self, id: &str) -> Result<Backfill, StoreError> {
+        self.get_backfill_impl(id).await
+    }
+
+    async fn put_backfill(&self, backfill: &Backfill) -> Result<Option<Backfill>, StoreError> {
+        self.put_backfill_impl(backfill).await
+    }
+
+    async fn open_backfills(&self) -> Result<Vec<Backfill>, StoreError> {
+        self.open_backfills_impl().await
+    }
+}
+
+#[async_trait]
+impl SystemStore for DynamoStore {
     async fn claim_idempotency(
         &self,
         claim: &IdempotencyClaim,
     ) -> Result<Option<IdempotencyClaim>, StoreError> {
-        metered("claim_idempotency", self.claim_impl(claim)).await
-    }
-
-    async fn create_backfill(&self, backfill: &Backfill) -> Result<Backfill, StoreError> {
-        metered("create_backfill", self.create_backfill_impl(backfill)).await
-    }
-
-    async fn get_backfill(&self, id: &str) -> Result<Backfill, StoreError> {
-        metered("get_backfill", self.get_backfill_impl(id)).await
-    }
-
-    async fn put_backfill(&self, backfill: &Backfill) -> Result<Option<Backfill>, StoreError> {
-        metered("put_backfill", self.put_backfill_impl(backfill)).await
-    }
-
-    async fn open_backfills(&self) -> Result<Vec<Backfill>, StoreError> {
-        metered("open_backfills", self.open_backfills_impl()).await
+        self.claim_impl(claim).await
     }
 
     async fn append_system_audit(&self, entry: &SystemAuditEntry) -> Result<(), StoreError> {
-        metered("append_system_audit", self.append_system_audit_impl(entry)).await
+        self.append_system_audit_impl(entry).await
     }
 
     async fn system_audit(&self, limit: u32) -> Result<Vec<SystemAuditEntry>, StoreError> {
-        metered("system_audit", self.system_audit_impl(limit)).await
+        self.system_audit_impl(limit).await
     }
 
     async fn kill_switch(&self) -> Result<Option<KillSwitch>, StoreError> {
-        metered("kill_switch", self.kill_switch_impl()).await
+        self.kill_switch_impl().await
     }
 
     async fn put_kill_switch(&self, state: &KillSwitch) -> Result<(), StoreError> {
-        metered("put_kill_switch", self.put_kill_switch_impl(state)).await
+        self.put_kill_switch_impl(state).await
     }
 }

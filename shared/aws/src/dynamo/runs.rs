@@ -12,7 +12,7 @@ use cronledger_core::{
     Attempt, AttemptEnd, AttemptOutcome, AttemptStart, Run, RunEvent, RunKey, RunStatus, Trigger,
 };
 
-use super::{DynamoLedger, Expr};
+use super::{DynamoStore, Expr};
 use crate::codec::attempt as attempts;
 use crate::codec::run as codec;
 use crate::codec::schedule as schedule_codec;
@@ -21,7 +21,7 @@ use crate::item::{key, n, s, time, Item};
 use crate::keys::{self, EXPIRES_AT, GSI2PK, GSI2SK, PK, SK};
 use crate::ledger::{check_new_run, Created, Page, RecentRuns, RunChange, StoredSchedule};
 
-impl DynamoLedger {
+impl DynamoStore {
     pub(super) async fn create_run_impl(&self, run: &Run) -> Result<Created, StoreError> {
         check_new_run(run)?;
         let mut absent = Expr::new();
@@ -438,7 +438,7 @@ pub(super) fn run_item_key(run_key: &RunKey) -> Item {
     )
 }
 
-impl DynamoLedger {
+impl DynamoStore {
     /// The runs behind `active` entries that are still active (the index lags the table).
     async fn fetch_active(&self, entries: &[Item]) -> Result<Vec<Run>, StoreError> {
         Ok(decode_all(&self.fetch_items(entries).await?)?

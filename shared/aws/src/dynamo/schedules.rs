@@ -5,7 +5,7 @@ use aws_sdk_dynamodb::types::{Put, ReturnConsumedCapacity, ReturnValue, Transact
 use chrono::{DateTime, Utc};
 use cronledger_core::ScheduleSpec;
 
-use super::{unless_condition_failed, DynamoLedger, Expr, TxError, CHANGE_TRIES};
+use super::{unless_condition_failed, DynamoStore, Expr, TxError, CHANGE_TRIES};
 use crate::codec::schedule as codec;
 use crate::cursor;
 use crate::error::StoreError;
@@ -16,7 +16,7 @@ use crate::ledger::{
 };
 use crate::schedule_change as change;
 
-impl DynamoLedger {
+impl DynamoStore {
     pub(super) async fn create_schedule_impl(
         &self,
         spec: ScheduleSpec,

@@ -4,18 +4,18 @@
 //! their new shard when next written (a schedule at its next fire, a run at its next status
 //! change). Shrinking would leave the items of the higher shards unread: refused.
 
+use crate::meter::metered;
 use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 
-use super::{unless_condition_failed, DynamoLedger};
+use super::{unless_condition_failed, DynamoStore};
 use crate::error::StoreError;
 use crate::item::{key, n};
-use crate::meter::metered;
 
 const SYSTEM_PK: &str = "SYSTEM";
 const SHARDS_SK: &str = "SHARDS";
 const COUNT: &str = "shard_count";
 
-impl DynamoLedger {
+impl DynamoStore {
     /// Records this ledger's shard count as the table's (one conditional write, at a
     /// function's cold start), or refuses with `SHARD_COUNT_DECREASED` when the table was
     /// written with more shards.

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use cronledger_core::alerts::Alert;
 
 use super::capacity::Request;
-use super::MemoryStore;
+use super::InMemoryStore;
 use crate::alerts::RecordedAlert;
 use crate::codec::alert as codec;
 use crate::dynamo::alerts::OUTBOX_PAGE_MAX;
@@ -53,7 +53,7 @@ impl AlertTables {
     }
 }
 
-impl MemoryStore {
+impl InMemoryStore {
     /// One PutItem that takes the key when it is free or its record expired before `at`.
     pub(super) fn record_alert_impl(
         &self,

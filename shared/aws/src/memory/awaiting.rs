@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 
 use super::capacity::Request;
-use super::MemoryStore;
+use super::InMemoryStore;
 use crate::alerts::Awaiting;
 use crate::codec::awaiting as codec;
 use crate::error::StoreError;
@@ -26,7 +26,7 @@ fn slot(awaiting: &Awaiting) -> (String, String) {
     (awaiting.schedule.clone(), awaiting.group.clone())
 }
 
-impl MemoryStore {
+impl InMemoryStore {
     /// One PutItem that takes the (schedule, group) when free or its tracker expired.
     pub(super) fn track_awaiting_impl(
         &self,

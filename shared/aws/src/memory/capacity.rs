@@ -29,7 +29,7 @@ use std::sync::OnceLock;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::MemoryStore;
+use super::InMemoryStore;
 use crate::item::Item;
 use crate::keys::{PK, SK};
 use crate::meter::{CapacityTarget, Units};
@@ -192,7 +192,7 @@ pub fn stored_bytes(item: &Item) -> u64 {
     own + in_indexes
 }
 
-impl MemoryStore {
+impl InMemoryStore {
     /// Counts one call (and one attempt) of a DynamoDB operation, e.g. `"PutItem"`, under the
     /// current metered scope, as the SDK interceptor does for the DynamoDB store.
     pub(crate) fn charge_call(&self, operation: &'static str) {
@@ -366,15 +366,15 @@ mod tests {
             .collect()
     }
 
-    fn store() -> MemoryStore {
-        MemoryStore::new(1, RequestMeter::new())
+    fn store() -> InMemoryStore {
+        InMemoryStore::new(1, RequestMeter::new())
     }
 
-    fn index_units(store: &MemoryStore, index: &str) -> Units {
+    fn index_units(store: &InMemoryStore, index: &str) -> Units {
         store.meter().snapshot().units_in(table_name(), Some(index))
     }
 
-    fn table_units(store: &MemoryStore) -> Units {
+    fn table_units(store: &InMemoryStore) -> Units {
         store.meter().snapshot().units_in(table_name(), None)
     }
 

@@ -5,7 +5,7 @@
 use cronledger_core::children::{Child, ChildStatus};
 use cronledger_core::{RunKey, RunStatus};
 
-use super::{MemoryStore, Request, Tables};
+use super::{InMemoryStore, Request, Tables};
 use crate::codec::child as codec;
 use crate::cursor;
 use crate::error::StoreError;
@@ -26,7 +26,7 @@ fn slot(parent: &RunKey, step: u32, index: u32) -> ChildSlot {
 /// Largest page a Query answers.
 const PAGE_MAX: u32 = 1000;
 
-impl MemoryStore {
+impl InMemoryStore {
     pub(super) fn put_children_impl(
         &self,
         parent: &RunKey,

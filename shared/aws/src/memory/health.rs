@@ -6,15 +6,14 @@ use async_trait::async_trait;
 use chrono::NaiveDate;
 
 use super::capacity::Request;
-use super::MemoryStore;
+use super::InMemoryStore;
 use crate::dynamo::health::{add_outcome, health_item};
 use crate::error::StoreError;
 use crate::health::{DayTally, HealthStore, Outcome};
 use crate::item::Item;
-use crate::meter::metered;
 
 #[async_trait]
-impl HealthStore for MemoryStore {
+impl HealthStore for InMemoryStore {
     async fn count_outcome(
         &self,
         schedule: &str,
@@ -25,7 +24,7 @@ impl HealthStore for MemoryStore {
         if count == 0 {
             return Ok(());
         }
-        metered("count_outcome", async {
+        {
             let mut tables = self.tables();
             let days = tables.health.entry(schedule.to_string()).or_default();
             let before = days.get(&day).map(|t| health_item(schedule, day, t));
@@ -43,8 +42,7 @@ impl HealthStore for MemoryStore {
                 Request::Standard,
             );
             Ok(())
-        })
-        .await
+        }
     }
 
     /// Oldest first: one Query (the range's at most `TALLY_DAYS` items fit a page).
@@ -57,7 +55,7 @@ impl HealthStore for MemoryStore {
         if from > through {
             return Ok(Vec::new());
         }
-        metered("outcome_days", async {
+        {
             let tables = self.tables();
             let found: Vec<DayTally> = tables
                 .health
@@ -73,7 +71,6 @@ impl HealthStore for MemoryStore {
             let read: Vec<&Item> = items.iter().collect();
             self.charge_read("Query", None, &read, true, Request::Standard);
             Ok(found)
-        })
-        .await
+        }
     }
 }

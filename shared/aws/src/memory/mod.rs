@@ -1,6 +1,6 @@
 //! The ledger in process memory, with DynamoDB's conditional semantics: what `cronledger
 //! simulate` runs on by default (the emulator serves one request at a time, so a fleet's day
-//! would take hours), held to [`crate::dynamo::DynamoLedger`] by one conformance suite that
+//! would take hours), held to [`crate::dynamo::DynamoStore`] by one conformance suite that
 //! runs every store test against both.
 //!
 //! Every operation takes the one lock, checks its conditions and applies all its writes
@@ -34,11 +34,14 @@ use crate::control::{ReleaseState, ReleaseStateStore};
 use crate::error::StoreError;
 use crate::health::DayTally;
 use crate::ledger::{
-    AuditEntry, ChangeMeta, Created, Fire, FireOutcome, LedgerStore, OperatorAction, Page,
-    RecentRuns, RunChange, StoredSchedule, StreakChange,
+    AuditEntry, ChangeMeta, Created, Fire, FireOutcome, OperatorAction, Page, RecentRuns,
+    RunChange, StoredSchedule, StreakChange,
 };
-use crate::meter::{metered, RequestMeter};
-use crate::ops::{Backfill, IdempotencyClaim, KillSwitch, OpsStore, SystemAuditEntry};
+use crate::meter::RequestMeter;
+use crate::metered::Metered;
+use crate::ops::{Backfill, IdempotencyClaim, KillSwitch, SystemAuditEntry};
+use crate::ops::{BackfillStore, SystemStore};
+use crate::store::{ChildStore, RunStore, ScheduleStore};
 
 pub use capacity::{item_size, stored_bytes, Request, STORAGE_OVERHEAD_BYTES};
 
@@ -77,19 +80,31 @@ pub(crate) struct StoredRun {
     pub attempts: Vec<Attempt>,
 }
 
-/// The in-memory ledger. Cheap to share behind an `Arc`.
-#[derive(Debug)]
-pub struct MemoryStore {
-    tables: Mutex<Tables>,
-    meter: RequestMeter,
-    shards: u32,
-}
+/// The in-memory ledger, each call metered under its operation's name (as
+/// [`crate::DynamoLedger`]). Cheap to share behind an `Arc`.
+pub type MemoryStore = Metered<InMemoryStore>;
 
 impl MemoryStore {
     /// An empty ledger with the `due` and `active` indexes sharded `shards` ways (as a
     /// DynamoDB ledger built with the same count), charging `meter`.
     pub fn new(shards: u32, meter: RequestMeter) -> MemoryStore {
-        MemoryStore {
+        Metered::wrap(InMemoryStore::new(shards, meter))
+    }
+}
+
+/// The in-memory ledger's tables and charges, unmetered.
+#[derive(Debug)]
+pub struct InMemoryStore {
+    tables: Mutex<Tables>,
+    meter: RequestMeter,
+    shards: u32,
+}
+
+impl InMemoryStore {
+    /// An empty ledger with the `due` and `active` indexes sharded `shards` ways (as a
+    /// DynamoDB ledger built with the same count), charging `meter`.
+    pub fn new(shards: u32, meter: RequestMeter) -> InMemoryStore {
+        InMemoryStore {
             tables: Mutex::new(Tables::default()),
             meter,
             shards: shards.max(1),
@@ -113,16 +128,15 @@ impl MemoryStore {
 }
 
 #[async_trait]
-impl LedgerStore for MemoryStore {
+impl ScheduleStore for InMemoryStore {
     async fn create_schedule(
         &self,
         spec: ScheduleSpec,
         meta: ChangeMeta,
     ) -> Result<StoredSchedule, StoreError> {
-        metered("create_schedule", async {
+        {
             self.create_schedule_impl(spec, meta)
-        })
-        .await
+        }
     }
 
     async fn update_schedule(
@@ -131,10 +145,9 @@ impl LedgerStore for MemoryStore {
         expected_version: u64,
         meta: ChangeMeta,
     ) -> Result<StoredSchedule, StoreError> {
-        metered("update_schedule", async {
+        {
             self.update_schedule_impl(spec, expected_version, meta)
-        })
-        .await
+        }
     }
 
     async fn pause_schedule(
@@ -143,10 +156,9 @@ impl LedgerStore for MemoryStore {
         expected_version: Option<u64>,
         meta: ChangeMeta,
     ) -> Result<StoredSchedule, StoreError> {
-        metered("pause_schedule", async {
+        {
             self.pause_impl(id, expected_version, meta)
-        })
-        .await
+        }
     }
 
     async fn resume_schedule(
@@ -155,10 +167,9 @@ impl LedgerStore for MemoryStore {
         expected_version: Option<u64>,
         meta: ChangeMeta,
     ) -> Result<StoredSchedule, StoreError> {
-        metered("resume_schedule", async {
+        {
             self.resume_impl(id, expected_version, meta)
-        })
-        .await
+        }
     }
 
     async fn archive_schedule(
@@ -167,14 +178,13 @@ impl LedgerStore for MemoryStore {
         expected_version: Option<u64>,
         meta: ChangeMeta,
     ) -> Result<StoredSchedule, StoreError> {
-        metered("archive_schedule", async {
+        {
             self.archive_impl(id, expected_version, meta)
-        })
-        .await
+        }
     }
 
     async fn get_schedule(&self, id: &str) -> Result<StoredSchedule, StoreError> {
-        metered("get_schedule", async { self.get_schedule_impl(id) }).await
+        self.get_schedule_impl(id)
     }
 
     async fn list_schedules(
@@ -182,31 +192,28 @@ impl LedgerStore for MemoryStore {
         limit: u32,
         cursor: Option<&str>,
     ) -> Result<Page<StoredSchedule>, StoreError> {
-        metered("list_schedules", async {
+        {
             self.list_schedules_impl(limit, cursor)
-        })
-        .await
+        }
     }
 
     async fn audit_log(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError> {
-        metered("audit_log", async { self.audit_log_impl(id) }).await
+        self.audit_log_impl(id)
     }
 
     async fn schedule_spec_at(&self, id: &str, version: u64) -> Result<ScheduleSpec, StoreError> {
-        metered("schedule_spec_at", async {
+        {
             self.schedule_spec_at_impl(id, version)
-        })
-        .await
+        }
     }
 
     async fn record_operator_action(
         &self,
         action: &OperatorAction,
     ) -> Result<AuditEntry, StoreError> {
-        metered("record_operator_action", async {
+        {
             self.record_operator_action_impl(action)
-        })
-        .await
+        }
     }
 
     async fn due_schedules(
@@ -215,10 +222,9 @@ impl LedgerStore for MemoryStore {
         until: DateTime<Utc>,
         limit: u32,
     ) -> Result<Vec<StoredSchedule>, StoreError> {
-        metered("due_schedules", async {
+        {
             self.due_schedules_impl(shard, until, limit)
-        })
-        .await
+        }
     }
 
     async fn due_schedules_page(
@@ -228,30 +234,9 @@ impl LedgerStore for MemoryStore {
         limit: u32,
         cursor: Option<&str>,
     ) -> Result<Page<StoredSchedule>, StoreError> {
-        metered("due_schedules_page", async {
+        {
             self.due_schedules_page_impl(shard, until, limit, cursor)
-        })
-        .await
-    }
-
-    async fn fire(&self, fire: &Fire) -> Result<FireOutcome, StoreError> {
-        metered("fire", async { self.fire_impl(fire) }).await
-    }
-
-    async fn fire_all(&self, fires: &[Fire]) -> Result<Vec<FireOutcome>, StoreError> {
-        metered("fire_all", async { self.fire_all_impl(fires) }).await
-    }
-
-    async fn advance_next_run(
-        &self,
-        id: &str,
-        expected: DateTime<Utc>,
-        next: Option<DateTime<Utc>>,
-    ) -> Result<bool, StoreError> {
-        metered("advance_next_run", async {
-            self.advance_next_run_impl(id, expected, next)
-        })
-        .await
+        }
     }
 
     async fn advance_watermark(
@@ -260,17 +245,15 @@ impl LedgerStore for MemoryStore {
         expected: DateTime<Utc>,
         through: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
-        metered("advance_watermark", async {
+        {
             self.advance_watermark_impl(id, expected, through)
-        })
-        .await
+        }
     }
 
     async fn set_downstream(&self, id: &str, downstream: &[String]) -> Result<(), StoreError> {
-        metered("set_downstream", async {
+        {
             self.set_downstream_impl(id, downstream)
-        })
-        .await
+        }
     }
 
     async fn count_failure_streak(
@@ -278,79 +261,51 @@ impl LedgerStore for MemoryStore {
         id: &str,
         change: StreakChange,
     ) -> Result<u32, StoreError> {
-        metered("count_failure_streak", async {
+        {
             self.count_failure_streak_impl(id, change)
-        })
-        .await
+        }
+    }
+}
+
+#[async_trait]
+impl RunStore for InMemoryStore {
+    async fn fire(&self, fire: &Fire) -> Result<FireOutcome, StoreError> {
+        self.fire_impl(fire)
+    }
+
+    async fn fire_all(&self, fires: &[Fire]) -> Result<Vec<FireOutcome>, StoreError> {
+        self.fire_all_impl(fires)
+    }
+
+    async fn advance_next_run(
+        &self,
+        id: &str,
+        expected: DateTime<Utc>,
+        next: Option<DateTime<Utc>>,
+    ) -> Result<bool, StoreError> {
+        {
+            self.advance_next_run_impl(id, expected, next)
+        }
     }
 
     async fn create_run(&self, run: &Run) -> Result<Created, StoreError> {
-        metered("create_run", async { self.create_run_impl(run) }).await
+        self.create_run_impl(run)
     }
 
     async fn get_run(&self, key: &RunKey) -> Result<Run, StoreError> {
-        metered("get_run", async { self.get_run_impl(key) }).await
-    }
-
-    async fn put_children(
-        &self,
-        parent: &RunKey,
-        children: &[cronledger_core::children::Child],
-    ) -> Result<(), StoreError> {
-        metered("put_children", async {
-            self.put_children_impl(parent, children)
-        })
-        .await
-    }
-
-    async fn get_child(
-        &self,
-        parent: &RunKey,
-        step: u32,
-        index: u32,
-    ) -> Result<cronledger_core::children::Child, StoreError> {
-        metered("get_child", async {
-            self.get_child_impl(parent, step, index)
-        })
-        .await
-    }
-
-    async fn children_of(
-        &self,
-        parent: &RunKey,
-        step: u32,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> Result<Page<cronledger_core::children::Child>, StoreError> {
-        metered("children_of", async {
-            self.children_of_impl(parent, step, limit, cursor)
-        })
-        .await
-    }
-
-    async fn change_child(
-        &self,
-        parent: &RunKey,
-        change: &crate::ledger::ChildChange,
-    ) -> Result<cronledger_core::children::Child, StoreError> {
-        metered("change_child", async {
-            self.change_child_impl(parent, change)
-        })
-        .await
+        self.get_run_impl(key)
     }
 
     async fn get_run_with_attempts(&self, key: &RunKey) -> Result<(Run, Vec<Attempt>), StoreError> {
-        metered("get_run_with_attempts", async {
+        {
             self.get_run_with_attempts_impl(key)
-        })
-        .await
+        }
     }
 
     async fn transition_run(&self, key: &RunKey, change: &RunChange) -> Result<Run, StoreError> {
-        metered("transition_run", async {
+        {
             self.transition_run_impl(key, change)
-        })
-        .await
+        }
     }
 
     async fn active_runs(
@@ -360,10 +315,9 @@ impl LedgerStore for MemoryStore {
         limit: u32,
         cursor: Option<&str>,
     ) -> Result<Page<Run>, StoreError> {
-        metered("active_runs", async {
+        {
             self.active_runs_impl(shard, status, limit, cursor)
-        })
-        .await
+        }
     }
 
     async fn recent_runs(
@@ -372,10 +326,9 @@ impl LedgerStore for MemoryStore {
         limit: u32,
         at: Option<DateTime<Utc>>,
     ) -> Result<RecentRuns, StoreError> {
-        metered("recent_runs", async {
+        {
             self.recent_runs_impl(schedule_id, limit, at)
-        })
-        .await
+        }
     }
 
     async fn schedule_with_recent_runs(
@@ -384,10 +337,9 @@ impl LedgerStore for MemoryStore {
         limit: u32,
         at: Option<DateTime<Utc>>,
     ) -> Result<(StoredSchedule, RecentRuns), StoreError> {
-        metered("schedule_with_recent_runs", async {
+        {
             self.schedule_with_recent_runs_impl(schedule_id, limit, at)
-        })
-        .await
+        }
     }
 
     async fn running_before(
@@ -395,10 +347,9 @@ impl LedgerStore for MemoryStore {
         schedule_id: &str,
         before: DateTime<Utc>,
     ) -> Result<Vec<Run>, StoreError> {
-        metered("running_before", async {
+        {
             self.running_before_impl(schedule_id, before)
-        })
-        .await
+        }
     }
 
     async fn pending_live_runs(
@@ -408,10 +359,9 @@ impl LedgerStore for MemoryStore {
         to: DateTime<Utc>,
         limit: u32,
     ) -> Result<Vec<Run>, StoreError> {
-        metered("pending_live_runs", async {
+        {
             self.pending_live_runs_impl(shard, from, to, limit)
-        })
-        .await
+        }
     }
 
     async fn run_history(
@@ -420,10 +370,9 @@ impl LedgerStore for MemoryStore {
         limit: u32,
         cursor: Option<&str>,
     ) -> Result<Page<Run>, StoreError> {
-        metered("run_history", async {
+        {
             self.run_history_impl(schedule_id, limit, cursor)
-        })
-        .await
+        }
     }
 
     async fn runs_between(
@@ -432,96 +381,138 @@ impl LedgerStore for MemoryStore {
         from: DateTime<Utc>,
         to: DateTime<Utc>,
     ) -> Result<Vec<Run>, StoreError> {
-        metered("runs_between", async {
+        {
             self.runs_between_impl(schedule_id, from, to)
-        })
-        .await
+        }
     }
 }
 
 #[async_trait]
-impl OpsStore for MemoryStore {
+impl ChildStore for InMemoryStore {
+    async fn put_children(
+        &self,
+        parent: &RunKey,
+        children: &[cronledger_core::children::Child],
+    ) -> Result<(), StoreError> {
+        {
+            self.put_children_impl(parent, children)
+        }
+    }
+
+    async fn get_child(
+        &self,
+        parent: &RunKey,
+        step: u32,
+        index: u32,
+    ) -> Result<cronledger_core::children::Child, StoreError> {
+        {
+            self.get_child_impl(parent, step, index)
+        }
+    }
+
+    async fn children_of(
+        &self,
+        parent: &RunKey,
+        step: u32,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<Page<cronledger_core::children::Child>, StoreError> {
+        {
+            self.children_of_impl(parent, step, limit, cursor)
+        }
+    }
+
+    async fn change_child(
+        &self,
+        parent: &RunKey,
+        change: &crate::ledger::ChildChange,
+    ) -> Result<cronledger_core::children::Child, StoreError> {
+        {
+            self.change_child_impl(parent, change)
+        }
+    }
+}
+
+#[async_trait]
+impl BackfillStore for InMemoryStore {
+    async fn create_backfill(&self, backfill: &Backfill) -> Result<Backfill, StoreError> {
+        {
+            self.create_backfill_impl(backfill)
+        }
+    }
+
+    async fn get_backfill(&self, id: &str) -> Result<Backfill, StoreError> {
+        self.get_backfill_impl(id)
+    }
+
+    async fn put_backfill(&self, backfill: &Backfill) -> Result<Option<Backfill>, StoreError> {
+        self.put_backfill_impl(backfill)
+    }
+
+    async fn open_backfills(&self) -> Result<Vec<Backfill>, StoreError> {
+        self.open_backfills_impl()
+    }
+}
+
+#[async_trait]
+impl SystemStore for InMemoryStore {
     async fn claim_idempotency(
         &self,
         claim: &IdempotencyClaim,
     ) -> Result<Option<IdempotencyClaim>, StoreError> {
-        metered("claim_idempotency", async { self.claim_impl(claim) }).await
-    }
-
-    async fn create_backfill(&self, backfill: &Backfill) -> Result<Backfill, StoreError> {
-        metered("create_backfill", async {
-            self.create_backfill_impl(backfill)
-        })
-        .await
-    }
-
-    async fn get_backfill(&self, id: &str) -> Result<Backfill, StoreError> {
-        metered("get_backfill", async { self.get_backfill_impl(id) }).await
-    }
-
-    async fn put_backfill(&self, backfill: &Backfill) -> Result<Option<Backfill>, StoreError> {
-        metered("put_backfill", async { self.put_backfill_impl(backfill) }).await
-    }
-
-    async fn open_backfills(&self) -> Result<Vec<Backfill>, StoreError> {
-        metered("open_backfills", async { self.open_backfills_impl() }).await
+        self.claim_impl(claim)
     }
 
     async fn append_system_audit(&self, entry: &SystemAuditEntry) -> Result<(), StoreError> {
-        metered("append_system_audit", async {
+        {
             self.append_system_audit_impl(entry)
-        })
-        .await
+        }
     }
 
     async fn system_audit(&self, limit: u32) -> Result<Vec<SystemAuditEntry>, StoreError> {
-        metered("system_audit", async { self.system_audit_impl(limit) }).await
+        self.system_audit_impl(limit)
     }
 
     async fn kill_switch(&self) -> Result<Option<KillSwitch>, StoreError> {
-        metered("kill_switch", async { self.kill_switch_impl() }).await
+        self.kill_switch_impl()
     }
 
     async fn put_kill_switch(&self, state: &KillSwitch) -> Result<(), StoreError> {
-        metered("put_kill_switch", async {
+        {
             self.put_kill_switch_impl(state)
-        })
-        .await
+        }
     }
 }
 
 #[async_trait]
-impl ReleaseStateStore for MemoryStore {
+impl ReleaseStateStore for InMemoryStore {
     async fn release_state(&self, lane: Lane) -> Result<Option<ReleaseState>, StoreError> {
-        metered("release_state", async { self.release_state_impl(lane) }).await
+        self.release_state_impl(lane)
     }
 
     async fn put_release_state(&self, state: &ReleaseState) -> Result<bool, StoreError> {
-        metered("put_release_state", async {
+        {
             self.put_release_state_impl(state)
-        })
-        .await
+        }
     }
 }
 
 #[async_trait]
-impl AlertStore for MemoryStore {
+impl AlertStore for InMemoryStore {
     async fn record_alert(&self, alert: &Alert, at: DateTime<Utc>) -> Result<bool, StoreError> {
-        metered("record_alert", async { self.record_alert_impl(alert, at) }).await
+        self.record_alert_impl(alert, at)
     }
 
     async fn alert_published(&self, alert: &Alert, at: DateTime<Utc>) -> Result<(), StoreError> {
-        metered("alert_published", async {
+        {
             self.alert_published_impl(alert, at)
-        })
-        .await
+        }
     }
 
     async fn unpublished_alerts(&self, limit: u32) -> Result<Vec<RecordedAlert>, StoreError> {
-        metered("unpublished_alerts", async {
+        {
             self.unpublished_alerts_impl(limit)
-        })
-        .await
+        }
     }
 
     async fn alerts_of(
@@ -529,7 +520,7 @@ impl AlertStore for MemoryStore {
         schedule: &str,
         limit: u32,
     ) -> Result<Vec<RecordedAlert>, StoreError> {
-        metered("alerts_of", async { self.alerts_of_impl(schedule, limit) }).await
+        self.alerts_of_impl(schedule, limit)
     }
 
     async fn track_awaiting(
@@ -537,10 +528,9 @@ impl AlertStore for MemoryStore {
         awaiting: &Awaiting,
         at: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
-        metered("track_awaiting", async {
+        {
             self.track_awaiting_impl(awaiting, at)
-        })
-        .await
+        }
     }
 
     async fn awaiting_due(
@@ -548,7 +538,7 @@ impl AlertStore for MemoryStore {
         now: DateTime<Utc>,
         limit: u32,
     ) -> Result<Vec<Awaiting>, StoreError> {
-        metered("awaiting_due", async { self.awaiting_due_impl(now, limit) }).await
+        self.awaiting_due_impl(now, limit)
     }
 
     async fn remind_awaiting(
@@ -556,9 +546,8 @@ impl AlertStore for MemoryStore {
         awaiting: &Awaiting,
         next: Option<DateTime<Utc>>,
     ) -> Result<(), StoreError> {
-        metered("remind_awaiting", async {
+        {
             self.remind_awaiting_impl(awaiting, next)
-        })
-        .await
+        }
     }
 }

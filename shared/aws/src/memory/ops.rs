@@ -7,7 +7,7 @@ use cronledger_core::window::utc_text;
 use cronledger_core::Lane;
 
 use super::capacity::Request;
-use super::MemoryStore;
+use super::InMemoryStore;
 use crate::control::ReleaseState;
 use crate::dynamo::control::{decode_release_state, release_state_item};
 use crate::dynamo::ops::{
@@ -38,7 +38,7 @@ fn open_backfill_order(backfill: &Backfill) -> String {
     format!("{}#{}", utc_text(backfill.created_at), backfill.id)
 }
 
-impl MemoryStore {
+impl InMemoryStore {
     /// One conditional PutItem (absent, or expired by `created_at`); when it fails, one
     /// GetItem of the claim there. Expired claims are never deleted here (TTL's deletes are
     /// lazy anyway), so the read always finds it.

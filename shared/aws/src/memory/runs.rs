@@ -21,7 +21,7 @@ use cronledger_core::{Attempt, Run, RunKey, RunStatus, Trigger};
 use self::change::{apply_change, as_stored, refusal};
 use super::capacity::Request;
 use super::index::{self, ActiveIndex};
-use super::{MemoryStore, StoredRun, Tables};
+use super::{InMemoryStore, StoredRun, Tables};
 use crate::codec::schedule as schedule_codec;
 use crate::cursor;
 use crate::error::StoreError;
@@ -39,7 +39,7 @@ fn page_limit(limit: u32) -> usize {
     limit.clamp(1, QUERY_PAGE as u32) as usize
 }
 
-impl MemoryStore {
+impl InMemoryStore {
     pub(super) fn due_schedules_impl(
         &self,
         shard: u32,
@@ -381,7 +381,7 @@ impl MemoryStore {
     }
 }
 
-impl MemoryStore {
+impl InMemoryStore {
     /// Writes a fire whose conditions held: the run, and the schedule moved on.
     /// DynamoDB refuses a BETWEEN whose bounds are the wrong way round.
     fn check_between(&self, low: &str, high: &str) -> Result<(), StoreError> {

@@ -8,7 +8,7 @@ use cronledger_core::{
 };
 
 use crate::ledger::{Created, Fire, FireOutcome, RunChange, ScheduleState, StoredSchedule};
-use crate::memory::MemoryStore;
+use crate::memory::InMemoryStore;
 use crate::meter::RequestMeter;
 use crate::StoreError;
 
@@ -29,12 +29,12 @@ fn spec(id: &str) -> ScheduleSpec {
         .expect("a valid test spec")
 }
 
-fn store() -> MemoryStore {
-    MemoryStore::new(1, RequestMeter::new())
+fn store() -> InMemoryStore {
+    InMemoryStore::new(1, RequestMeter::new())
 }
 
 /// Puts a schedule straight into the table, firing next at `next`.
-fn with_schedule(store: &MemoryStore, id: &str, next: DateTime<Utc>) -> StoredSchedule {
+fn with_schedule(store: &InMemoryStore, id: &str, next: DateTime<Utc>) -> StoredSchedule {
     let schedule = StoredSchedule {
         spec: spec(id),
         version: 1,
@@ -83,7 +83,7 @@ fn minute(n: i64) -> DateTime<Utc> {
     t0() + Duration::minutes(n)
 }
 
-fn next_run_at(store: &MemoryStore, id: &str) -> Option<DateTime<Utc>> {
+fn next_run_at(store: &InMemoryStore, id: &str) -> Option<DateTime<Utc>> {
     store.tables().schedules[id].next_run_at
 }
 

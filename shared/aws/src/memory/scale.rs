@@ -5,13 +5,13 @@
 use chrono::{DateTime, Utc};
 
 use super::capacity::Request;
-use super::MemoryStore;
+use super::InMemoryStore;
 use crate::codec::schedule as schedule_codec;
 use crate::error::StoreError;
 use crate::keys;
 use crate::ledger::{Page, StoredSchedule};
 
-impl MemoryStore {
+impl InMemoryStore {
     pub(super) fn due_schedules_page_impl(
         &self,
         shard: u32,
@@ -88,7 +88,7 @@ mod tests {
 
     #[test]
     fn pages_cover_every_due_schedule_once_in_time_order_and_nothing_later() {
-        let store = MemoryStore::new(1, RequestMeter::new());
+        let store = InMemoryStore::new(1, RequestMeter::new());
         {
             let mut tables = store.tables();
             for (id, next) in [

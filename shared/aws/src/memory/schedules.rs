@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use cronledger_core::ScheduleSpec;
 
 use super::capacity::Request;
-use super::{MemoryStore, Tables};
+use super::{InMemoryStore, Tables};
 use crate::codec::schedule as codec;
 use crate::cursor;
 use crate::error::StoreError;
@@ -72,7 +72,7 @@ fn schedule_key_of(item: &Item) -> Option<String> {
     item.get(GSI3SK)?.as_s().ok().cloned()
 }
 
-impl MemoryStore {
+impl InMemoryStore {
     pub(super) fn create_schedule_impl(
         &self,
         spec: ScheduleSpec,

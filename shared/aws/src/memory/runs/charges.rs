@@ -8,7 +8,7 @@ use std::sync::Arc;
 use cronledger_core::RunKey;
 
 use super::super::capacity::Request;
-use super::super::{MemoryStore, StoredRun};
+use super::super::{InMemoryStore, StoredRun};
 use super::QUERY_PAGE;
 use crate::codec::attempt as attempts;
 use crate::codec::run as codec;
@@ -48,7 +48,7 @@ impl RunItems {
     }
 }
 
-impl MemoryStore {
+impl InMemoryStore {
     /// The run's item as stored now: from the cache, or encoded (and kept).
     pub(crate) fn stored_item(&self, items: &RunItems, stored: &StoredRun) -> Arc<Item> {
         match items.get(&stored.run.key) {

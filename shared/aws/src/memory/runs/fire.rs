@@ -6,14 +6,14 @@
 use cronledger_core::RunStatus;
 
 use super::super::capacity::Request;
-use super::super::MemoryStore;
+use super::super::InMemoryStore;
 use super::{may_advance, stored_run};
 use crate::codec::schedule as schedule_codec;
 use crate::error::StoreError;
 use crate::keys;
 use crate::ledger::{check_fire_batch, fire_still_planned, Created, Fire, FireOutcome};
 
-impl MemoryStore {
+impl InMemoryStore {
     pub(in crate::memory) fn fire_impl(&self, fire: &Fire) -> Result<FireOutcome, StoreError> {
         let run = &fire.run;
         if let Created::Existing(existing) = self.create_run_impl(run)? {
