@@ -5,7 +5,7 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{DateTime, TimeDelta, Utc};
-use cronledger_aws::item::Item;
+use cronledger_aws::dynamo::values::SdkItem;
 use cronledger_aws::keys::{self, EXPIRES_AT};
 use cronledger_aws::lanes::LaneSettings;
 use cronledger_aws::ledger::RunChange;
@@ -108,7 +108,7 @@ async fn an_edit_of_the_jitter_keeps_the_pending_occurrence_at_its_new_fire_time
 }
 
 async fn raw_expires_at(env: &TestLedger, key: &RunKey) -> Option<i64> {
-    let item_key: Item = [
+    let item_key: SdkItem = [
         (
             "PK".to_string(),
             AttributeValue::S(keys::schedule_pk(&key.schedule_id)),

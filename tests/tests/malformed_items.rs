@@ -3,13 +3,14 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use cronledger_aws::codec::run as attrs;
-use cronledger_aws::item::Item;
+use cronledger_aws::dynamo::values::{item_to_sdk, SdkItem};
 use cronledger_aws::keys;
 use cronledger_aws::prelude::*;
 use cronledger_aws::StoreError;
 use cronledger_tests::{scheduled_run, spec, t, TestLedger};
 
-async fn put_raw(env: &TestLedger, item: Item) {
+/// Writes `item` as it is, past the store (the SDK's own types, as anyone with table access).
+async fn put_raw(env: &TestLedger, item: SdkItem) {
     env.clients
         .dynamodb
         .put_item()
@@ -49,7 +50,7 @@ async fn malformed_runs_give_typed_errors_naming_the_item_and_attribute() {
     let env = TestLedger::new().await;
     let at = t("2026-03-01T00:00:00Z");
     let good = scheduled_run(&spec("broken", "0 * * * *"), at, at, "ticker");
-    let good_item = cronledger_aws::codec::run::encode(&good, 4);
+    let good_item = item_to_sdk(cronledger_aws::codec::run::encode(&good, 4));
     let pk = "SCHED#broken";
     let sk = "RUN#2026-03-01T00:00:00Z";
 
@@ -109,7 +110,7 @@ async fn malformed_schedules_give_typed_errors_naming_the_item_and_attribute() {
         .create_schedule(spec("sched", "0 * * * *"), meta)
         .await
         .expect("create");
-    let key: Item = [
+    let key: SdkItem = [
         ("PK".to_string(), AttributeValue::S("SCHED#sched".into())),
         (
             "SK".to_string(),

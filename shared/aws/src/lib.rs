@@ -3,12 +3,9 @@
 //! `AWS_ENDPOINT_URL` (or the per-service `AWS_ENDPOINT_URL_DYNAMODB` / `AWS_ENDPOINT_URL_SQS`
 //! / `AWS_ENDPOINT_URL_SNS`) points them at an emulator.
 
-pub mod codec;
 pub mod config;
-pub mod cursor;
 pub mod dynamo;
 pub mod error;
-pub mod item;
 pub mod lanes;
 pub mod memory;
 pub mod meter;
@@ -18,7 +15,8 @@ pub mod table;
 
 // The port this crate implements, under the paths its users and its own modules name.
 pub use cronledger_ledger::{
-    alerts, control, health, keys, layer, ledger, ops, prelude, schedule_change, store,
+    alerts, codec, control, cursor, health, item, keys, layer, ledger, ops, prelude,
+    schedule_change, store,
 };
 
 pub use alerts::{AlertStore, Awaiting, HeldWork, Notifier, NotifyError, RecordedAlert};

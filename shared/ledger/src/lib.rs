@@ -6,9 +6,12 @@
 //! below it.
 
 pub mod alerts;
+pub mod codec;
 pub mod control;
+pub mod cursor;
 pub mod error;
 pub mod health;
+pub mod item;
 pub mod keys;
 pub mod layer;
 pub mod ledger;

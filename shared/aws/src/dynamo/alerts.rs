@@ -61,7 +61,7 @@ impl DynamoStore {
                 true,
             )
             .await?;
-        let items = self.fetch_items(out.items()).await?;
+        let items = self.fetch_items(&out.items).await?;
         let mut waiting = Vec::with_capacity(items.len());
         for item in &items {
             let recorded = codec::decode(item)?;

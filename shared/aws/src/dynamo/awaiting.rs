@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use chrono::{DateTime, Utc};
 
+use super::values::item_to_sdk;
 use super::{DynamoStore, Expr};
 use crate::alerts::Awaiting;
 use crate::codec::awaiting as codec;
@@ -48,7 +49,7 @@ impl DynamoStore {
                 true,
             )
             .await?;
-        let items = self.fetch_items(out.items()).await?;
+        let items = self.fetch_items(&out.items).await?;
         let mut due = items
             .iter()
             .map(codec::decode)
@@ -71,10 +72,10 @@ impl DynamoStore {
                 .client
                 .delete_item()
                 .table_name(&self.table)
-                .set_key(Some(codec::awaiting_key(
+                .set_key(Some(item_to_sdk(codec::awaiting_key(
                     &awaiting.schedule,
                     &awaiting.group,
-                )))
+                ))))
                 .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
                 .send()
                 .await

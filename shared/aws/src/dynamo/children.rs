@@ -7,6 +7,7 @@ use cronledger_core::{RunKey, RunStatus};
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 
 use super::runs::run_item_key;
+use super::values::item_to_sdk;
 use super::{DynamoStore, Expr, TxError};
 use crate::codec::child as codec;
 use crate::codec::run as run_codec;
@@ -126,7 +127,7 @@ impl DynamoStore {
 fn update(table: &str, item_key: Item, expr: &Expr) -> Result<TransactWriteItem, StoreError> {
     let update = Update::builder()
         .table_name(table)
-        .set_key(Some(item_key))
+        .set_key(Some(item_to_sdk(item_key)))
         .set_update_expression(expr.update())
         .set_condition_expression(expr.condition())
         .set_expression_attribute_names(expr.names())

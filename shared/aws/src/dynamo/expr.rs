@@ -5,10 +5,13 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
+use super::values::to_sdk;
+use crate::item::Value;
+
 #[derive(Debug, Default, Clone)]
 pub struct Expr {
     names: HashMap<String, String>,
-    values: HashMap<String, AttributeValue>,
+    values: HashMap<String, Value>,
     set: Vec<String>,
     remove: Vec<String>,
     /// `ADD` clauses: atomic increments that start an absent number at zero.
@@ -30,19 +33,19 @@ impl Expr {
         placeholder
     }
 
-    fn value(&mut self, value: AttributeValue) -> String {
+    fn value(&mut self, value: Value) -> String {
         let placeholder = format!(":v{}", self.values.len());
         self.values.insert(placeholder.clone(), value);
         placeholder
     }
 
-    pub fn set(&mut self, attr: &str, value: AttributeValue) -> &mut Expr {
+    pub fn set(&mut self, attr: &str, value: Value) -> &mut Expr {
         let (n, v) = (self.name(attr), self.value(value));
         self.set.push(format!("{n} = {v}"));
         self
     }
 
-    pub fn set_opt(&mut self, attr: &str, value: Option<AttributeValue>) -> &mut Expr {
+    pub fn set_opt(&mut self, attr: &str, value: Option<Value>) -> &mut Expr {
         if let Some(value) = value {
             self.set(attr, value);
         }
@@ -50,7 +53,7 @@ impl Expr {
     }
 
     /// `attr = if_not_exists(attr, value)`: set once, kept by later writes.
-    pub fn set_if_absent(&mut self, attr: &str, value: AttributeValue) -> &mut Expr {
+    pub fn set_if_absent(&mut self, attr: &str, value: Value) -> &mut Expr {
         let (n, v) = (self.name(attr), self.value(value));
         self.set.push(format!("{n} = if_not_exists({n}, {v})"));
         self
@@ -58,13 +61,7 @@ impl Expr {
 
     /// `attr = base + if_not_exists(addend, default)`: a sum with a number the item holds
     /// (or `default` on items written before it had one).
-    pub fn set_sum(
-        &mut self,
-        attr: &str,
-        base: AttributeValue,
-        addend: &str,
-        default: AttributeValue,
-    ) -> &mut Expr {
+    pub fn set_sum(&mut self, attr: &str, base: Value, addend: &str, default: Value) -> &mut Expr {
         let (n, b, a, d) = (
             self.name(attr),
             self.value(base),
@@ -78,10 +75,7 @@ impl Expr {
 
     /// `attr = attr + by`
     pub fn add(&mut self, attr: &str, by: u64) -> &mut Expr {
-        let (n, v) = (
-            self.name(attr),
-            self.value(AttributeValue::N(by.to_string())),
-        );
+        let (n, v) = (self.name(attr), self.value(Value::N(by.to_string())));
         self.set.push(format!("{n} = {n} + {v}"));
         self
     }
@@ -89,20 +83,14 @@ impl Expr {
     /// `ADD attr by`: unlike [`Expr::add`], valid on an absent item or attribute (it starts
     /// at zero), and concurrent increments all apply.
     pub fn increment(&mut self, attr: &str, by: u64) -> &mut Expr {
-        let (n, v) = (
-            self.name(attr),
-            self.value(AttributeValue::N(by.to_string())),
-        );
+        let (n, v) = (self.name(attr), self.value(Value::N(by.to_string())));
         self.add.push(format!("{n} {v}"));
         self
     }
 
     /// [`Expr::increment`] by a signed amount (a counter taken back).
     pub fn increment_signed(&mut self, attr: &str, by: i64) -> &mut Expr {
-        let (n, v) = (
-            self.name(attr),
-            self.value(AttributeValue::N(by.to_string())),
-        );
+        let (n, v) = (self.name(attr), self.value(Value::N(by.to_string())));
         self.add.push(format!("{n} {v}"));
         self
     }
@@ -113,27 +101,27 @@ impl Expr {
         self
     }
 
-    fn compare(&mut self, attr: &str, op: &str, value: AttributeValue) -> &mut Expr {
+    fn compare(&mut self, attr: &str, op: &str, value: Value) -> &mut Expr {
         let (n, v) = (self.name(attr), self.value(value));
         self.conditions.push(format!("{n} {op} {v}"));
         self
     }
 
-    pub fn eq(&mut self, attr: &str, value: AttributeValue) -> &mut Expr {
+    pub fn eq(&mut self, attr: &str, value: Value) -> &mut Expr {
         self.compare(attr, "=", value)
     }
 
-    pub fn lt(&mut self, attr: &str, value: AttributeValue) -> &mut Expr {
+    pub fn lt(&mut self, attr: &str, value: Value) -> &mut Expr {
         self.compare(attr, "<", value)
     }
 
-    pub fn between(&mut self, attr: &str, low: AttributeValue, high: AttributeValue) -> &mut Expr {
+    pub fn between(&mut self, attr: &str, low: Value, high: Value) -> &mut Expr {
         let (n, lo, hi) = (self.name(attr), self.value(low), self.value(high));
         self.conditions.push(format!("{n} BETWEEN {lo} AND {hi}"));
         self
     }
 
-    pub fn begins_with(&mut self, attr: &str, prefix: AttributeValue) -> &mut Expr {
+    pub fn begins_with(&mut self, attr: &str, prefix: Value) -> &mut Expr {
         let (n, v) = (self.name(attr), self.value(prefix));
         self.conditions.push(format!("begins_with({n}, {v})"));
         self
@@ -152,7 +140,7 @@ impl Expr {
     }
 
     /// `attr = value`, or absent when `value` is `None`.
-    pub fn eq_or_absent(&mut self, attr: &str, value: Option<AttributeValue>) -> &mut Expr {
+    pub fn eq_or_absent(&mut self, attr: &str, value: Option<Value>) -> &mut Expr {
         match value {
             Some(value) => self.eq(attr, value),
             None => self.not_exists(attr),
@@ -160,11 +148,7 @@ impl Expr {
     }
 
     /// Keeps items whose `attr` is one of `values` (a query filter alternative).
-    pub fn or_one_of(
-        &mut self,
-        attr: &str,
-        values: impl IntoIterator<Item = AttributeValue>,
-    ) -> &mut Expr {
+    pub fn or_one_of(&mut self, attr: &str, values: impl IntoIterator<Item = Value>) -> &mut Expr {
         let n = self.name(attr);
         let vs: Vec<String> = values.into_iter().map(|v| self.value(v)).collect();
         self.filters.push(format!("{n} IN ({})", vs.join(", ")));
@@ -172,7 +156,7 @@ impl Expr {
     }
 
     /// Keeps items whose `attr` begins with `prefix` (a query filter alternative).
-    pub fn or_begins_with(&mut self, attr: &str, prefix: AttributeValue) -> &mut Expr {
+    pub fn or_begins_with(&mut self, attr: &str, prefix: Value) -> &mut Expr {
         let (n, v) = (self.name(attr), self.value(prefix));
         self.filters.push(format!("begins_with({n}, {v})"));
         self
@@ -206,8 +190,14 @@ impl Expr {
         (!self.names.is_empty()).then(|| self.names.clone())
     }
 
+    /// The values, as the SDK takes them.
     pub fn values(&self) -> Option<HashMap<String, AttributeValue>> {
-        (!self.values.is_empty()).then(|| self.values.clone())
+        (!self.values.is_empty()).then(|| {
+            self.values
+                .iter()
+                .map(|(k, v)| (k.clone(), to_sdk(v.clone())))
+                .collect()
+        })
     }
 }
 

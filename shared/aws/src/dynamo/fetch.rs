@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::{KeysAndAttributes, ReturnConsumedCapacity};
 
+use super::values::{item_from_sdk, item_to_sdk, items_from_sdk};
 use super::DynamoStore;
 use crate::error::StoreError;
 use crate::item::{key, Item, ItemReader};
@@ -47,7 +48,7 @@ impl DynamoStore {
                     tokio::time::sleep(super::jitter(tries)).await;
                 }
                 let request = KeysAndAttributes::builder()
-                    .set_keys(Some(pending))
+                    .set_keys(Some(pending.into_iter().map(item_to_sdk).collect()))
                     .build()
                     .map_err(|e| StoreError::InvalidRequest(e.to_string()))?;
                 let out = self
@@ -65,12 +66,13 @@ impl DynamoStore {
                     .and_then(|mut r| r.remove(&self.table))
                     .unwrap_or_default()
                 {
+                    let item = item_from_sdk(&item);
                     found.insert(table_key(&item)?, item);
                 }
                 pending = out
                     .unprocessed_keys
                     .and_then(|mut u| u.remove(&self.table))
-                    .map(|k| k.keys)
+                    .map(|k| items_from_sdk(&k.keys))
                     .unwrap_or_default();
             }
         }

@@ -17,6 +17,7 @@ use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use futures_util::stream::{self, StreamExt};
 
 use super::runs::run_item_key;
+use super::values::item_to_sdk;
 use super::{unless_condition_failed, DynamoStore, Expr};
 use crate::codec::run as codec;
 use crate::codec::schedule::VERSION;
@@ -91,7 +92,7 @@ impl DynamoStore {
             .client
             .delete_item()
             .table_name(&self.table)
-            .set_key(Some(run_item_key(&run.key)))
+            .set_key(Some(item_to_sdk(run_item_key(&run.key))))
             .set_condition_expression(cond.condition())
             .set_expression_attribute_names(cond.names())
             .set_expression_attribute_values(cond.values())

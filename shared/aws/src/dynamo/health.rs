@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use chrono::{Days, NaiveDate};
 
+use super::values::item_to_sdk;
 use super::{DynamoStore, Expr};
 use crate::error::StoreError;
 use crate::health::{DayTally, HealthStore, Outcome, TALLY_DAYS};
@@ -106,7 +107,10 @@ impl HealthStore for DynamoStore {
             .client
             .update_item()
             .table_name(&self.table)
-            .set_key(Some(key(keys::schedule_pk(schedule), keys::health_sk(day))))
+            .set_key(Some(item_to_sdk(key(
+                keys::schedule_pk(schedule),
+                keys::health_sk(day),
+            ))))
             .set_update_expression(expr.update())
             .set_expression_attribute_names(expr.names())
             .set_expression_attribute_values(expr.values())

@@ -13,6 +13,7 @@ pub(crate) mod ops;
 mod runs;
 mod schedules;
 mod shards;
+pub mod values;
 
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
@@ -39,6 +40,7 @@ use crate::ledger::{
 use crate::meter::RequestMeter;
 use crate::metered::Metered;
 use crate::store::{ChildStore, RunStore, ScheduleStore};
+use values::item_to_sdk;
 
 pub use expr::Expr;
 pub(crate) use fetch::BATCH_GET_KEYS;
@@ -167,7 +169,7 @@ impl DynamoStore {
             .client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(item))
+            .set_item(Some(item_to_sdk(item)))
             .set_condition_expression(condition)
             .set_expression_attribute_names(names)
             .set_expression_attribute_values(values)
@@ -198,7 +200,10 @@ impl DynamoStore {
             ("#pk".to_string(), crate::keys::PK.to_string()),
             ("#exp".to_string(), crate::keys::EXPIRES_AT.to_string()),
         ]);
-        let values = HashMap::from([(":now".to_string(), crate::item::n(now.timestamp()))]);
+        let values = HashMap::from([(
+            ":now".to_string(),
+            values::to_sdk(crate::item::n(now.timestamp())),
+        )]);
         let condition = "attribute_not_exists(#pk) OR #exp < :now".to_string();
         self.put_conditional(item, Some(condition), Some(names), Some(values))
             .await

@@ -1,7 +1,6 @@
 //! Run operations: conditional creation, guarded transitions and the listings.
 
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
-use aws_sdk_dynamodb::operation::query::QueryOutput;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
     ReturnConsumedCapacity, ReturnValue, ReturnValuesOnConditionCheckFailure,
@@ -12,6 +11,8 @@ use cronledger_core::{
     Attempt, AttemptEnd, AttemptOutcome, AttemptStart, Run, RunEvent, RunKey, RunStatus, Trigger,
 };
 
+use super::schedules::QueryPage;
+use super::values::{item_from_sdk, item_to_sdk, opt_item};
 use super::{DynamoStore, Expr};
 use crate::codec::attempt as attempts;
 use crate::codec::run as codec;
@@ -30,7 +31,7 @@ impl DynamoStore {
             .client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(codec::encode(run, self.shards)))
+            .set_item(Some(item_to_sdk(codec::encode(run, self.shards))))
             .set_condition_expression(absent.condition())
             .set_expression_attribute_names(absent.names())
             // The existing item comes back with the failure: found costs one request too.
@@ -49,7 +50,7 @@ impl DynamoStore {
         match err.as_service_error() {
             Some(PutItemError::ConditionalCheckFailedException(failed)) => {
                 match failed.item() {
-                    Some(item) => Ok(Created::Existing(codec::decode(item)?)),
+                    Some(item) => Ok(Created::Existing(codec::decode(&item_from_sdk(item))?)),
                     // Emulators without ALL_OLD support: one more read.
                     None => Ok(Created::Existing(self.get_run_impl(&run.key).await?)),
                 }
@@ -88,7 +89,7 @@ impl DynamoStore {
             .client
             .update_item()
             .table_name(&self.table)
-            .set_key(Some(run_item_key(run_key)))
+            .set_key(Some(item_to_sdk(run_item_key(run_key))))
             .set_update_expression(expr.update())
             .set_condition_expression(expr.condition())
             .set_expression_attribute_names(expr.names())
@@ -102,8 +103,8 @@ impl DynamoStore {
             Ok(out) => {
                 self.meter
                     .record_capacity("UpdateItem", out.consumed_capacity());
-                return match out.attributes() {
-                    Some(item) => codec::decode(item),
+                return match opt_item(out.attributes()) {
+                    Some(item) => codec::decode(&item),
                     None => self.get_run_impl(run_key).await,
                 };
             }
@@ -113,8 +114,8 @@ impl DynamoStore {
         else {
             return Err(crate::error::store_request("UpdateItem", err));
         };
-        let stored = match failed.item() {
-            Some(item) => Some(codec::decode(item)?),
+        let stored = match opt_item(failed.item()) {
+            Some(item) => Some(codec::decode(&item)?),
             None => match self.get_run_impl(run_key).await {
                 Ok(run) => Some(run),
                 Err(StoreError::RunNotFound(_)) => None,
@@ -311,7 +312,7 @@ impl DynamoStore {
             .begins_with(SK, s(keys::RUN_PREFIX));
         recent_runs_filter(&mut expr, at);
         let out = self.query(None, &expr, limit, None, false).await?;
-        recent_runs_of(&out, out.items())
+        recent_runs_of(&out, &out.items)
     }
 
     /// The schedule's item and its newest runs in one descending query: the schedule's
@@ -333,7 +334,7 @@ impl DynamoStore {
         let out = self
             .query(None, &expr, limit.saturating_add(1), None, false)
             .await?;
-        let items = out.items();
+        let items = &out.items;
         let is_schedule = |item: &Item| {
             item.get(SK)
                 .and_then(|sk| sk.as_s().ok())
@@ -481,15 +482,16 @@ fn recent_runs_filter(expr: &mut Expr, at: Option<DateTime<Utc>>) {
 }
 
 /// The page `runs` came from, with how far back its read looked.
-fn recent_runs_of(out: &QueryOutput, runs: &[Item]) -> Result<RecentRuns, StoreError> {
+fn recent_runs_of(out: &QueryPage, runs: &[Item]) -> Result<RecentRuns, StoreError> {
     // Where the read stopped: the sort key of the last run it looked at, filtered or not.
     let stopped_at = out
-        .last_evaluated_key()
+        .last_key
+        .as_ref()
         .and_then(|k| k.get(SK))
         .and_then(|sk| sk.as_s().ok());
     Ok(RecentRuns {
         runs: decode_all(runs)?,
-        complete: out.last_evaluated_key().is_none(),
+        complete: out.last_key.is_none(),
         oldest_read: stopped_at.and_then(|sk| keys::run_sk_instant(sk)),
     })
 }

@@ -1,10 +1,10 @@
 //! Schedule operations: audited, optimistic-locked changes and the ticker's index.
 
-use aws_sdk_dynamodb::operation::query::QueryOutput;
 use aws_sdk_dynamodb::types::{Put, ReturnConsumedCapacity, ReturnValue, TransactWriteItem};
 use chrono::{DateTime, Utc};
 use cronledger_core::ScheduleSpec;
 
+use super::values::{item_to_sdk, items_from_sdk, opt_item};
 use super::{unless_condition_failed, DynamoStore, Expr, TxError, CHANGE_TRIES};
 use crate::codec::schedule as codec;
 use crate::cursor;
@@ -144,7 +144,7 @@ impl DynamoStore {
     fn put(&self, item: Item, condition: &Expr) -> Result<TransactWriteItem, StoreError> {
         let put = Put::builder()
             .table_name(&self.table)
-            .set_item(Some(item))
+            .set_item(Some(item_to_sdk(item)))
             .set_condition_expression(condition.condition())
             .set_expression_attribute_names(condition.names())
             .set_expression_attribute_values(condition.values())
@@ -391,7 +391,7 @@ impl DynamoStore {
             .client
             .get_item()
             .table_name(&self.table)
-            .set_key(Some(item_key))
+            .set_key(Some(item_to_sdk(item_key)))
             .consistent_read(true)
             .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
@@ -399,7 +399,7 @@ impl DynamoStore {
             .map_err(|e| crate::error::store_request("GetItem", e))?;
         self.meter
             .record_capacity("GetItem", out.consumed_capacity());
-        Ok(out.item)
+        Ok(opt_item(out.item.as_ref()))
     }
 
     /// An update of the schedule's item: `true` if applied, `false` if its condition failed.
@@ -433,7 +433,7 @@ impl DynamoStore {
             .client
             .update_item()
             .table_name(&self.table)
-            .set_key(Some(item_key))
+            .set_key(Some(item_to_sdk(item_key)))
             .set_update_expression(expr.update())
             .set_condition_expression(expr.condition())
             .set_expression_attribute_names(expr.names())
@@ -446,7 +446,7 @@ impl DynamoStore {
             Ok(out) => {
                 self.meter
                     .record_capacity("UpdateItem", out.consumed_capacity());
-                Ok(Some(out.attributes.unwrap_or_default()))
+                Ok(Some(opt_item(out.attributes.as_ref()).unwrap_or_default()))
             }
             Err(err) => unless_condition_failed("UpdateItem", err).map(|_| None),
         }
@@ -465,10 +465,7 @@ impl DynamoStore {
         let out = self
             .query(index, key_condition, limit, start, forward)
             .await?;
-        Ok((
-            out.items().to_vec(),
-            cursor::encode(out.last_evaluated_key()),
-        ))
+        Ok((out.items, cursor::encode(out.last_key.as_ref())))
     }
 
     /// One Query request: `expr`'s key condition and filter, `limit` items read (filtered
@@ -480,7 +477,7 @@ impl DynamoStore {
         limit: u32,
         start: Option<Item>,
         forward: bool,
-    ) -> Result<QueryOutput, StoreError> {
+    ) -> Result<QueryPage, StoreError> {
         let out = self
             .client
             .query()
@@ -490,7 +487,7 @@ impl DynamoStore {
             .set_filter_expression(expr.filter())
             .set_expression_attribute_names(expr.names())
             .set_expression_attribute_values(expr.values())
-            .set_exclusive_start_key(start)
+            .set_exclusive_start_key(start.map(item_to_sdk))
             .limit(limit.clamp(1, 1000) as i32)
             .scan_index_forward(forward)
             // Indexes only offer eventual consistency; the table's own partitions are
@@ -501,7 +498,10 @@ impl DynamoStore {
             .await
             .map_err(|e| crate::error::store_request("Query", e))?;
         self.meter.record_capacity("Query", out.consumed_capacity());
-        Ok(out)
+        Ok(QueryPage {
+            items: items_from_sdk(out.items()),
+            last_key: opt_item(out.last_evaluated_key()),
+        })
     }
 
     /// Every item of a query on the table or `index`, following the pages.
@@ -523,4 +523,11 @@ impl DynamoStore {
             }
         }
     }
+}
+
+/// One page a Query read: its items (after the filter) and where it stopped, if before the
+/// end (`LastEvaluatedKey`).
+pub(super) struct QueryPage {
+    pub items: Vec<Item>,
+    pub last_key: Option<Item>,
 }

@@ -4,6 +4,7 @@
 //! their new shard when next written (a schedule at its next fire, a run at its next status
 //! change). Shrinking would leave the items of the higher shards unread: refused.
 
+use super::values::{item_to_sdk, to_sdk};
 use crate::meter::metered;
 use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 
@@ -25,11 +26,11 @@ impl DynamoStore {
                 .client
                 .update_item()
                 .table_name(&self.table)
-                .set_key(Some(key(SYSTEM_PK.to_string(), SHARDS_SK)))
+                .set_key(Some(item_to_sdk(key(SYSTEM_PK.to_string(), SHARDS_SK))))
                 .update_expression("SET #count = :count")
                 .condition_expression("attribute_not_exists(#count) OR #count <= :count")
                 .expression_attribute_names("#count", COUNT)
-                .expression_attribute_values(":count", n(self.shards))
+                .expression_attribute_values(":count", to_sdk(n(self.shards)))
                 .return_consumed_capacity(ReturnConsumedCapacity::Total)
                 .send()
                 .await;

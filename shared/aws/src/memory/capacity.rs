@@ -27,10 +27,8 @@
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
-use aws_sdk_dynamodb::types::AttributeValue;
-
 use super::InMemoryStore;
-use crate::item::Item;
+use crate::item::{Item, Value};
 use crate::keys::{PK, SK};
 use crate::meter::{CapacityTarget, Units};
 use crate::table::{IndexDef, TableDefinition};
@@ -66,24 +64,23 @@ pub fn item_size(item: &Item) -> u64 {
 }
 
 /// One attribute value's size, without its name.
-pub fn value_size(value: &AttributeValue) -> u64 {
+pub fn value_size(value: &Value) -> u64 {
     match value {
-        AttributeValue::S(s) => s.len() as u64,
-        AttributeValue::N(n) => number_size(n),
-        AttributeValue::B(b) => b.as_ref().len() as u64,
-        AttributeValue::Bool(_) | AttributeValue::Null(_) => 1,
-        AttributeValue::Ss(v) => v.iter().map(|s| s.len() as u64).sum(),
-        AttributeValue::Ns(v) => v.iter().map(|n| number_size(n)).sum(),
-        AttributeValue::Bs(v) => v.iter().map(|b| b.as_ref().len() as u64).sum(),
+        Value::S(s) => s.len() as u64,
+        Value::N(n) => number_size(n),
+        Value::B(b) => b.len() as u64,
+        Value::Bool(_) | Value::Null => 1,
+        Value::Ss(v) => v.iter().map(|s| s.len() as u64).sum(),
+        Value::Ns(v) => v.iter().map(|n| number_size(n)).sum(),
+        Value::Bs(v) => v.iter().map(|b| b.len() as u64).sum(),
         // 3 bytes for the container, 1 per element, and the elements (names too, in a map).
-        AttributeValue::L(v) => 3 + v.iter().map(|e| 1 + value_size(e)).sum::<u64>(),
-        AttributeValue::M(m) => {
+        Value::L(v) => 3 + v.iter().map(|e| 1 + value_size(e)).sum::<u64>(),
+        Value::M(m) => {
             3 + m
                 .iter()
                 .map(|(k, e)| 1 + k.len() as u64 + value_size(e))
                 .sum::<u64>()
         }
-        _ => 0,
     }
 }
 
@@ -238,7 +235,7 @@ impl InMemoryStore {
             }
         }
         let key = |name: &str| match after.get(name) {
-            Some(AttributeValue::S(s)) => s.clone(),
+            Some(Value::S(s)) => s.clone(),
             _ => String::new(),
         };
         self.meter
@@ -268,7 +265,7 @@ impl InMemoryStore {
             }
         }
         let key = |name: &str| match before.get(name) {
-            Some(AttributeValue::S(s)) => s.clone(),
+            Some(Value::S(s)) => s.clone(),
             _ => String::new(),
         };
         self.meter.record_stored(key(PK), key(SK), 0);
@@ -351,15 +348,15 @@ mod tests {
     use super::*;
     use crate::meter::RequestMeter;
 
-    fn s(v: &str) -> AttributeValue {
-        AttributeValue::S(v.to_string())
+    fn s(v: &str) -> Value {
+        Value::S(v.to_string())
     }
 
-    fn n(v: &str) -> AttributeValue {
-        AttributeValue::N(v.to_string())
+    fn n(v: &str) -> Value {
+        Value::N(v.to_string())
     }
 
-    fn item(attrs: &[(&str, AttributeValue)]) -> Item {
+    fn item(attrs: &[(&str, Value)]) -> Item {
         attrs
             .iter()
             .map(|(k, v)| (k.to_string(), v.clone()))
@@ -390,12 +387,12 @@ mod tests {
     #[test]
     fn sizes_a_known_item_by_the_published_rules() {
         let it = item(&[
-            ("PK", s("abc")),                                        // 2 + 3
-            ("n", n("12345")),                                       // 1 + (3 + 1)
-            ("z", n("-0.00100")),                                    // 1 + (1 + 1)
-            ("b", AttributeValue::Bool(true)),                       // 1 + 1
-            ("l", AttributeValue::L(vec![s("xy"), n("7")])),         // 1 + 3 + (1+2) + (1+2)
-            ("m", AttributeValue::M([("k".into(), s("v"))].into())), // 1 + 3 + (1+1+1)
+            ("PK", s("abc")),                               // 2 + 3
+            ("n", n("12345")),                              // 1 + (3 + 1)
+            ("z", n("-0.00100")),                           // 1 + (1 + 1)
+            ("b", Value::Bool(true)),                       // 1 + 1
+            ("l", Value::L(vec![s("xy"), n("7")])),         // 1 + 3 + (1+2) + (1+2)
+            ("m", Value::M([("k".into(), s("v"))].into())), // 1 + 3 + (1+1+1)
         ]);
         assert_eq!(item_size(&it), 5 + 5 + 3 + 2 + 10 + 7);
     }

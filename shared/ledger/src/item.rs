@@ -1,12 +1,14 @@
-//! Reading and writing DynamoDB items attribute by attribute. Items come from outside (anyone
-//! with table access can write one), so every read is checked and a bad one becomes
-//! `STORE_MALFORMED_ITEM` naming the item's keys and the attribute, never a panic.
+//! The ledger's items, as DynamoDB holds them but without its SDK: [`Value`] has DynamoDB's
+//! attribute types, so a store renders an item for DynamoDB value by value and the memory
+//! store keeps the same items. Reading and writing them attribute by attribute: items come
+//! from outside (anyone with table access can write one), so every read is checked and a
+//! bad one becomes `STORE_MALFORMED_ITEM` naming the item's keys and the attribute, never a
+//! panic.
 
 use std::collections::HashMap;
 use std::fmt::Display;
 use std::str::FromStr;
 
-use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{DateTime, NaiveDate, Utc};
 use cronledger_core::window::utc_text;
 use serde::de::DeserializeOwned;
@@ -14,7 +16,41 @@ use serde::de::DeserializeOwned;
 use crate::error::StoreError;
 use crate::keys::{PK, SK};
 
-pub type Item = HashMap<String, AttributeValue>;
+/// One attribute's value, by DynamoDB's types. Numbers are kept as their text (DynamoDB's
+/// own form), so no precision is lost on the way through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    S(String),
+    N(String),
+    B(Vec<u8>),
+    Bool(bool),
+    Null,
+    L(Vec<Value>),
+    M(HashMap<String, Value>),
+    Ss(Vec<String>),
+    Ns(Vec<String>),
+    Bs(Vec<Vec<u8>>),
+}
+
+impl Value {
+    /// The string, or the value itself when it is not one (as the SDK's `as_s`).
+    pub fn as_s(&self) -> Result<&String, &Value> {
+        match self {
+            Value::S(s) => Ok(s),
+            other => Err(other),
+        }
+    }
+
+    /// The number's text, or the value itself when it is not one.
+    pub fn as_n(&self) -> Result<&String, &Value> {
+        match self {
+            Value::N(n) => Ok(n),
+            other => Err(other),
+        }
+    }
+}
+
+pub type Item = HashMap<String, Value>;
 
 /// Typed access to one item, for error messages that say which item and which attribute.
 pub struct ItemReader<'a> {
@@ -26,7 +62,7 @@ pub struct ItemReader<'a> {
 impl<'a> ItemReader<'a> {
     pub fn new(item: &'a Item) -> ItemReader<'a> {
         let key = |name: &str| match item.get(name) {
-            Some(AttributeValue::S(s)) => s.clone(),
+            Some(Value::S(s)) => s.clone(),
             Some(_) => format!("<{name} not a string>"),
             None => format!("<no {name}>"),
         };
@@ -72,8 +108,8 @@ impl<'a> ItemReader<'a> {
     /// Absent and NULL both read as `None`; any other type is an error.
     pub fn opt_s(&self, name: &str) -> Result<Option<&'a str>, StoreError> {
         match self.item.get(name) {
-            None | Some(AttributeValue::Null(_)) => Ok(None),
-            Some(AttributeValue::S(s)) => Ok(Some(s.as_str())),
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::S(s)) => Ok(Some(s.as_str())),
             Some(other) => Err(self.malformed(name, format!("is {}, not a string", kind(other)))),
         }
     }
@@ -83,8 +119,8 @@ impl<'a> ItemReader<'a> {
         T::Err: Display,
     {
         match self.item.get(name) {
-            None | Some(AttributeValue::Null(_)) => Ok(None),
-            Some(AttributeValue::N(n)) => n
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::N(n)) => n
                 .parse()
                 .map(Some)
                 .map_err(|e| self.malformed(name, format!("is not a valid number `{n}`: {e}"))),
@@ -102,7 +138,7 @@ impl<'a> ItemReader<'a> {
 
     pub fn bool(&self, name: &str) -> Result<bool, StoreError> {
         match self.item.get(name) {
-            Some(AttributeValue::Bool(b)) => Ok(*b),
+            Some(Value::Bool(b)) => Ok(*b),
             None => Err(self.malformed(name, "is missing")),
             Some(other) => Err(self.malformed(name, format!("is {}, not a boolean", kind(other)))),
         }
@@ -111,8 +147,8 @@ impl<'a> ItemReader<'a> {
     /// Absent and NULL both read as `None`.
     pub fn opt_bool(&self, name: &str) -> Result<Option<bool>, StoreError> {
         match self.item.get(name) {
-            None | Some(AttributeValue::Null(_)) => Ok(None),
-            Some(AttributeValue::Bool(b)) => Ok(Some(*b)),
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
             Some(other) => Err(self.malformed(name, format!("is {}, not a boolean", kind(other)))),
         }
     }
@@ -157,17 +193,16 @@ impl<'a> ItemReader<'a> {
     }
 }
 
-fn kind(value: &AttributeValue) -> &'static str {
+fn kind(value: &Value) -> &'static str {
     match value {
-        AttributeValue::S(_) => "a string",
-        AttributeValue::N(_) => "a number",
-        AttributeValue::Bool(_) => "a boolean",
-        AttributeValue::B(_) => "binary",
-        AttributeValue::L(_) => "a list",
-        AttributeValue::M(_) => "a map",
-        AttributeValue::Null(_) => "null",
-        AttributeValue::Ss(_) | AttributeValue::Ns(_) | AttributeValue::Bs(_) => "a set",
-        _ => "an unknown type",
+        Value::S(_) => "a string",
+        Value::N(_) => "a number",
+        Value::Bool(_) => "a boolean",
+        Value::B(_) => "binary",
+        Value::L(_) => "a list",
+        Value::M(_) => "a map",
+        Value::Null => "null",
+        Value::Ss(_) | Value::Ns(_) | Value::Bs(_) => "a set",
     }
 }
 
@@ -205,7 +240,7 @@ impl ItemWriter {
     }
 
     pub fn bool(mut self, name: &str, value: bool) -> Self {
-        self.0.insert(name.to_string(), AttributeValue::Bool(value));
+        self.0.insert(name.to_string(), Value::Bool(value));
         self
     }
 
@@ -222,17 +257,17 @@ impl ItemWriter {
     }
 }
 
-pub fn s(value: impl Into<String>) -> AttributeValue {
-    AttributeValue::S(value.into())
+pub fn s(value: impl Into<String>) -> Value {
+    Value::S(value.into())
 }
 
 /// An instant as stored: RFC3339 UTC text.
-pub fn time(value: DateTime<Utc>) -> AttributeValue {
+pub fn time(value: DateTime<Utc>) -> Value {
     s(utc_text(value))
 }
 
-pub fn n(value: impl ToString) -> AttributeValue {
-    AttributeValue::N(value.to_string())
+pub fn n(value: impl ToString) -> Value {
+    Value::N(value.to_string())
 }
 
 pub fn key(pk: String, sk: impl Into<String>) -> Item {

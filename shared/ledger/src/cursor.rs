@@ -4,10 +4,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use aws_sdk_dynamodb::types::AttributeValue;
-
 use crate::error::StoreError;
-use crate::item::Item;
+use crate::item::{Item, Value};
 
 pub fn encode(last_key: Option<&Item>) -> Option<String> {
     let key = last_key?;
@@ -43,10 +41,7 @@ pub fn decode(cursor: Option<&str>) -> Result<Option<Item>, StoreError> {
     let plain: BTreeMap<String, String> =
         serde_json::from_slice(&bytes).map_err(|_| StoreError::BadCursor)?;
     Ok(Some(
-        plain
-            .into_iter()
-            .map(|(k, v)| (k, AttributeValue::S(v)))
-            .collect(),
+        plain.into_iter().map(|(k, v)| (k, Value::S(v))).collect(),
     ))
 }
 
@@ -56,7 +51,7 @@ mod tests {
 
     #[test]
     fn round_trips_and_rejects_garbage() {
-        let key: Item = [("PK".to_string(), AttributeValue::S("SCHED#a".into()))].into();
+        let key: Item = [("PK".to_string(), Value::S("SCHED#a".into()))].into();
         let cursor = encode(Some(&key)).unwrap();
         assert_eq!(decode(Some(&cursor)).unwrap(), Some(key));
         assert!(matches!(decode(Some("zz")), Err(StoreError::BadCursor)));
