@@ -15,7 +15,7 @@ pub mod table;
 
 // The port this crate implements, under the paths its users and its own modules name.
 pub use cronledger_ledger::{
-    alerts, codec, control, cursor, health, item, keys, layer, ledger, ops, prelude,
+    alerts, codec, control, cursor, expr, health, item, keys, layer, ledger, ops, prelude,
     schedule_change, store,
 };
 

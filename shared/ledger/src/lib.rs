@@ -10,6 +10,7 @@ pub mod codec;
 pub mod control;
 pub mod cursor;
 pub mod error;
+pub mod expr;
 pub mod health;
 pub mod item;
 pub mod keys;

@@ -8,7 +8,7 @@ use futures_util::stream::{self, StreamExt, TryStreamExt};
 
 use super::runs::run_item_key;
 use super::values::item_to_sdk;
-use super::{DynamoStore, Expr, TxError};
+use super::{DynamoStore, Expr, Render, TxError};
 use crate::codec::child as codec;
 use crate::codec::run as run_codec;
 use crate::error::StoreError;

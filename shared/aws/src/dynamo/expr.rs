@@ -1,31 +1,28 @@
-//! Builds DynamoDB expressions with placeholders for every name and value, so reserved
-//! words (`status`, `count`, ...) never matter and values are never spliced into text.
+//! The port's [`Expr`] rendered as DynamoDB expressions, with placeholders for every name and
+//! value, so reserved words (`status`, `count`, ...) never matter and values are never
+//! spliced into text. Rendering is deterministic: each accessor renders the whole
+//! expression the same way, so their placeholders agree.
 
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::values::to_sdk;
+pub use crate::expr::Expr;
+use crate::expr::{Comparison, Cond, Operand, Update};
 use crate::item::Value;
 
-#[derive(Debug, Default, Clone)]
-pub struct Expr {
+/// An expression's text and placeholders.
+#[derive(Debug, Default)]
+struct Rendered {
     names: HashMap<String, String>,
-    values: HashMap<String, Value>,
-    set: Vec<String>,
-    remove: Vec<String>,
-    /// `ADD` clauses: atomic increments that start an absent number at zero.
-    add: Vec<String>,
-    conditions: Vec<String>,
-    /// Alternatives of a query's filter: an item is kept when any holds.
-    filters: Vec<String>,
+    values: Vec<(String, Value)>,
+    update: Option<String>,
+    condition: Option<String>,
+    filter: Option<String>,
 }
 
-impl Expr {
-    pub fn new() -> Expr {
-        Expr::default()
-    }
-
+impl Rendered {
     fn name(&mut self, attr: &str) -> String {
         // Our attribute names are [A-Za-z0-9_], valid placeholder text as they are.
         let placeholder = format!("#{attr}");
@@ -33,171 +30,127 @@ impl Expr {
         placeholder
     }
 
-    fn value(&mut self, value: Value) -> String {
+    fn value(&mut self, value: &Value) -> String {
         let placeholder = format!(":v{}", self.values.len());
-        self.values.insert(placeholder.clone(), value);
+        self.values.push((placeholder.clone(), value.clone()));
         placeholder
     }
 
-    pub fn set(&mut self, attr: &str, value: Value) -> &mut Expr {
-        let (n, v) = (self.name(attr), self.value(value));
-        self.set.push(format!("{n} = {v}"));
-        self
-    }
-
-    pub fn set_opt(&mut self, attr: &str, value: Option<Value>) -> &mut Expr {
-        if let Some(value) = value {
-            self.set(attr, value);
-        }
-        self
-    }
-
-    /// `attr = if_not_exists(attr, value)`: set once, kept by later writes.
-    pub fn set_if_absent(&mut self, attr: &str, value: Value) -> &mut Expr {
-        let (n, v) = (self.name(attr), self.value(value));
-        self.set.push(format!("{n} = if_not_exists({n}, {v})"));
-        self
-    }
-
-    /// `attr = base + if_not_exists(addend, default)`: a sum with a number the item holds
-    /// (or `default` on items written before it had one).
-    pub fn set_sum(&mut self, attr: &str, base: Value, addend: &str, default: Value) -> &mut Expr {
-        let (n, b, a, d) = (
-            self.name(attr),
-            self.value(base),
-            self.name(addend),
-            self.value(default),
-        );
-        self.set
-            .push(format!("{n} = {b} + if_not_exists({a}, {d})"));
-        self
-    }
-
-    /// `attr = attr + by`
-    pub fn add(&mut self, attr: &str, by: u64) -> &mut Expr {
-        let (n, v) = (self.name(attr), self.value(Value::N(by.to_string())));
-        self.set.push(format!("{n} = {n} + {v}"));
-        self
-    }
-
-    /// `ADD attr by`: unlike [`Expr::add`], valid on an absent item or attribute (it starts
-    /// at zero), and concurrent increments all apply.
-    pub fn increment(&mut self, attr: &str, by: u64) -> &mut Expr {
-        let (n, v) = (self.name(attr), self.value(Value::N(by.to_string())));
-        self.add.push(format!("{n} {v}"));
-        self
-    }
-
-    /// [`Expr::increment`] by a signed amount (a counter taken back).
-    pub fn increment_signed(&mut self, attr: &str, by: i64) -> &mut Expr {
-        let (n, v) = (self.name(attr), self.value(Value::N(by.to_string())));
-        self.add.push(format!("{n} {v}"));
-        self
-    }
-
-    pub fn remove(&mut self, attr: &str) -> &mut Expr {
-        let n = self.name(attr);
-        self.remove.push(n);
-        self
-    }
-
-    fn compare(&mut self, attr: &str, op: &str, value: Value) -> &mut Expr {
-        let (n, v) = (self.name(attr), self.value(value));
-        self.conditions.push(format!("{n} {op} {v}"));
-        self
-    }
-
-    pub fn eq(&mut self, attr: &str, value: Value) -> &mut Expr {
-        self.compare(attr, "=", value)
-    }
-
-    pub fn lt(&mut self, attr: &str, value: Value) -> &mut Expr {
-        self.compare(attr, "<", value)
-    }
-
-    pub fn between(&mut self, attr: &str, low: Value, high: Value) -> &mut Expr {
-        let (n, lo, hi) = (self.name(attr), self.value(low), self.value(high));
-        self.conditions.push(format!("{n} BETWEEN {lo} AND {hi}"));
-        self
-    }
-
-    pub fn begins_with(&mut self, attr: &str, prefix: Value) -> &mut Expr {
-        let (n, v) = (self.name(attr), self.value(prefix));
-        self.conditions.push(format!("begins_with({n}, {v})"));
-        self
-    }
-
-    pub fn exists(&mut self, attr: &str) -> &mut Expr {
-        let n = self.name(attr);
-        self.conditions.push(format!("attribute_exists({n})"));
-        self
-    }
-
-    pub fn not_exists(&mut self, attr: &str) -> &mut Expr {
-        let n = self.name(attr);
-        self.conditions.push(format!("attribute_not_exists({n})"));
-        self
-    }
-
-    /// `attr = value`, or absent when `value` is `None`.
-    pub fn eq_or_absent(&mut self, attr: &str, value: Option<Value>) -> &mut Expr {
-        match value {
-            Some(value) => self.eq(attr, value),
-            None => self.not_exists(attr),
+    fn operand(&mut self, op: &Operand) -> String {
+        match op {
+            Operand::Value(v) => self.value(v),
+            Operand::Attr(attr) => self.name(attr),
+            Operand::IfNotExists(attr, default) => {
+                format!(
+                    "if_not_exists({}, {})",
+                    self.name(attr),
+                    self.value(default)
+                )
+            }
+            Operand::Plus(a, b) => format!("{} + {}", self.operand(a), self.operand(b)),
         }
     }
 
-    /// Keeps items whose `attr` is one of `values` (a query filter alternative).
-    pub fn or_one_of(&mut self, attr: &str, values: impl IntoIterator<Item = Value>) -> &mut Expr {
-        let n = self.name(attr);
-        let vs: Vec<String> = values.into_iter().map(|v| self.value(v)).collect();
-        self.filters.push(format!("{n} IN ({})", vs.join(", ")));
-        self
+    fn cond(&mut self, cond: &Cond) -> String {
+        match cond {
+            Cond::Compare(attr, op, value) => {
+                let op = match op {
+                    Comparison::Eq => "=",
+                    Comparison::Lt => "<",
+                    Comparison::Le => "<=",
+                };
+                format!("{} {op} {}", self.name(attr), self.value(value))
+            }
+            Cond::Between(attr, low, high) => format!(
+                "{} BETWEEN {} AND {}",
+                self.name(attr),
+                self.value(low),
+                self.value(high)
+            ),
+            Cond::BeginsWith(attr, prefix) => {
+                format!("begins_with({}, {})", self.name(attr), self.value(prefix))
+            }
+            Cond::Exists(attr) => format!("attribute_exists({})", self.name(attr)),
+            Cond::NotExists(attr) => format!("attribute_not_exists({})", self.name(attr)),
+            Cond::In(attr, values) => {
+                let n = self.name(attr);
+                let vs: Vec<String> = values.iter().map(|v| self.value(v)).collect();
+                format!("{n} IN ({})", vs.join(", "))
+            }
+            Cond::Or(alternatives) => {
+                let parts: Vec<String> = alternatives.iter().map(|c| self.cond(c)).collect();
+                format!("({})", parts.join(" OR "))
+            }
+        }
     }
 
-    /// Keeps items whose `attr` begins with `prefix` (a query filter alternative).
-    pub fn or_begins_with(&mut self, attr: &str, prefix: Value) -> &mut Expr {
-        let (n, v) = (self.name(attr), self.value(prefix));
-        self.filters.push(format!("begins_with({n}, {v})"));
-        self
-    }
-
-    /// The query filter: any of its alternatives.
-    pub fn filter(&self) -> Option<String> {
-        (!self.filters.is_empty()).then(|| self.filters.join(" OR "))
-    }
-
-    pub fn update(&self) -> Option<String> {
+    fn of(expr: &Expr) -> Rendered {
+        let mut r = Rendered::default();
+        let (mut set, mut remove, mut add) = (Vec::new(), Vec::new(), Vec::new());
+        for update in &expr.updates {
+            match update {
+                Update::Set(attr, op) => {
+                    let text = format!("{} = {}", r.name(attr), r.operand(op));
+                    set.push(text);
+                }
+                Update::Remove(attr) => remove.push(r.name(attr)),
+                Update::Add(attr, by) => {
+                    let text = format!("{} {}", r.name(attr), r.value(by));
+                    add.push(text);
+                }
+            }
+        }
         let mut parts = Vec::new();
-        if !self.set.is_empty() {
-            parts.push(format!("SET {}", self.set.join(", ")));
+        if !set.is_empty() {
+            parts.push(format!("SET {}", set.join(", ")));
         }
-        if !self.remove.is_empty() {
-            parts.push(format!("REMOVE {}", self.remove.join(", ")));
+        if !remove.is_empty() {
+            parts.push(format!("REMOVE {}", remove.join(", ")));
         }
-        if !self.add.is_empty() {
-            parts.push(format!("ADD {}", self.add.join(", ")));
+        if !add.is_empty() {
+            parts.push(format!("ADD {}", add.join(", ")));
         }
-        (!parts.is_empty()).then(|| parts.join(" "))
+        r.update = (!parts.is_empty()).then(|| parts.join(" "));
+        let conditions: Vec<String> = expr.conditions.iter().map(|c| r.cond(c)).collect();
+        r.condition = (!conditions.is_empty()).then(|| conditions.join(" AND "));
+        let filters: Vec<String> = expr.filters.iter().map(|c| r.cond(c)).collect();
+        r.filter = (!filters.is_empty()).then(|| filters.join(" OR "));
+        r
     }
+}
 
-    pub fn condition(&self) -> Option<String> {
-        (!self.conditions.is_empty()).then(|| self.conditions.join(" AND "))
-    }
-
+/// DynamoDB's text of an [`Expr`].
+pub trait Render {
+    fn update(&self) -> Option<String>;
+    fn condition(&self) -> Option<String>;
+    /// The query filter: any of its alternatives.
+    fn filter(&self) -> Option<String>;
     /// DynamoDB rejects empty maps, hence `None` when there is nothing.
-    pub fn names(&self) -> Option<HashMap<String, String>> {
-        (!self.names.is_empty()).then(|| self.names.clone())
+    fn names(&self) -> Option<HashMap<String, String>>;
+    fn values(&self) -> Option<HashMap<String, AttributeValue>>;
+}
+
+impl Render for Expr {
+    fn update(&self) -> Option<String> {
+        Rendered::of(self).update
     }
 
-    /// The values, as the SDK takes them.
-    pub fn values(&self) -> Option<HashMap<String, AttributeValue>> {
-        (!self.values.is_empty()).then(|| {
-            self.values
-                .iter()
-                .map(|(k, v)| (k.clone(), to_sdk(v.clone())))
-                .collect()
-        })
+    fn condition(&self) -> Option<String> {
+        Rendered::of(self).condition
+    }
+
+    fn filter(&self) -> Option<String> {
+        Rendered::of(self).filter
+    }
+
+    fn names(&self) -> Option<HashMap<String, String>> {
+        let names = Rendered::of(self).names;
+        (!names.is_empty()).then_some(names)
+    }
+
+    fn values(&self) -> Option<HashMap<String, AttributeValue>> {
+        let values = Rendered::of(self).values;
+        (!values.is_empty()).then(|| values.into_iter().map(|(k, v)| (k, to_sdk(v))).collect())
     }
 }
 
@@ -253,5 +206,18 @@ mod tests {
         );
         assert_eq!(e.values().unwrap().len(), 4);
         assert_eq!(Expr::new().filter(), None);
+    }
+
+    #[test]
+    fn alternatives_render_in_parentheses() {
+        let mut e = Expr::new();
+        e.any(vec![
+            Cond::NotExists("PK".into()),
+            Cond::Compare("expires_at".into(), Comparison::Lt, n(5)),
+        ]);
+        assert_eq!(
+            e.condition().unwrap(),
+            "(attribute_not_exists(#PK) OR #expires_at < :v0)"
+        );
     }
 }

@@ -18,7 +18,7 @@ use futures_util::stream::{self, StreamExt};
 
 use super::runs::run_item_key;
 use super::values::item_to_sdk;
-use super::{unless_condition_failed, DynamoStore, Expr};
+use super::{unless_condition_failed, DynamoStore, Expr, Render};
 use crate::codec::run as codec;
 use crate::codec::schedule::VERSION;
 use crate::error::StoreError;

@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use chrono::{Days, NaiveDate};
 
 use super::values::item_to_sdk;
-use super::{DynamoStore, Expr};
+use super::{DynamoStore, Expr, Render};
 use crate::error::StoreError;
 use crate::health::{DayTally, HealthStore, Outcome, TALLY_DAYS};
 use crate::item::{key, n, s, Item, ItemReader, ItemWriter};

@@ -42,7 +42,7 @@ use crate::metered::Metered;
 use crate::store::{ChildStore, RunStore, ScheduleStore};
 use values::item_to_sdk;
 
-pub use expr::Expr;
+pub use expr::{Expr, Render};
 pub(crate) use fetch::BATCH_GET_KEYS;
 
 /// The ledger on DynamoDB, each call metered under its operation's name.

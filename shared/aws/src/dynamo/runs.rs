@@ -13,7 +13,7 @@ use cronledger_core::{
 
 use super::schedules::QueryPage;
 use super::values::{item_from_sdk, item_to_sdk, opt_item};
-use super::{DynamoStore, Expr};
+use super::{DynamoStore, Expr, Render};
 use crate::codec::attempt as attempts;
 use crate::codec::run as codec;
 use crate::codec::schedule as schedule_codec;

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use cronledger_core::ScheduleSpec;
 
 use super::values::{item_to_sdk, items_from_sdk, opt_item};
-use super::{unless_condition_failed, DynamoStore, Expr, TxError, CHANGE_TRIES};
+use super::{unless_condition_failed, DynamoStore, Expr, Render, TxError, CHANGE_TRIES};
 use crate::codec::schedule as codec;
 use crate::cursor;
 use crate::error::StoreError;
