@@ -17,6 +17,7 @@ pub mod keys;
 pub mod layer;
 pub mod ledger;
 pub mod ops;
+pub mod run_plan;
 pub mod schedule_change;
 pub mod store;
 

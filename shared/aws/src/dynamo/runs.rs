@@ -6,10 +6,7 @@ use aws_sdk_dynamodb::types::{
     ReturnConsumedCapacity, ReturnValue, ReturnValuesOnConditionCheckFailure,
 };
 use chrono::{DateTime, Utc};
-use cronledger_core::retention::{self, DEFAULT_RETENTION, KEPT_LONGER};
-use cronledger_core::{
-    Attempt, AttemptEnd, AttemptOutcome, AttemptStart, Run, RunEvent, RunKey, RunStatus, Trigger,
-};
+use cronledger_core::{Attempt, Run, RunKey, RunStatus, Trigger};
 
 use super::schedules::QueryPage;
 use super::values::{item_from_sdk, item_to_sdk, opt_item};
@@ -18,9 +15,10 @@ use crate::codec::attempt as attempts;
 use crate::codec::run as codec;
 use crate::codec::schedule as schedule_codec;
 use crate::error::StoreError;
-use crate::item::{key, n, s, time, Item};
-use crate::keys::{self, EXPIRES_AT, GSI2PK, GSI2SK, PK, SK};
+use crate::item::{key, s, Item};
+use crate::keys::{self, GSI2PK, GSI2SK, PK, SK};
 use crate::ledger::{check_new_run, Created, Page, RecentRuns, RunChange, StoredSchedule};
+use crate::run_plan;
 
 impl DynamoStore {
     pub(super) async fn create_run_impl(&self, run: &Run) -> Result<Created, StoreError> {
@@ -84,7 +82,7 @@ impl DynamoStore {
     ) -> Result<Run, StoreError> {
         // Refused before any I/O.
         let to = change.target()?;
-        let expr = self.transition_expr(run_key, change, to)?;
+        let expr = run_plan::transition(run_key, change, to, self.shards)?;
         let sent = self
             .client
             .update_item()
@@ -122,147 +120,7 @@ impl DynamoStore {
                 Err(e) => return Err(e),
             },
         };
-        Err(explain_refusal(run_key, change, stored))
-    }
-
-    fn transition_expr(
-        &self,
-        run_key: &RunKey,
-        change: &RunChange,
-        to: RunStatus,
-    ) -> Result<Expr, StoreError> {
-        let at = time(change.at);
-        let mut e = Expr::new();
-        e.set(codec::STATUS, s(to.as_str()))
-            .set(codec::UPDATED_AT, at.clone());
-        match change.reason {
-            Some(reason) => e.set(codec::REASON, s(reason.as_str())),
-            None => e.remove(codec::REASON),
-        };
-        if to.is_active() {
-            let shard = keys::shard_of(&run_key.schedule_id, self.shards);
-            e.set(GSI2PK, s(keys::active_pk(shard)))
-                .set(GSI2SK, s(keys::active_sk(to, run_key)));
-        } else {
-            // Terminal (or waiting for an operator): out of the stuck-run scan.
-            e.remove(GSI2PK).remove(GSI2SK);
-        }
-        if let Some(lease) = &change.lease {
-            e.set(codec::LEASE_OWNER, s(&lease.owner))
-                .set(codec::LEASE_UNTIL, time(lease.until));
-        }
-        // The attempt history rides on the same write (see `codec::attempt`): the attempt
-        // this change ends (epoch n), then the one it opens (n + 1).
-        if let Some(outcome) = AttemptOutcome::of(change.from, change.event) {
-            let result = change.result.clone().unwrap_or_default();
-            let end = AttemptEnd {
-                finished_at: change.at,
-                outcome,
-                status: to,
-                reason: change.reason,
-                error_code: result.error_code,
-                message: result.message,
-            };
-            e.set(
-                &attempts::end_attribute(change.epoch),
-                s(attempts::to_json(&end)?),
-            );
-        }
-        if change.opens_epoch() {
-            let opening = change.epoch + 1;
-            e.set(codec::LEASE_EPOCH, n(opening))
-                .add(codec::ATTEMPTS, 1)
-                .set(codec::STARTED_AT, at.clone())
-                .set(codec::LAST_HEARTBEAT_AT, at.clone());
-            let start = AttemptStart {
-                started_at: change.at,
-                worker: change
-                    .lease
-                    .as_ref()
-                    .map(|l| l.owner.clone())
-                    .unwrap_or_default(),
-            };
-            e.set(
-                &attempts::start_attribute(opening),
-                s(attempts::to_json(&start)?),
-            );
-            if let Some(old) = attempts::dropped_by(opening) {
-                e.remove(&attempts::start_attribute(old))
-                    .remove(&attempts::end_attribute(old));
-            }
-        }
-        match change.event {
-            RunEvent::Heartbeat => {
-                e.set(codec::LAST_HEARTBEAT_AT, at.clone());
-            }
-            RunEvent::Enqueue => {
-                e.set(codec::QUEUED_AT, at.clone());
-            }
-            _ => {}
-        }
-        if to.is_terminal() {
-            e.set(codec::COMPLETED_AT, at);
-            // The TTL (see `cronledger_core::retention`): from the end, by the run's own
-            // retention, or the longer horizon of what explains trouble.
-            let ended = n(change.at.timestamp());
-            if retention::kept_longer(to, change.reason) {
-                e.set(
-                    EXPIRES_AT,
-                    n(change.at.timestamp() + KEPT_LONGER.as_delta().num_seconds()),
-                );
-            } else {
-                e.set_sum(
-                    EXPIRES_AT,
-                    ended,
-                    codec::RETENTION_SECONDS,
-                    n(DEFAULT_RETENTION.as_secs()),
-                );
-            }
-        } else {
-            // Moving again (an operator's retry of a FAILED run): nothing may expire it.
-            e.remove(EXPIRES_AT);
-        }
-        e.set_opt(codec::COALESCED_INTO, change.coalesced_into.map(time));
-        // An operator's retry with the current definition: the next attempts execute that
-        // version's job. The window and business inputs stay as created (invariant 5).
-        e.set_opt(codec::SCHEDULE_VERSION, change.schedule_version.map(n));
-        e.set_opt(codec::JOB_ID, change.job_id.as_deref().map(s))
-            .set_opt(codec::LANE, change.lane.map(|l| s(l.as_str())));
-        if let Some(result) = &change.result {
-            e.set_opt(codec::RESULT_COUNT, result.count.map(n))
-                .set_opt(codec::RESULT_CHECKSUM, result.checksum.as_deref().map(s))
-                .set_opt(
-                    codec::RESULT_ERROR_CODE,
-                    result.error_code.as_deref().map(s),
-                )
-                .set_opt(codec::RESULT_MESSAGE, result.message.as_deref().map(s))
-                .set_opt(codec::EXPECTED_COUNT, result.expected_count.map(n))
-                .set_opt(
-                    codec::EXPECTED_CHECKSUM,
-                    result.expected_checksum.as_deref().map(s),
-                );
-        }
-        if let Some(steps) = &change.steps {
-            e.set(codec::STEPS, s(codec::steps_json(steps)));
-        }
-        if let Some(c) = &change.children {
-            e.set(codec::CHILDREN_TOTAL, n(c.total))
-                .set(codec::CHILDREN_SUCCEEDED, n(c.succeeded))
-                .set(codec::CHILDREN_FAILED, n(c.failed))
-                .set(codec::CHILDREN_STEP, n(c.step));
-        }
-        if let Some(lane) = change.lane_was {
-            e.eq(codec::LANE, s(lane.as_str()));
-        }
-        if let Some(group) = &change.catch_up {
-            e.set(codec::TRIGGER, s(Trigger::CatchUp.as_str()))
-                .set(codec::REPLAY_GROUP_ID, s(group))
-                .eq(codec::TRIGGER, s(Trigger::Scheduled.as_str()));
-        }
-        e.exists(PK)
-            .eq(codec::STATUS, s(change.from.as_str()))
-            .eq(codec::LEASE_EPOCH, n(change.epoch));
-        Ok(e)
+        Err(run_plan::refusal(run_key, change, stored))
     }
 
     pub(super) async fn active_runs_impl(
@@ -451,24 +309,6 @@ impl DynamoStore {
 
 fn decode_all(items: &[Item]) -> Result<Vec<Run>, StoreError> {
     items.iter().map(codec::decode).collect()
-}
-
-/// Says which of the change's conditions the stored run broke.
-fn explain_refusal(run_key: &RunKey, change: &RunChange, stored: Option<Run>) -> StoreError {
-    let key = run_key.to_string();
-    match stored {
-        None => StoreError::RunNotFound(key),
-        Some(run) if run.lease_epoch != change.epoch => StoreError::LeaseLost {
-            key,
-            expected: change.epoch,
-            actual: run.lease_epoch,
-        },
-        Some(run) => StoreError::StatusConflict {
-            key,
-            expected: change.from,
-            actual: run.status,
-        },
-    }
 }
 
 /// Keeps the runs the newest-runs checks use: those in flight and, with `at`, those in

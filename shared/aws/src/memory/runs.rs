@@ -5,7 +5,6 @@
 //! writes. Runs are stored typed as `decode(encode(run))` would give them back; items are
 //! encoded only to charge their capacity.
 
-mod change;
 mod charges;
 mod fire;
 
@@ -16,20 +15,24 @@ use std::ops::Bound::{Excluded, Included, Unbounded};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use cronledger_core::run::RunResult;
 use cronledger_core::{Attempt, Run, RunKey, RunStatus, Trigger};
 
-use self::change::{apply_change, as_stored, refusal};
 use super::capacity::Request;
 use super::index::{self, ActiveIndex};
 use super::{InMemoryStore, StoredRun, Tables};
+use crate::codec::attempt as attempt_codec;
+use crate::codec::run as run_codec;
 use crate::codec::schedule as schedule_codec;
 use crate::cursor;
 use crate::error::StoreError;
+use crate::expr::eval;
 use crate::item::{key, s, Item};
 use crate::keys::{self, GSI2PK, GSI2SK, SK};
 use crate::ledger::{
     check_new_run, Created, Page, RecentRuns, RunChange, ScheduleState, StoredSchedule,
 };
+use crate::run_plan;
 
 /// Items one DynamoDB Query page reads at most (the store asks for no more).
 const QUERY_PAGE: usize = 1000;
@@ -182,15 +185,31 @@ impl InMemoryStore {
             self.charge_read("GetItem", None, &[], true, Request::Standard);
             return Err(StoreError::RunNotFound(key.to_string()));
         };
-        if let Some(refusal) = refusal(key, change, &stored.run) {
-            let item = self.stored_item(run_items, stored);
-            self.charge_run_write(run_items, "UpdateItem", Some(item), None, Request::Standard);
-            return Err(refusal);
-        }
+        // The same write the DynamoDB store sends, evaluated on the stored item.
+        let plan = run_plan::transition(key, change, to, self.shards)?;
         let before = self.stored_item(run_items, stored);
-        let was = stored.run.status;
-        apply_change(stored, change, to);
-        active.replace(key, Some(was), Some(stored.run.status), self.shards);
+        if !eval::all_hold(&plan.conditions, Some(&before)) {
+            self.charge_run_write(
+                run_items,
+                "UpdateItem",
+                Some(before),
+                None,
+                Request::Standard,
+            );
+            return Err(run_plan::refusal(key, change, Some(stored.run.clone())));
+        }
+        let after = eval::apply(&plan.updates, &before)?;
+        let written = StoredRun {
+            run: run_codec::decode(&after)?,
+            attempts: attempt_codec::decode(&after)?,
+        };
+        active.replace(
+            key,
+            Some(stored.run.status),
+            Some(written.run.status),
+            self.shards,
+        );
+        *stored = written;
         self.charge_run_write(
             run_items,
             "UpdateItem",
@@ -400,6 +419,19 @@ impl InMemoryStore {
 
 fn stored_run<'a>(tables: &'a Tables, key: &RunKey) -> Option<&'a StoredRun> {
     tables.runs.get(&key.schedule_id)?.get(&keys::run_sk(key))
+}
+
+/// What `codec::run::decode(codec::run::encode(run))` gives back: the lease under the run's
+/// epoch, and no empty result.
+fn as_stored(run: &Run) -> Run {
+    let mut run = run.clone();
+    if let Some(lease) = &mut run.lease {
+        lease.epoch = run.lease_epoch;
+    }
+    if run.result.as_ref() == Some(&RunResult::default()) {
+        run.result = None;
+    }
+    run
 }
 
 /// Stores a new run as a round trip through its item would give it back, and indexes it.
