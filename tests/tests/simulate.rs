@@ -32,7 +32,7 @@ use cronledger_app::simulate::{
     lane_settings, simulate, Outage, ScheduleSummary, SimQueues, SimulatedEntry, SimulationConfig,
     SimulationEnv, SimulationReport,
 };
-use cronledger_aws::{BackfillState, DynamoLedger};
+use cronledger_aws::{BackfillState, DynamoLedger, IndexLag, MemoryStore, RequestMeter};
 use cronledger_core::steps::StepStatus;
 use cronledger_core::{Reason, RunStatus, ScheduleSpec, Trigger};
 use cronledger_tests::{spec_with, t, TestLanes, TestLedger};
@@ -80,6 +80,19 @@ async fn run_on(
         serde_json::to_string_pretty(&report.stats).unwrap_or_default()
     );
     report
+}
+
+/// A simulation on the in-memory store whose `active` index trails its table by `lag`, as a
+/// DynamoDB global secondary index does: what trusts an index read to be current fails here.
+async fn run_lagging(
+    specs: Vec<ScheduleSpec>,
+    config: SimulationConfig,
+    lag: IndexLag,
+) -> SimulationReport {
+    let meter = RequestMeter::new();
+    let store = Arc::new(MemoryStore::with_index_lag(1, meter.clone(), lag));
+    let env = SimulationEnv::on(store, SimQueues::memory(), 1, Some(meter));
+    simulate(&env, specs, &config).await.expect("simulation")
 }
 
 fn summary<'a>(report: &'a SimulationReport, id: &str) -> &'a ScheduleSummary {

@@ -30,7 +30,7 @@ pub use ledger::{
     AuditAction, AuditEntry, ChangeMeta, Created, Fire, FireOutcome, OperatorAction, Page, Pause,
     RecentRuns, RunChange, ScheduleState, StoredSchedule, StreakChange,
 };
-pub use memory::MemoryStore;
+pub use memory::{IndexLag, MemoryStore};
 pub use meter::{metered, CapacityTarget, MeterSnapshot, RequestMeter, Units, Usage};
 pub use metered::Metered;
 pub use notify::{notifier_from_env, MemoryNotifier, SnsNotifier};

@@ -1,21 +1,41 @@
 //! Issue-level guarantees replayed from outside, through the simulator: a job that is not
 //! idempotent never runs twice under any crash point, a lost dispatch still runs within its
 //! grace, a pause at any instant stops the schedule's starts at once, and retries under
-//! SKIP_NEW never strand a window.
+//! SKIP_NEW never strand a window. The first two hold as well on the in-memory store with
+//! its `active` index lagging the table.
 
 use cronledger_app::faults::CrashPoint;
-use cronledger_app::simulate::{ScheduleAt, SimulationConfig};
+use cronledger_app::simulate::{ScheduleAt, SimulationConfig, SimulationReport};
+use cronledger_aws::IndexLag;
+use cronledger_core::ScheduleSpec;
 use cronledger_core::{Reason, RunStatus};
 use cronledger_tests::{spec_with, t};
 use serde_json::json;
 
-use super::{assert_all_accounted, assert_every_crash_point_hit, run, summary};
+use super::{assert_all_accounted, assert_every_crash_point_hit, run, run_lagging, summary};
 
 /// Every crash point, racing tickers and duplicate deliveries on jobs not declared
 /// idempotent (the default): no window's job is executed twice; a window whose attempt was
 /// lost waits for an operator (WORKER_LOST) and is accounted as such.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_that_are_not_idempotent_never_run_twice_under_any_crash_point() {
+    let (specs, config) = crash_points();
+    assert_exactly_once(&run(specs, config).await);
+}
+
+/// The same with the `active` index lagging its table, as DynamoDB's indexes do: no reader
+/// that starts, releases or reclaims a run may trust an index entry to be current.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exactly_once_holds_while_the_active_index_lags() {
+    let (specs, config) = crash_points();
+    assert_exactly_once(&run_lagging(specs, config, INDEX_LAG).await);
+}
+
+/// How far the lagging scenarios' index trails: more store operations than one tick of
+/// these fleets makes, so an entry is often a whole pass late.
+const INDEX_LAG: IndexLag = IndexLag { operations: 40 };
+
+fn crash_points() -> (Vec<ScheduleSpec>, SimulationConfig) {
     let mut config = SimulationConfig::new(t("2026-03-01T00:00:00Z"), t("2026-03-01T00:40:00Z"));
     config.tickers = 2;
     config.crashes = CrashPoint::ALL.to_vec();
@@ -30,10 +50,13 @@ async fn jobs_that_are_not_idempotent_never_run_twice_under_any_crash_point() {
             json!({"misfire": "CATCH_UP_ALL", "side_effects": false}),
         ),
     ];
-    let report = run(specs, config).await;
-    assert_every_crash_point_hit(&report);
+    (specs, config)
+}
+
+fn assert_exactly_once(report: &SimulationReport) {
+    assert_every_crash_point_hit(report);
     // Every window accounted, and `duplicates` (no exemption) 0 for every schedule.
-    assert_all_accounted(&report);
+    assert_all_accounted(report);
     for e in &report.ledger {
         assert!(e.executions <= 1, "{e:?}");
     }
@@ -51,6 +74,18 @@ async fn jobs_that_are_not_idempotent_never_run_twice_under_any_crash_point() {
 /// succeeds (none GRACE_EXPIRED).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_lost_dispatch_runs_within_its_grace() {
+    let (specs, config) = lost_dispatches();
+    assert_lost_dispatches_ran_in_grace(&run(specs, config).await);
+}
+
+/// The same while the `active` index the ticker finds lost dispatches in lags its table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_dispatches_run_within_their_grace_while_the_active_index_lags() {
+    let (specs, config) = lost_dispatches();
+    assert_lost_dispatches_ran_in_grace(&run_lagging(specs, config, INDEX_LAG).await);
+}
+
+fn lost_dispatches() -> (Vec<ScheduleSpec>, SimulationConfig) {
     let mut config = SimulationConfig::new(t("2026-03-01T00:00:00Z"), t("2026-03-01T00:30:00Z"));
     config.crashes = vec![CrashPoint::AfterRunWrite];
     config.crash_every = 5;
@@ -63,13 +98,16 @@ async fn every_lost_dispatch_runs_within_its_grace() {
             )
         })
         .collect();
-    let report = run(specs, config).await;
+    (specs, config)
+}
+
+fn assert_lost_dispatches_ran_in_grace(report: &SimulationReport) {
     assert!(
         report.stats.crashes.len() >= 5,
         "{:?}",
         report.stats.crashes
     );
-    assert_all_accounted(&report);
+    assert_all_accounted(report);
     for e in &report.ledger {
         assert_eq!(e.status, RunStatus::Success, "{e:?}");
         let started = e.first_started_at.as_deref().map(t).expect("started");

@@ -44,6 +44,7 @@ use crate::ops::{BackfillStore, SystemStore};
 use crate::store::{ChildStore, RunStore, ScheduleStore};
 
 pub use capacity::{item_size, stored_bytes, Request, STORAGE_OVERHEAD_BYTES};
+pub use index::IndexLag;
 
 /// The ledger's items, typed. Each field is one kind of item of the DynamoDB table; the
 /// indexes are answered by scanning or ranging over these maps.
@@ -90,6 +91,14 @@ impl MemoryStore {
     pub fn new(shards: u32, meter: RequestMeter) -> MemoryStore {
         Metered::wrap(InMemoryStore::new(shards, meter))
     }
+
+    /// [`MemoryStore::new`] with its `active` index trailing the table by `lag`, as a
+    /// DynamoDB global secondary index does.
+    pub fn with_index_lag(shards: u32, meter: RequestMeter, lag: IndexLag) -> MemoryStore {
+        let store = InMemoryStore::new(shards, meter);
+        store.tables().active = index::ActiveIndex::lagging(lag);
+        Metered::wrap(store)
+    }
 }
 
 /// The in-memory ledger's tables and charges, unmetered.
@@ -122,8 +131,11 @@ impl InMemoryStore {
     /// The one lock every operation holds from its first read to its last write. Still usable
     /// after a panicking holder: every operation checks before it writes, so a panic leaves
     /// no half-applied change.
+    /// Each acquisition is one store operation for the index lag's count.
     pub(crate) fn tables(&self) -> MutexGuard<'_, Tables> {
-        self.tables.lock().unwrap_or_else(PoisonError::into_inner)
+        let mut tables = self.tables.lock().unwrap_or_else(PoisonError::into_inner);
+        tables.active.tick();
+        tables
     }
 }
 
