@@ -11,6 +11,7 @@ pub mod control;
 pub mod cursor;
 pub mod error;
 pub mod expr;
+pub mod fire_plan;
 pub mod health;
 pub mod item;
 pub mod keys;

@@ -18,13 +18,10 @@ use futures_util::stream::{self, StreamExt};
 
 use super::runs::run_item_key;
 use super::values::item_to_sdk;
-use super::{unless_condition_failed, DynamoStore, Expr, Render};
-use crate::codec::run as codec;
-use crate::codec::schedule::VERSION;
+use super::{unless_condition_failed, DynamoStore, Render};
 use crate::error::StoreError;
-use crate::item::{n, s};
+use crate::fire_plan;
 use crate::ledger::{check_fire_batch, fire_still_planned, Created, Fire, FireOutcome};
-use cronledger_core::RunStatus;
 
 /// Fires of one batch in flight at once.
 const FIRES_AT_ONCE: usize = 8;
@@ -39,14 +36,7 @@ impl DynamoStore {
             });
         }
         let id = &run.key.schedule_id;
-        let mut advance = Expr::new();
-        self.advance_expr(
-            &mut advance,
-            id,
-            fire.expected_next_run_at,
-            fire.next_run_at,
-        );
-        advance.eq(VERSION, n(run.schedule_version));
+        let advance = fire_plan::advance_fired(fire, self.shards);
         if self.conditional_update(id, &advance).await? {
             return Ok(FireOutcome::Created);
         }
@@ -84,10 +74,7 @@ impl DynamoStore {
     /// at the fire's version). `false` when it had moved on.
     async fn take_back(&self, fire: &Fire) -> Result<bool, StoreError> {
         let run = &fire.run;
-        let mut cond = Expr::new();
-        cond.eq(codec::STATUS, s(RunStatus::Pending.as_str()))
-            .eq(codec::LEASE_EPOCH, n(0))
-            .eq(codec::SCHEDULE_VERSION, n(run.schedule_version));
+        let cond = fire_plan::take_back(run);
         let sent = self
             .client
             .delete_item()

@@ -18,13 +18,12 @@ use crate::error::StoreError;
 use crate::item::{key, s, Item};
 use crate::keys::{self, GSI2PK, GSI2SK, PK, SK};
 use crate::ledger::{check_new_run, Created, Page, RecentRuns, RunChange, StoredSchedule};
-use crate::run_plan;
+use crate::{fire_plan, run_plan};
 
 impl DynamoStore {
     pub(super) async fn create_run_impl(&self, run: &Run) -> Result<Created, StoreError> {
         check_new_run(run)?;
-        let mut absent = Expr::new();
-        absent.not_exists(PK);
+        let absent = fire_plan::create();
         let sent = self
             .client
             .put_item()

@@ -9,11 +9,10 @@ use super::{unless_condition_failed, DynamoStore, Expr, Render, TxError, CHANGE_
 use crate::codec::schedule as codec;
 use crate::cursor;
 use crate::error::StoreError;
+use crate::fire_plan;
 use crate::item::{key, n, s, time, Item};
 use crate::keys::{self, GSI1PK, GSI1SK, GSI3PK, PK, SK};
-use crate::ledger::{
-    AuditAction, AuditEntry, ChangeMeta, Page, ScheduleState, StoredSchedule, StreakChange,
-};
+use crate::ledger::{AuditAction, AuditEntry, ChangeMeta, Page, StoredSchedule, StreakChange};
 use crate::schedule_change as change;
 
 impl DynamoStore {
@@ -281,8 +280,7 @@ impl DynamoStore {
         expected: DateTime<Utc>,
         next: Option<DateTime<Utc>>,
     ) -> Result<bool, StoreError> {
-        let mut expr = Expr::new();
-        self.advance_expr(&mut expr, id, expected, next);
+        let expr = fire_plan::advance(id, expected, next, self.shards);
         self.conditional_update(id, &expr).await
     }
 
@@ -355,34 +353,6 @@ impl DynamoStore {
                 .unwrap_or(0)),
             None => Err(StoreError::ScheduleNotFound(id.to_string())),
         }
-    }
-
-    /// Moves `next_run_at` (and the `due` index key with it) if it is still `expected`.
-    pub(super) fn advance_expr(
-        &self,
-        expr: &mut Expr,
-        id: &str,
-        expected: DateTime<Utc>,
-        next: Option<DateTime<Utc>>,
-    ) {
-        match next {
-            // The fire rewrites the index key anyway: it also moves the schedule to the
-            // shard this deployment's count gives it, so after a shard-count increase every
-            // schedule has moved by its next fire.
-            Some(next) => {
-                let shard = keys::shard_of(id, self.shards);
-                expr.set(codec::NEXT_RUN_AT, time(next))
-                    .set(codec::SHARD, n(shard))
-                    .set(GSI1PK, s(keys::due_pk(shard)))
-                    .set(GSI1SK, s(keys::due_sk(next, id)))
-            }
-            None => expr
-                .remove(codec::NEXT_RUN_AT)
-                .remove(GSI1PK)
-                .remove(GSI1SK),
-        };
-        expr.eq(codec::NEXT_RUN_AT, time(expected))
-            .eq(codec::STATE, s(ScheduleState::Active.as_str()));
     }
 
     /// A strongly consistent read of one item.

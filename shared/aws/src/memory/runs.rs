@@ -26,12 +26,11 @@ use crate::codec::run as run_codec;
 use crate::codec::schedule as schedule_codec;
 use crate::cursor;
 use crate::error::StoreError;
-use crate::expr::eval;
+use crate::expr::{eval, Expr};
+use crate::fire_plan;
 use crate::item::{key, s, Item};
 use crate::keys::{self, GSI2PK, GSI2SK, SK};
-use crate::ledger::{
-    check_new_run, Created, Page, RecentRuns, RunChange, ScheduleState, StoredSchedule,
-};
+use crate::ledger::{check_new_run, Created, Page, RecentRuns, RunChange, StoredSchedule};
 use crate::run_plan;
 
 /// Items one DynamoDB Query page reads at most (the store asks for no more).
@@ -84,24 +83,31 @@ impl InMemoryStore {
         expected: DateTime<Utc>,
         next: Option<DateTime<Utc>>,
     ) -> Result<bool, StoreError> {
-        let mut tables = self.tables();
+        let plan = fire_plan::advance(id, expected, next, self.shards);
+        self.update_schedule_item(&mut self.tables(), id, &plan)
+    }
+
+    /// One UpdateItem of schedule `id`'s item by `plan`, as DynamoDB applies it: `false`
+    /// (and the item unchanged) when its condition fails.
+    pub(super) fn update_schedule_item(
+        &self,
+        tables: &mut Tables,
+        id: &str,
+        plan: &Expr,
+    ) -> Result<bool, StoreError> {
         self.charge_call("UpdateItem");
         let Some(schedule) = tables.schedules.get_mut(id) else {
-            self.charge_schedule_write(None, None, Request::Standard);
+            self.charge_write("UpdateItem", None, None, Request::Standard);
             return Ok(false);
         };
-        if !may_advance(schedule, expected) {
-            self.charge_schedule_write(Some(schedule), None, Request::Standard);
+        let before = schedule_codec::encode(schedule)?;
+        if !eval::all_hold(&plan.conditions, Some(&before)) {
+            self.charge_write("UpdateItem", Some(&before), None, Request::Standard);
             return Ok(false);
         }
-        let before = schedule_codec::encode(schedule).ok();
-        schedule.next_run_at = next;
-        self.charge_write(
-            "UpdateItem",
-            before.as_ref(),
-            schedule_codec::encode(schedule).ok().as_ref(),
-            Request::Standard,
-        );
+        let after = eval::apply(&plan.updates, &before)?;
+        *schedule = schedule_codec::decode(&after)?;
+        self.charge_write("UpdateItem", Some(&before), Some(&after), Request::Standard);
         Ok(true)
     }
 
@@ -449,11 +455,6 @@ fn insert_run<'a>(
         run,
         attempts: Vec::new(),
     })
-}
-
-/// `next_run_at` moves only from the value the caller read, and only while ACTIVE.
-fn may_advance(schedule: &StoredSchedule, expected: DateTime<Utc>) -> bool {
-    schedule.next_run_at == Some(expected) && schedule.state == ScheduleState::Active
 }
 
 /// A schedule's runs, newest first (a descending query on its partition).

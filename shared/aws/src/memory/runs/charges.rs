@@ -12,9 +12,7 @@ use super::super::{InMemoryStore, StoredRun};
 use super::QUERY_PAGE;
 use crate::codec::attempt as attempts;
 use crate::codec::run as codec;
-use crate::codec::schedule as schedule_codec;
 use crate::item::{s, Item};
-use crate::ledger::StoredSchedule;
 
 /// The encoded items of the runs written or read lately, each the item of the run as stored
 /// now (every run write replaces its entry). A schedule's newest runs are read on every
@@ -94,21 +92,6 @@ impl InMemoryStore {
     ) {
         let after = written.map(|stored| self.written_item(items, stored));
         self.charge_write(operation, before.as_deref(), after.as_deref(), request);
-    }
-
-    pub(super) fn charge_schedule_write(
-        &self,
-        before: Option<&StoredSchedule>,
-        after: Option<&StoredSchedule>,
-        request: Request,
-    ) {
-        let operation = match request {
-            Request::Standard => "UpdateItem",
-            Request::Transactional => "TransactWriteItems",
-        };
-        let before = before.and_then(|s| schedule_codec::encode(s).ok());
-        let after = after.and_then(|s| schedule_codec::encode(s).ok());
-        self.charge_write(operation, before.as_ref(), after.as_ref(), request);
     }
 
     pub(super) fn charge_run_reads(

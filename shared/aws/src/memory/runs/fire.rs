@@ -3,13 +3,12 @@
 //! its own request under its own lock, and the run taken back when an edit, a pause or an
 //! archive got between them.
 
-use cronledger_core::RunStatus;
-
 use super::super::capacity::Request;
 use super::super::InMemoryStore;
-use super::{may_advance, stored_run};
-use crate::codec::schedule as schedule_codec;
+use super::stored_run;
 use crate::error::StoreError;
+use crate::expr::eval;
+use crate::fire_plan;
 use crate::keys;
 use crate::ledger::{check_fire_batch, fire_still_planned, Created, Fire, FireOutcome};
 
@@ -22,7 +21,8 @@ impl InMemoryStore {
                 schedule_moved: false,
             });
         }
-        if self.advance_fired(fire) {
+        let advance = fire_plan::advance_fired(fire, self.shards);
+        if self.update_schedule_item(&mut self.tables(), &run.key.schedule_id, &advance)? {
             return Ok(FireOutcome::Created);
         }
         let id = &run.key.schedule_id;
@@ -44,32 +44,6 @@ impl InMemoryStore {
         fires.iter().map(|fire| self.fire_impl(fire)).collect()
     }
 
-    /// The fire's UpdateItem: `next_run_at` moved on if unchanged, ACTIVE, and at the
-    /// run's version.
-    fn advance_fired(&self, fire: &Fire) -> bool {
-        let mut tables = self.tables();
-        self.charge_call("UpdateItem");
-        let Some(schedule) = tables.schedules.get_mut(&fire.run.key.schedule_id) else {
-            self.charge_schedule_write(None, None, Request::Standard);
-            return false;
-        };
-        if !may_advance(schedule, fire.expected_next_run_at)
-            || schedule.version != fire.run.schedule_version
-        {
-            self.charge_schedule_write(Some(schedule), None, Request::Standard);
-            return false;
-        }
-        let before = schedule_codec::encode(schedule).ok();
-        schedule.next_run_at = fire.next_run_at;
-        self.charge_write(
-            "UpdateItem",
-            before.as_ref(),
-            schedule_codec::encode(schedule).ok().as_ref(),
-            Request::Standard,
-        );
-        true
-    }
-
     /// The DeleteItem that takes a fire's run back while it is as the fire wrote it.
     fn take_back(&self, fire: &Fire) -> bool {
         let run = &fire.run;
@@ -80,10 +54,7 @@ impl InMemoryStore {
             return false;
         };
         let item = self.stored_item(&tables.run_items, stored);
-        let as_written = stored.run.status == RunStatus::Pending
-            && stored.run.lease_epoch == 0
-            && stored.run.schedule_version == run.schedule_version;
-        if !as_written {
+        if !eval::all_hold(&fire_plan::take_back(run).conditions, Some(&item)) {
             self.charge_write("DeleteItem", Some(&item), None, Request::Standard);
             return false;
         }
