@@ -6,6 +6,7 @@
 //! below it.
 
 pub mod alerts;
+pub mod child_plan;
 pub mod codec;
 pub mod control;
 pub mod cursor;

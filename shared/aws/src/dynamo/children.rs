@@ -2,17 +2,17 @@
 //! index, and changes that move the parent's counters in the same transaction.
 
 use aws_sdk_dynamodb::types::{ReturnValue, TransactWriteItem, Update};
-use cronledger_core::children::{Child, ChildStatus};
-use cronledger_core::{RunKey, RunStatus};
+use cronledger_core::children::Child;
+use cronledger_core::RunKey;
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 
 use super::runs::run_item_key;
 use super::values::item_to_sdk;
 use super::{DynamoStore, Expr, Render, TxError};
+use crate::child_plan;
 use crate::codec::child as codec;
-use crate::codec::run as run_codec;
 use crate::error::StoreError;
-use crate::item::{key, n, s, time, Item};
+use crate::item::{key, s, Item};
 use crate::keys::{self, PK, SK};
 use crate::ledger::{ChildChange, Page};
 
@@ -89,8 +89,8 @@ impl DynamoStore {
     ) -> Result<Child, StoreError> {
         let name = keys::child_name(parent, change.step, change.index);
         let item_key = child_key(parent, change.step, change.index);
-        let expr = child_expr(change);
-        let Some(delta) = change.counter_delta() else {
+        let expr = child_plan::change(change);
+        let Some(counters) = child_plan::parent_counters(change) else {
             return match self
                 .update_returning(item_key, &expr, ReturnValue::AllNew)
                 .await?
@@ -99,19 +99,6 @@ impl DynamoStore {
                 None => Err(StoreError::ChildConflict(name)),
             };
         };
-        let (succeeded, failed, count) = delta;
-        let mut counters = Expr::new();
-        counters.set(run_codec::UPDATED_AT, time(change.at));
-        if succeeded != 0 {
-            counters.increment_signed(run_codec::CHILDREN_SUCCEEDED, succeeded);
-        }
-        if failed != 0 {
-            counters.increment_signed(run_codec::CHILDREN_FAILED, failed);
-        }
-        if count > 0 {
-            counters.increment(run_codec::RESULT_COUNT, count);
-        }
-        counters.eq(run_codec::STATUS, s(RunStatus::Running.as_str()));
         let items = vec![
             update(&self.table, item_key, &expr)?,
             update(&self.table, run_item_key(parent), &counters)?,
@@ -135,26 +122,4 @@ fn update(table: &str, item_key: Item, expr: &Expr) -> Result<TransactWriteItem,
         .build()
         .map_err(|e| StoreError::InvalidRequest(e.to_string()))?;
     Ok(TransactWriteItem::builder().update(update).build())
-}
-
-/// The child's own update, conditioned on the status and epoch the caller read.
-fn child_expr(change: &ChildChange) -> Expr {
-    let mut e = Expr::new();
-    e.set(codec::STATUS, s(change.to.as_str()))
-        .set(codec::UPDATED_AT, time(change.at));
-    if let Some(until) = change.start_until {
-        e.set(codec::LEASE_EPOCH, n(change.epoch + 1))
-            .increment(codec::ATTEMPTS, 1)
-            .set(codec::LEASE_UNTIL, time(until));
-    }
-    if change.to.is_terminal() || change.to == ChildStatus::Pending {
-        e.remove(codec::LEASE_UNTIL);
-    }
-    e.set_opt(codec::COUNT, change.count.map(n))
-        .set_opt(codec::CHECKSUM, change.checksum.as_deref().map(s))
-        .set_opt(codec::ERROR_CODE, change.error_code.as_deref().map(s));
-    e.exists(PK)
-        .eq(codec::STATUS, s(change.from.as_str()))
-        .eq(codec::LEASE_EPOCH, n(change.epoch));
-    e
 }

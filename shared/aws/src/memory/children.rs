@@ -2,13 +2,17 @@
 //! strongly consistent read, a Query page, and a transaction (child and parent) for a
 //! change that moves the parent's counters.
 
-use cronledger_core::children::{Child, ChildStatus};
-use cronledger_core::{RunKey, RunStatus};
+use cronledger_core::children::Child;
+use cronledger_core::RunKey;
 
-use super::{InMemoryStore, Request, Tables};
+use super::{InMemoryStore, Request, StoredRun, Tables};
+use crate::child_plan;
+use crate::codec::attempt as attempt_codec;
 use crate::codec::child as codec;
+use crate::codec::run as run_codec;
 use crate::cursor;
 use crate::error::StoreError;
+use crate::expr::eval;
 use crate::item::{key, Item};
 use crate::keys;
 use crate::ledger::{ChildChange, Page};
@@ -135,19 +139,13 @@ impl InMemoryStore {
             run_items,
             ..
         } = &mut *tables;
-        let delta = change.counter_delta();
-        let request = if delta.is_some() {
-            self.charge_call("TransactWriteItems");
-            Request::Transactional
-        } else {
-            self.charge_call("UpdateItem");
-            Request::Standard
+        let child_write = child_plan::change(change);
+        let parent_write = child_plan::parent_counters(change);
+        let (operation, request) = match parent_write {
+            Some(_) => ("TransactWriteItems", Request::Transactional),
+            None => ("UpdateItem", Request::Standard),
         };
-        let operation = if delta.is_some() {
-            "TransactWriteItems"
-        } else {
-            "UpdateItem"
-        };
+        self.charge_call(operation);
         let at = slot(parent, change.step, change.index);
         let name = keys::child_name(parent, change.step, change.index);
         let Some(stored) = children.get_mut(&at) else {
@@ -157,45 +155,32 @@ impl InMemoryStore {
         let parent_run = runs
             .get_mut(&parent.schedule_id)
             .and_then(|by_sk| by_sk.get_mut(&keys::run_sk(parent)));
-        let child_holds = stored.status == change.from && stored.lease_epoch == change.epoch;
-        let parent_holds = parent_run
-            .as_ref()
-            .is_some_and(|p| p.run.status == RunStatus::Running);
-        if !child_holds || (delta.is_some() && !parent_holds) {
+        let parent_before = parent_run
+            .as_deref()
+            .map(|p| self.stored_item(run_items, p));
+        let holds = eval::all_hold(&child_write.conditions, Some(&before))
+            && parent_write
+                .as_ref()
+                .is_none_or(|p| eval::all_hold(&p.conditions, parent_before.as_deref()));
+        if !holds {
             self.charge_write(operation, Some(&before), None, request);
             return Err(StoreError::ChildConflict(name));
         }
-        stored.status = change.to;
-        stored.updated_at = change.at;
-        if let Some(until) = change.start_until {
-            stored.lease_epoch = change.epoch + 1;
-            stored.attempts += 1;
-            stored.lease_until = Some(until);
-        }
-        if change.to.is_terminal() || change.to == ChildStatus::Pending {
-            stored.lease_until = None;
-        }
-        stored.count = change.count.or(stored.count);
-        if change.checksum.is_some() {
-            stored.checksum = change.checksum.clone();
-        }
-        if change.error_code.is_some() {
-            stored.error_code = change.error_code.clone();
-        }
-        let after = codec::encode(parent, stored);
+        // Both items computed before either is stored: the transaction is all or nothing.
+        let after = eval::apply(&child_write.updates, &before)?;
+        let parent_after = match (&parent_write, &parent_before) {
+            (Some(plan), Some(was)) => Some(eval::apply(&plan.updates, was)?),
+            _ => None,
+        };
+        *stored = codec::decode(&after)?;
         self.charge_write(operation, Some(&before), Some(&after), request);
         let changed = stored.clone();
-        if let (Some((succeeded, failed, count)), Some(parent_run)) = (delta, parent_run) {
-            let was = self.stored_item(run_items, parent_run);
-            let run = &mut parent_run.run;
-            let counts = run.children.get_or_insert_with(Default::default);
-            counts.succeeded = counts.succeeded.saturating_add_signed(succeeded as i32);
-            counts.failed = counts.failed.saturating_add_signed(failed as i32);
-            if count > 0 {
-                let result = run.result.get_or_insert_with(Default::default);
-                result.count = Some(result.count.unwrap_or(0) + count);
-            }
-            run.updated_at = change.at;
+        if let (Some(item), Some(parent_run), Some(was)) = (parent_after, parent_run, parent_before)
+        {
+            *parent_run = StoredRun {
+                run: run_codec::decode(&item)?,
+                attempts: attempt_codec::decode(&item)?,
+            };
             self.charge_run_write(run_items, operation, Some(was), Some(parent_run), request);
         }
         Ok(changed)
