@@ -1,14 +1,16 @@
-//! The outcome counters in memory: the same items and requests as `dynamo::health`, each
-//! charged as the DynamoDB store's (one UpdateItem an add, one Query a range). Expired days
-//! are never deleted here (TTL's deletes are lazy anyway); a range read does not reach them.
+//! The outcome counters in memory: DynamoDB's items, written by the same UpdateItem
+//! (`codec::health::count`) and charged as the DynamoDB store's (one UpdateItem an add, one
+//! Query a range). Expired days are never deleted here (TTL's deletes are lazy anyway); a
+//! range read does not reach them.
 
 use async_trait::async_trait;
 use chrono::NaiveDate;
 
 use super::capacity::Request;
 use super::InMemoryStore;
-use crate::dynamo::health::{add_outcome, health_item};
+use crate::codec::health as codec;
 use crate::error::StoreError;
+use crate::expr::eval;
 use crate::health::{DayTally, HealthStore, Outcome};
 use crate::item::Item;
 
@@ -24,25 +26,18 @@ impl HealthStore for InMemoryStore {
         if count == 0 {
             return Ok(());
         }
-        {
-            let mut tables = self.tables();
-            let days = tables.health.entry(schedule.to_string()).or_default();
-            let before = days.get(&day).map(|t| health_item(schedule, day, t));
-            let tally = days.entry(day).or_insert_with(|| DayTally {
-                day: Some(day),
-                ..DayTally::default()
-            });
-            add_outcome(tally, outcome, count);
-            let after = health_item(schedule, day, tally);
-            self.charge_call("UpdateItem");
-            self.charge_write(
-                "UpdateItem",
-                before.as_ref(),
-                Some(&after),
-                Request::Standard,
-            );
-            Ok(())
-        }
+        let plan = codec::count(outcome, count, day);
+        let mut tables = self.tables();
+        self.charge_call("UpdateItem");
+        let days = tables.health.entry(schedule.to_string()).or_default();
+        let before = days.get(&day);
+        let start = before
+            .cloned()
+            .unwrap_or_else(|| codec::key_of(schedule, day));
+        let after = eval::apply(&plan.updates, &start)?;
+        self.charge_write("UpdateItem", before, Some(&after), Request::Standard);
+        days.insert(day, after);
+        Ok(())
     }
 
     /// Oldest first: one Query (the range's at most `TALLY_DAYS` items fit a page).
@@ -55,22 +50,15 @@ impl HealthStore for InMemoryStore {
         if from > through {
             return Ok(Vec::new());
         }
-        {
-            let tables = self.tables();
-            let found: Vec<DayTally> = tables
-                .health
-                .get(schedule)
-                .into_iter()
-                .flat_map(|days| days.range(from..=through).map(|(_, t)| *t))
-                .collect();
-            let items: Vec<Item> = found
-                .iter()
-                .filter_map(|t| t.day.map(|day| health_item(schedule, day, t)))
-                .collect();
-            self.charge_call("Query");
-            let read: Vec<&Item> = items.iter().collect();
-            self.charge_read("Query", None, &read, true, Request::Standard);
-            Ok(found)
-        }
+        let tables = self.tables();
+        let read: Vec<&Item> = tables
+            .health
+            .get(schedule)
+            .into_iter()
+            .flat_map(|days| days.range(from..=through).map(|(_, item)| item))
+            .collect();
+        self.charge_call("Query");
+        self.charge_read("Query", None, &read, true, Request::Standard);
+        read.into_iter().map(codec::decode).collect()
     }
 }

@@ -32,7 +32,7 @@ use cronledger_core::alerts::Alert;
 use crate::alerts::{AlertStore, Awaiting, RecordedAlert};
 use crate::control::{ReleaseState, ReleaseStateStore};
 use crate::error::StoreError;
-use crate::health::DayTally;
+use crate::item::Item;
 use crate::ledger::{
     AuditEntry, ChangeMeta, Created, Fire, FireOutcome, OperatorAction, Page, RecentRuns,
     RunChange, StoredSchedule, StreakChange,
@@ -68,8 +68,8 @@ pub(crate) struct Tables {
     pub release_states: HashMap<Lane, ReleaseState>,
     pub alerts: alerts::AlertTables,
     pub awaiting: awaiting::AwaitingTable,
-    /// By schedule id, then by UTC day: the outcome counters.
-    pub health: BTreeMap<String, BTreeMap<NaiveDate, DayTally>>,
+    /// By schedule id, then by UTC day: the outcome counters' items.
+    pub health: BTreeMap<String, BTreeMap<NaiveDate, Item>>,
     /// Runs' children, by schedule id and child sort key (see `keys::child_sk`).
     pub children: BTreeMap<children::ChildSlot, cronledger_core::children::Child>,
 }

@@ -106,7 +106,7 @@ impl InMemoryStore {
             return Ok(false);
         }
         let after = eval::apply(&plan.updates, &before)?;
-        *schedule = schedule_codec::decode(&after)?;
+        *schedule = schedule_codec::decode_after(&after, &before, schedule)?;
         self.charge_write("UpdateItem", Some(&before), Some(&after), Request::Standard);
         Ok(true)
     }

@@ -4,5 +4,6 @@ pub mod alert;
 pub mod attempt;
 pub mod awaiting;
 pub mod child;
+pub mod health;
 pub mod run;
 pub mod schedule;
