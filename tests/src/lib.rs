@@ -256,3 +256,64 @@ pub fn manual_run(base: &Run, request_id: &str) -> Run {
     run.trigger = Trigger::Manual;
     run
 }
+
+/// The store operations whose every request is a plain one on an item in no index: the
+/// ones whose consumed units DynamoDB Local reports as DynamoDB charges them (the
+/// conformance suite's capacity test and the differential test compare their units).
+pub const PLAIN_SCOPES: &[&str] = &[
+    "put_release_state",
+    "release_state",
+    "put_kill_switch",
+    "kill_switch",
+    "claim_idempotency",
+    "append_system_audit",
+    "system_audit",
+    "record_operator_action",
+    "audit_log",
+    "schedule_spec_at",
+    "get_schedule",
+    "alerts_of",
+    "count_outcome",
+    "outcome_days",
+];
+
+/// A RUNNING backfill of `schedule_id`'s `windows` windows from `from` to `to`, planned and
+/// not written yet, created by an operator at `created_at` (version 0: not stored yet).
+pub fn running_backfill(
+    id: impl Into<String>,
+    schedule_id: impl Into<String>,
+    (from, to): (DateTime<Utc>, DateTime<Utc>),
+    windows: u64,
+    created_at: DateTime<Utc>,
+) -> cronledger_aws::Backfill {
+    use cronledger_aws::{BackfillLimits, BackfillState, PauseConditions, Reprocess};
+    cronledger_aws::Backfill {
+        id: id.into(),
+        schedule_id: schedule_id.into(),
+        from,
+        to,
+        reprocess: Reprocess::Missing,
+        limits: BackfillLimits::default(),
+        pause_when: PauseConditions::default(),
+        state: BackfillState::Running,
+        held: None,
+        cursor: None,
+        total_windows: windows,
+        planned: windows,
+        written: 0,
+        passed_over: 0,
+        created_at,
+        created_by: "ops".into(),
+        note: "refill".into(),
+        updated_at: created_at,
+        last_release_at: None,
+        source_record: None,
+        replay_group: None,
+        approval_required: Vec::new(),
+        approved_by: None,
+        approved_at: None,
+        cascade: false,
+        verify: None,
+        version: 0,
+    }
+}

@@ -8,13 +8,23 @@ use cronledger_core::RunStatus;
 
 use crate::codec::child as codec;
 use crate::codec::run as run_codec;
+use crate::error::StoreError;
 use crate::expr::Expr;
 use crate::item::{n, s, time};
 use crate::keys::PK;
 use crate::ledger::ChildChange;
 
 /// The child's own update, conditioned on the status and epoch the caller read.
-pub fn change(change: &ChildChange) -> Expr {
+/// A start (`start_until`: a new epoch and lease) leads to RUNNING only: a start into
+/// PENDING or an end would both set and remove the lease, which DynamoDB refuses as one
+/// expression; it is refused here, before any request, on both stores.
+pub fn change(change: &ChildChange) -> Result<Expr, StoreError> {
+    if change.start_until.is_some() && change.to != ChildStatus::Running {
+        return Err(StoreError::InvalidRequest(format!(
+            "a child's start leads to RUNNING, not {}",
+            change.to
+        )));
+    }
     let mut e = Expr::new();
     e.set(codec::STATUS, s(change.to.as_str()))
         .set(codec::UPDATED_AT, time(change.at));
@@ -32,7 +42,7 @@ pub fn change(change: &ChildChange) -> Expr {
     e.exists(PK)
         .eq(codec::STATUS, s(change.from.as_str()))
         .eq(codec::LEASE_EPOCH, n(change.epoch));
-    e
+    Ok(e)
 }
 
 /// The parent run's counters a change moves, when it ends the child or reopens a failed one.

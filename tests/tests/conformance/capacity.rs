@@ -17,22 +17,7 @@ use crate::alerts::alert;
 use crate::{meta, Backend, Env};
 
 /// Operations whose every request is a plain one on an item in no index.
-const PLAIN: &[&str] = &[
-    "put_release_state",
-    "release_state",
-    "put_kill_switch",
-    "kill_switch",
-    "claim_idempotency",
-    "append_system_audit",
-    "system_audit",
-    "record_operator_action",
-    "audit_log",
-    "schedule_spec_at",
-    "get_schedule",
-    "alerts_of",
-    "count_outcome",
-    "outcome_days",
-];
+const PLAIN: &[&str] = cronledger_tests::PLAIN_SCOPES;
 
 /// A day of control-plane requests, the same on any store.
 async fn requests(env: &Env) -> MeterSnapshot {

@@ -3,12 +3,11 @@
 
 use chrono::{DateTime, Duration, Utc};
 use cronledger_aws::{
-    Backfill, BackfillLimits, BackfillState, IdempotencyClaim, KillSwitch, PauseConditions,
-    ReleaseState, Reprocess, SystemAuditEntry,
+    Backfill, BackfillState, IdempotencyClaim, KillSwitch, ReleaseState, SystemAuditEntry,
 };
 use cronledger_core::run::Origin;
 use cronledger_core::{Lane, RunKey};
-use cronledger_tests::t;
+use cronledger_tests::{running_backfill, t};
 use serde_json::json;
 
 use crate::conformance;
@@ -28,35 +27,8 @@ fn claim(key: &str, run_at: &str, created_at: DateTime<Utc>) -> IdempotencyClaim
 }
 
 fn backfill(id: &str, created_at: DateTime<Utc>) -> Backfill {
-    Backfill {
-        id: id.into(),
-        schedule_id: "filled".into(),
-        from: t("2026-03-01T00:00:00Z"),
-        to: t("2026-03-02T00:00:00Z"),
-        reprocess: Reprocess::Missing,
-        limits: BackfillLimits::default(),
-        pause_when: PauseConditions::default(),
-        state: BackfillState::Running,
-        held: None,
-        cursor: None,
-        total_windows: 24,
-        planned: 24,
-        written: 0,
-        passed_over: 0,
-        created_at,
-        created_by: "ops".into(),
-        note: "refill".into(),
-        updated_at: created_at,
-        last_release_at: None,
-        source_record: None,
-        replay_group: None,
-        approval_required: Vec::new(),
-        approved_by: None,
-        approved_at: None,
-        cascade: false,
-        verify: None,
-        version: 0,
-    }
+    let range = (t("2026-03-01T00:00:00Z"), t("2026-03-02T00:00:00Z"));
+    running_backfill(id, "filled", range, 24, created_at)
 }
 
 conformance! {

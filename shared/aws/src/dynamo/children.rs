@@ -89,7 +89,7 @@ impl DynamoStore {
     ) -> Result<Child, StoreError> {
         let name = keys::child_name(parent, change.step, change.index);
         let item_key = child_key(parent, change.step, change.index);
-        let expr = child_plan::change(change);
+        let expr = child_plan::change(change)?;
         let Some(counters) = child_plan::parent_counters(change) else {
             return match self
                 .update_returning(item_key, &expr, ReturnValue::AllNew)

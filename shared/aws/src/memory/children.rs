@@ -139,7 +139,7 @@ impl InMemoryStore {
             run_items,
             ..
         } = &mut *tables;
-        let child_write = child_plan::change(change);
+        let child_write = child_plan::change(change)?;
         let parent_write = child_plan::parent_counters(change);
         let (operation, request) = match parent_write {
             Some(_) => ("TransactWriteItems", Request::Transactional),

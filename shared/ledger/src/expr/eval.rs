@@ -95,6 +95,17 @@ fn operand(op: &Operand, before: &Item, attr: &str) -> Result<Value, StoreError>
 /// `item` after `updates` (an update of an absent item starts from its key, given as
 /// `item`). Every operand reads the item as it was; an error changes nothing.
 pub fn apply(updates: &[Update], item: &Item) -> Result<Item, StoreError> {
+    // DynamoDB refuses an expression that names one attribute twice ("two document paths
+    // overlap"): so does this, rather than apply one after the other.
+    let mut named = std::collections::BTreeSet::new();
+    for update in updates {
+        let (Update::Set(attr, _) | Update::Remove(attr) | Update::Add(attr, _)) = update;
+        if !named.insert(attr.as_str()) {
+            return Err(StoreError::InvalidRequest(format!(
+                "the update names `{attr}` twice"
+            )));
+        }
+    }
     let mut after = item.clone();
     for update in updates {
         match update {
@@ -194,5 +205,11 @@ mod tests {
         let mut missing = Expr::new();
         missing.add("nothing", 1);
         assert!(apply(&missing.updates, &it).is_err());
+        let mut twice = Expr::new();
+        twice.set("lease", s("a")).remove("lease");
+        assert!(
+            apply(&twice.updates, &it).is_err(),
+            "DynamoDB refuses it too"
+        );
     }
 }
