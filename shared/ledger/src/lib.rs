@@ -21,6 +21,7 @@ pub mod ledger;
 pub mod ops;
 pub mod run_plan;
 pub mod schedule_change;
+pub mod schedule_marks;
 pub mod store;
 
 pub use alerts::{AlertStore, Awaiting, HeldWork, Notifier, NotifyError, RecordedAlert};

@@ -9,11 +9,11 @@ use super::{unless_condition_failed, DynamoStore, Expr, Render, TxError, CHANGE_
 use crate::codec::schedule as codec;
 use crate::cursor;
 use crate::error::StoreError;
-use crate::fire_plan;
 use crate::item::{key, n, s, time, Item};
 use crate::keys::{self, GSI1PK, GSI1SK, GSI3PK, PK, SK};
 use crate::ledger::{AuditAction, AuditEntry, ChangeMeta, Page, StoredSchedule, StreakChange};
 use crate::schedule_change as change;
+use crate::{fire_plan, schedule_marks};
 
 impl DynamoStore {
     pub(super) async fn create_schedule_impl(
@@ -290,14 +290,7 @@ impl DynamoStore {
         expected: DateTime<Utc>,
         through: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
-        if through < expected {
-            return Err(StoreError::InvalidRequest(format!(
-                "the watermark of `{id}` only moves forward"
-            )));
-        }
-        let mut expr = Expr::new();
-        expr.set(codec::RECONCILED_THROUGH, time(through))
-            .eq(codec::RECONCILED_THROUGH, time(expected));
+        let expr = schedule_marks::watermark(id, expected, through)?;
         self.conditional_update(id, &expr).await
     }
 
@@ -306,15 +299,7 @@ impl DynamoStore {
         id: &str,
         downstream: &[String],
     ) -> Result<(), StoreError> {
-        let mut expr = Expr::new();
-        if downstream.is_empty() {
-            expr.remove(codec::DOWNSTREAM);
-        } else {
-            let list = serde_json::to_string(downstream)
-                .map_err(|e| StoreError::InvalidRequest(e.to_string()))?;
-            expr.set(codec::DOWNSTREAM, s(list));
-        }
-        expr.exists(PK);
+        let expr = schedule_marks::downstream(downstream)?;
         if self.conditional_update(id, &expr).await? {
             Ok(())
         } else {
@@ -331,16 +316,7 @@ impl DynamoStore {
         id: &str,
         change: StreakChange,
     ) -> Result<u32, StoreError> {
-        let mut expr = Expr::new();
-        match change {
-            // `failure_streak = 1 + if_not_exists(failure_streak, 0)`: the attribute is
-            // absent while the streak is 0.
-            StreakChange::Failed => {
-                expr.set_sum(codec::FAILURE_STREAK, n(1), codec::FAILURE_STREAK, n(0))
-            }
-            StreakChange::Succeeded => expr.set(codec::FAILURE_STREAK, n(0)),
-        };
-        expr.exists(PK);
+        let expr = schedule_marks::failure_streak(change);
         let item_key = key(keys::schedule_pk(id), keys::SCHEDULE_SK);
         match self
             .update_returning(item_key, &expr, ReturnValue::UpdatedNew)

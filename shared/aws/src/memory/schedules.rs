@@ -18,6 +18,7 @@ use crate::ledger::{
     AuditAction, AuditEntry, ChangeMeta, OperatorAction, Page, StoredSchedule, StreakChange,
 };
 use crate::schedule_change as change;
+use crate::schedule_marks;
 
 /// The most items one DynamoDB query page returns (the stores ask for at most this).
 pub(super) const QUERY_PAGE_MAX: u32 = 1000;
@@ -360,48 +361,25 @@ impl InMemoryStore {
         id: &str,
         change: StreakChange,
     ) -> Result<u32, StoreError> {
+        let plan = schedule_marks::failure_streak(change);
         let mut tables = self.tables();
-        let Some(current) = tables.schedules.get(id) else {
-            self.charge_call("UpdateItem");
-            self.charge_write("UpdateItem", None, None, Request::Standard);
+        if !self.update_schedule_item(&mut tables, id, &plan)? {
             return Err(StoreError::ScheduleNotFound(id.to_string()));
-        };
-        let streak = match change {
-            StreakChange::Failed => current.failure_streak.saturating_add(1),
-            StreakChange::Succeeded => 0,
-        };
-        let before = codec::encode(current)?;
-        let (after, stored) = schedule_item(&StoredSchedule {
-            failure_streak: streak,
-            ..current.clone()
-        })?;
-        self.charge_call("UpdateItem");
-        self.charge_write("UpdateItem", Some(&before), Some(&after), Request::Standard);
-        tables.schedules.insert(id.to_string(), stored);
-        Ok(streak)
+        }
+        Ok(tables.schedules.get(id).map_or(0, |s| s.failure_streak))
     }
 
-    /// One conditional UpdateItem: the watermark moves if it is still `expected` (as stored
-    /// text, which is what DynamoDB compares).
     pub(super) fn set_downstream_impl(
         &self,
         id: &str,
         downstream: &[String],
     ) -> Result<(), StoreError> {
-        let mut tables = self.tables();
-        self.charge_call("UpdateItem");
-        let Some(current) = tables.schedules.get(id) else {
-            self.charge_write("UpdateItem", None, None, Request::Standard);
-            return Err(StoreError::ScheduleNotFound(id.to_string()));
-        };
-        let before = codec::encode(current)?;
-        let (after, stored) = schedule_item(&StoredSchedule {
-            downstream: downstream.to_vec(),
-            ..current.clone()
-        })?;
-        self.charge_write("UpdateItem", Some(&before), Some(&after), Request::Standard);
-        tables.schedules.insert(id.to_string(), stored);
-        Ok(())
+        let plan = schedule_marks::downstream(downstream)?;
+        if self.update_schedule_item(&mut self.tables(), id, &plan)? {
+            Ok(())
+        } else {
+            Err(StoreError::ScheduleNotFound(id.to_string()))
+        }
     }
 
     pub(super) fn advance_watermark_impl(
@@ -410,33 +388,7 @@ impl InMemoryStore {
         expected: DateTime<Utc>,
         through: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
-        if through < expected {
-            return Err(StoreError::InvalidRequest(format!(
-                "the watermark of `{id}` only moves forward"
-            )));
-        }
-        let mut tables = self.tables();
-        self.charge_call("UpdateItem");
-        let Some(current) = tables.schedules.get(id) else {
-            self.charge_write("UpdateItem", None, None, Request::Standard);
-            return Ok(false);
-        };
-        let before = codec::encode(current)?;
-        if !same_instant_text(current.reconciled_through, expected) {
-            self.charge_write("UpdateItem", Some(&before), None, Request::Standard);
-            return Ok(false);
-        }
-        let (after, stored) = schedule_item(&StoredSchedule {
-            reconciled_through: through,
-            ..current.clone()
-        })?;
-        self.charge_write("UpdateItem", Some(&before), Some(&after), Request::Standard);
-        tables.schedules.insert(id.to_string(), stored);
-        Ok(true)
+        let plan = schedule_marks::watermark(id, expected, through)?;
+        self.update_schedule_item(&mut self.tables(), id, &plan)
     }
-}
-
-/// Two instants are equal as DynamoDB conditions compare them: as their stored text.
-pub(super) fn same_instant_text(stored: DateTime<Utc>, expected: DateTime<Utc>) -> bool {
-    crate::item::time(stored) == crate::item::time(expected)
 }
