@@ -10,6 +10,7 @@ pub mod child_plan;
 pub mod codec;
 pub mod control;
 pub mod cursor;
+pub mod engine;
 pub mod error;
 pub mod expr;
 pub mod fire_plan;
@@ -23,6 +24,7 @@ pub mod run_plan;
 pub mod schedule_change;
 pub mod schedule_marks;
 pub mod store;
+pub mod subjects;
 
 pub use alerts::{AlertStore, Awaiting, HeldWork, Notifier, NotifyError, RecordedAlert};
 pub use control::{ReleaseState, ReleaseStateStore};

@@ -1,86 +1,20 @@
-//! The release-state items (see [`crate::control`]).
+//! The release-state items on DynamoDB: `subjects::release` over the store's requests.
 
 use async_trait::async_trait;
 use cronledger_core::Lane;
 
-use super::{DynamoStore, Expr};
+use super::DynamoStore;
 use crate::control::{ReleaseState, ReleaseStateStore};
 use crate::error::StoreError;
-use crate::item::{key, n, Item, ItemReader, ItemWriter};
-use crate::keys::{PK, SK};
-
-const TYPE: &str = "type";
-const RELEASE_TYPE: &str = "RELEASE_STATE";
-const STATE_SK: &str = "STATE";
-const LANE: &str = "lane";
-const PAUSED: &str = "paused";
-const CAUSE: &str = "cause";
-const SINCE: &str = "since";
-const LAST_RELEASE_AT: &str = "last_release_at";
-const DLQ_DEPTH: &str = "dlq_depth";
-const VERSION: &str = "version";
-
-pub fn release_pk(lane: Lane) -> String {
-    format!("RELEASE#{lane}")
-}
-
-/// The item `put_release_state` writes for `state`: at the next version.
-pub(crate) fn release_state_item(state: &ReleaseState) -> Item {
-    ItemWriter::new()
-        .s(PK, release_pk(state.lane))
-        .s(SK, STATE_SK)
-        .s(TYPE, RELEASE_TYPE)
-        .s(LANE, state.lane.as_str())
-        .bool(PAUSED, state.paused)
-        .opt_s(CAUSE, state.cause.clone())
-        .time(SINCE, state.since)
-        .opt_time(LAST_RELEASE_AT, state.last_release_at)
-        .opt_n(DLQ_DEPTH, state.dlq_depth)
-        .n(VERSION, state.version + 1)
-        .build()
-}
-
-pub(crate) fn decode_release_state(item: &Item) -> Result<ReleaseState, StoreError> {
-    let r = ItemReader::new(item);
-    r.expect_type(TYPE, RELEASE_TYPE)?;
-    Ok(ReleaseState {
-        lane: r.parsed(LANE)?,
-        paused: r.bool(PAUSED)?,
-        cause: r.opt_s(CAUSE)?.map(str::to_string),
-        since: r.time(SINCE)?,
-        last_release_at: r.opt_time(LAST_RELEASE_AT)?,
-        dlq_depth: r.opt_n(DLQ_DEPTH)?,
-        version: r.n(VERSION)?,
-    })
-}
+use crate::subjects::release;
 
 #[async_trait]
 impl ReleaseStateStore for DynamoStore {
     async fn release_state(&self, lane: Lane) -> Result<Option<ReleaseState>, StoreError> {
-        self.release_state_impl(lane).await
+        release::get(self, lane).await
     }
 
     async fn put_release_state(&self, state: &ReleaseState) -> Result<bool, StoreError> {
-        self.put_release_state_impl(state).await
-    }
-}
-
-impl DynamoStore {
-    async fn release_state_impl(&self, lane: Lane) -> Result<Option<ReleaseState>, StoreError> {
-        let Some(item) = self.get_item(key(release_pk(lane), STATE_SK)).await? else {
-            return Ok(None);
-        };
-        decode_release_state(&item).map(Some)
-    }
-
-    async fn put_release_state_impl(&self, state: &ReleaseState) -> Result<bool, StoreError> {
-        let item = release_state_item(state);
-        let mut cond = Expr::new();
-        if state.version == 0 {
-            cond.not_exists(PK);
-        } else {
-            cond.eq(VERSION, n(state.version));
-        }
-        self.put_if(item, &cond).await
+        release::put(self, state).await
     }
 }

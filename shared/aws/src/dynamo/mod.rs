@@ -31,6 +31,7 @@ use cronledger_core::children::Child;
 use cronledger_core::{Attempt, Run, RunKey, RunStatus, ScheduleSpec};
 
 use crate::config::AwsClients;
+use crate::engine::ItemEngine;
 use crate::error::StoreError;
 use crate::item::Item;
 use crate::ledger::{
@@ -477,5 +478,17 @@ impl ChildStore for DynamoStore {
         change: &ChildChange,
     ) -> Result<Child, StoreError> {
         self.change_child_impl(parent, change).await
+    }
+}
+
+/// The store's requests as the port's item engine (see `crate::subjects`).
+#[async_trait]
+impl ItemEngine for DynamoStore {
+    async fn get_item(&self, key: Item) -> Result<Option<Item>, StoreError> {
+        DynamoStore::get_item(self, key).await
+    }
+
+    async fn put_if(&self, item: Item, cond: &Expr) -> Result<bool, StoreError> {
+        DynamoStore::put_if(self, item, cond).await
     }
 }

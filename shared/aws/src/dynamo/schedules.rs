@@ -332,7 +332,7 @@ impl DynamoStore {
     }
 
     /// A strongly consistent read of one item.
-    pub(super) async fn get_item(&self, item_key: Item) -> Result<Option<Item>, StoreError> {
+    pub(crate) async fn get_item(&self, item_key: Item) -> Result<Option<Item>, StoreError> {
         let out = self
             .client
             .get_item()

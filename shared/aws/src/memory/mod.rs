@@ -15,6 +15,7 @@ mod capacity;
 mod children;
 mod health;
 mod index;
+mod items;
 mod ops;
 mod runs;
 mod scale;
@@ -42,6 +43,7 @@ use crate::metered::Metered;
 use crate::ops::{Backfill, IdempotencyClaim, KillSwitch, SystemAuditEntry};
 use crate::ops::{BackfillStore, SystemStore};
 use crate::store::{ChildStore, RunStore, ScheduleStore};
+use crate::subjects::release;
 
 pub use capacity::{item_size, stored_bytes, Request, STORAGE_OVERHEAD_BYTES};
 pub use index::IndexLag;
@@ -65,7 +67,9 @@ pub(crate) struct Tables {
     pub backfills: BTreeMap<String, Backfill>,
     pub system_audit: Vec<SystemAuditEntry>,
     pub kill_switch: Option<KillSwitch>,
-    pub release_states: HashMap<Lane, ReleaseState>,
+    /// Items kept as DynamoDB keeps them, for the subjects written over the item engine
+    /// (release states so far).
+    pub items: items::ItemTable,
     pub alerts: alerts::AlertTables,
     pub awaiting: awaiting::AwaitingTable,
     /// By schedule id, then by UTC day: the outcome counters' items.
@@ -499,13 +503,11 @@ impl SystemStore for InMemoryStore {
 #[async_trait]
 impl ReleaseStateStore for InMemoryStore {
     async fn release_state(&self, lane: Lane) -> Result<Option<ReleaseState>, StoreError> {
-        self.release_state_impl(lane)
+        release::get(self, lane).await
     }
 
     async fn put_release_state(&self, state: &ReleaseState) -> Result<bool, StoreError> {
-        {
-            self.put_release_state_impl(state)
-        }
+        release::put(self, state).await
     }
 }
 

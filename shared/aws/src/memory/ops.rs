@@ -4,12 +4,9 @@
 //! the items' decoders give them back.
 
 use cronledger_core::window::utc_text;
-use cronledger_core::Lane;
 
 use super::capacity::Request;
 use super::InMemoryStore;
-use crate::control::ReleaseState;
-use crate::dynamo::control::{decode_release_state, release_state_item};
 use crate::dynamo::ops::{
     backfill_item, claim_item, decode_backfill, decode_claim, decode_kill_switch,
     decode_system_audit, kill_switch_item, system_audit_item,
@@ -231,47 +228,4 @@ impl InMemoryStore {
         tables.kill_switch = Some(decode_kill_switch(&item)?);
         Ok(())
     }
-
-    pub(super) fn release_state_impl(
-        &self,
-        lane: Lane,
-    ) -> Result<Option<ReleaseState>, StoreError> {
-        let tables = self.tables();
-        self.charge_call("GetItem");
-        let item = tables.release_states.get(&lane).map(stored_release_item);
-        let read: Vec<&Item> = item.iter().collect();
-        self.charge_read("GetItem", None, &read, true, Request::Standard);
-        Ok(tables.release_states.get(&lane).cloned())
-    }
-
-    /// One PutItem at version + 1: absent for version 0, else the stored version unchanged.
-    pub(super) fn put_release_state_impl(&self, state: &ReleaseState) -> Result<bool, StoreError> {
-        let item = release_state_item(state);
-        let mut tables = self.tables();
-        self.charge_call("PutItem");
-        let stored_version = tables.release_states.get(&state.lane).map(|s| s.version);
-        let before = tables
-            .release_states
-            .get(&state.lane)
-            .map(stored_release_item);
-        let expected = (state.version != 0).then_some(state.version);
-        if stored_version != expected {
-            self.charge_write("PutItem", before.as_ref(), None, Request::Standard);
-            return Ok(false);
-        }
-        self.charge_write("PutItem", before.as_ref(), Some(&item), Request::Standard);
-        tables
-            .release_states
-            .insert(state.lane, decode_release_state(&item)?);
-        Ok(true)
-    }
-}
-
-/// The item a stored release state reads from (the encoder writes at the version after
-/// the one it is given).
-fn stored_release_item(stored: &ReleaseState) -> Item {
-    release_state_item(&ReleaseState {
-        version: stored.version.saturating_sub(1),
-        ..stored.clone()
-    })
 }

@@ -1,0 +1,19 @@
+//! The requests a ledger store is made of, on items: what the DynamoDB store sends and the
+//! memory store answers on its own item table, each charged where it is made. A subject
+//! written over an [`ItemEngine`] is written once for both stores (see [`crate::subjects`]).
+
+use async_trait::async_trait;
+
+use crate::error::StoreError;
+use crate::expr::Expr;
+use crate::item::Item;
+
+#[async_trait]
+pub trait ItemEngine: Send + Sync {
+    /// A strongly consistent read of the item at `key`.
+    async fn get_item(&self, key: Item) -> Result<Option<Item>, StoreError>;
+
+    /// A put of `item` conditioned on `cond`'s conditions: `false` when they failed (and
+    /// nothing was written).
+    async fn put_if(&self, item: Item, cond: &Expr) -> Result<bool, StoreError>;
+}
