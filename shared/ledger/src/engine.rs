@@ -16,4 +16,16 @@ pub trait ItemEngine: Send + Sync {
     /// A put of `item` conditioned on `cond`'s conditions: `false` when they failed (and
     /// nothing was written).
     async fn put_if(&self, item: Item, cond: &Expr) -> Result<bool, StoreError>;
+
+    /// One page of a query on the table or `index`: `expr`'s conditions are the key
+    /// condition, its filters the filter; `limit` items read (filtered or not) from after
+    /// `cursor`, in sort-key order or reversed; and the cursor of the next page.
+    async fn query_page(
+        &self,
+        index: Option<&str>,
+        expr: &Expr,
+        limit: u32,
+        cursor: Option<&str>,
+        forward: bool,
+    ) -> Result<(Vec<Item>, Option<String>), StoreError>;
 }

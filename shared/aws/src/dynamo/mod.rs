@@ -491,4 +491,15 @@ impl ItemEngine for DynamoStore {
     async fn put_if(&self, item: Item, cond: &Expr) -> Result<bool, StoreError> {
         DynamoStore::put_if(self, item, cond).await
     }
+
+    async fn query_page(
+        &self,
+        index: Option<&str>,
+        expr: &Expr,
+        limit: u32,
+        cursor: Option<&str>,
+        forward: bool,
+    ) -> Result<(Vec<Item>, Option<String>), StoreError> {
+        DynamoStore::query_page(self, index, expr, limit, cursor, forward).await
+    }
 }

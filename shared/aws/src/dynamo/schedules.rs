@@ -399,7 +399,7 @@ impl DynamoStore {
     }
 
     /// One page of a query, with an opaque cursor for the next.
-    pub(super) async fn query_page(
+    pub(crate) async fn query_page(
         &self,
         index: Option<&str>,
         key_condition: &Expr,

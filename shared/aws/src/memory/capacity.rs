@@ -117,7 +117,7 @@ fn indexes() -> &'static [IndexDef] {
         .unwrap_or(&[])
 }
 
-fn index_def(name: &str) -> Option<&'static IndexDef> {
+pub(super) fn index_def(name: &str) -> Option<&'static IndexDef> {
     indexes().iter().find(|i| i.index_name == name)
 }
 

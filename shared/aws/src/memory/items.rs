@@ -6,12 +6,14 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 
-use super::capacity::Request;
+use super::capacity::{index_def, Request};
 use super::InMemoryStore;
+use crate::cursor;
 use crate::engine::ItemEngine;
 use crate::error::StoreError;
 use crate::expr::{eval, Expr};
 use crate::item::{Item, ItemReader};
+use crate::keys::{PK, SK};
 
 /// Items by (PK, SK).
 pub(crate) type ItemTable = BTreeMap<(String, String), Item>;
@@ -48,5 +50,90 @@ impl ItemEngine for InMemoryStore {
         self.charge_write("PutItem", before, Some(&item), Request::Standard);
         tables.items.insert(at, item);
         Ok(true)
+    }
+
+    async fn query_page(
+        &self,
+        index: Option<&str>,
+        expr: &Expr,
+        limit: u32,
+        cursor: Option<&str>,
+        forward: bool,
+    ) -> Result<(Vec<Item>, Option<String>), StoreError> {
+        let start = cursor::decode(cursor)?;
+        let def = match index {
+            Some(name) => Some(index_def(name).ok_or_else(|| {
+                StoreError::InvalidRequest(format!("the table has no index `{name}`"))
+            })?),
+            None => None,
+        };
+        // The partition and sort attributes the query ranges over, and what a page's last
+        // key holds (the table's keys, and the index's).
+        let (hash, range) = match def {
+            Some(def) => {
+                let of = |kind: &str| {
+                    def.key_schema
+                        .iter()
+                        .find(|k| k.key_type == kind)
+                        .map(|k| k.attribute_name.as_str())
+                };
+                (of("HASH").unwrap_or(PK), of("RANGE"))
+            }
+            None => (PK, Some(SK)),
+        };
+        let key_attrs: Vec<&str> = [PK, SK, hash].into_iter().chain(range).collect();
+        let key_of_item = |item: &Item| -> Item {
+            key_attrs
+                .iter()
+                .filter_map(|a| item.get(*a).map(|v| (a.to_string(), v.clone())))
+                .collect()
+        };
+        let order = |item: &Item| {
+            let text = |a: &str| {
+                item.get(a)
+                    .and_then(|v| v.as_s().ok())
+                    .cloned()
+                    .unwrap_or_default()
+            };
+            (range.map(text).unwrap_or_default(), text(PK), text(SK))
+        };
+        let tables = self.tables();
+        let mut matched: Vec<&Item> = tables
+            .items
+            .values()
+            .filter(|item| item.contains_key(hash) && range.is_none_or(|r| item.contains_key(r)))
+            .filter(|item| eval::all_hold(&expr.conditions, Some(item)))
+            .collect();
+        matched.sort_by_key(|item| order(item));
+        if !forward {
+            matched.reverse();
+        }
+        let from = match &start {
+            Some(start) => matched
+                .iter()
+                .position(|item| key_of_item(item) == *start)
+                .map_or(0, |at| at + 1),
+            None => 0,
+        };
+        let limit = limit.clamp(1, 1000) as usize;
+        let read: Vec<&Item> = matched.into_iter().skip(from).take(limit).collect();
+        self.charge_call("Query");
+        let index_name = def.map(|d| d.index_name.as_str());
+        self.charge_read(
+            "Query",
+            index_name,
+            &read,
+            index.is_none(),
+            Request::Standard,
+        );
+        let next = (read.len() == limit)
+            .then(|| read.last().map(|item| key_of_item(item)))
+            .flatten();
+        let kept = read
+            .into_iter()
+            .filter(|item| eval::kept(&expr.filters, item))
+            .cloned()
+            .collect();
+        Ok((kept, cursor::encode(next.as_ref())))
     }
 }

@@ -16,12 +16,11 @@ mod children;
 mod health;
 mod index;
 mod items;
-mod ops;
 mod runs;
 mod scale;
 mod schedules;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
@@ -43,7 +42,7 @@ use crate::metered::Metered;
 use crate::ops::{Backfill, IdempotencyClaim, KillSwitch, SystemAuditEntry};
 use crate::ops::{BackfillStore, SystemStore};
 use crate::store::{ChildStore, RunStore, ScheduleStore};
-use crate::subjects::release;
+use crate::subjects::{backfills, release, system};
 
 pub use capacity::{item_size, stored_bytes, Request, STORAGE_OVERHEAD_BYTES};
 pub use index::IndexLag;
@@ -63,12 +62,8 @@ pub(crate) struct Tables {
     pub active: index::ActiveIndex,
     /// The runs' encoded items, for capacity charges (see `runs::RunItems`).
     pub run_items: runs::RunItems,
-    pub claims: HashMap<String, IdempotencyClaim>,
-    pub backfills: BTreeMap<String, Backfill>,
-    pub system_audit: Vec<SystemAuditEntry>,
-    pub kill_switch: Option<KillSwitch>,
     /// Items kept as DynamoDB keeps them, for the subjects written over the item engine
-    /// (release states so far).
+    /// (release states, backfills, idempotency claims, the system audit, the kill switch).
     pub items: items::ItemTable,
     pub alerts: alerts::AlertTables,
     pub awaiting: awaiting::AwaitingTable,
@@ -452,21 +447,19 @@ impl ChildStore for InMemoryStore {
 #[async_trait]
 impl BackfillStore for InMemoryStore {
     async fn create_backfill(&self, backfill: &Backfill) -> Result<Backfill, StoreError> {
-        {
-            self.create_backfill_impl(backfill)
-        }
+        backfills::create(self, backfill).await
     }
 
     async fn get_backfill(&self, id: &str) -> Result<Backfill, StoreError> {
-        self.get_backfill_impl(id)
+        backfills::get(self, id).await
     }
 
     async fn put_backfill(&self, backfill: &Backfill) -> Result<Option<Backfill>, StoreError> {
-        self.put_backfill_impl(backfill)
+        backfills::put(self, backfill).await
     }
 
     async fn open_backfills(&self) -> Result<Vec<Backfill>, StoreError> {
-        self.open_backfills_impl()
+        backfills::open(self).await
     }
 }
 
@@ -476,27 +469,23 @@ impl SystemStore for InMemoryStore {
         &self,
         claim: &IdempotencyClaim,
     ) -> Result<Option<IdempotencyClaim>, StoreError> {
-        self.claim_impl(claim)
+        system::claim(self, claim).await
     }
 
     async fn append_system_audit(&self, entry: &SystemAuditEntry) -> Result<(), StoreError> {
-        {
-            self.append_system_audit_impl(entry)
-        }
+        system::append_audit(self, entry).await
     }
 
     async fn system_audit(&self, limit: u32) -> Result<Vec<SystemAuditEntry>, StoreError> {
-        self.system_audit_impl(limit)
+        system::audit(self, limit).await
     }
 
     async fn kill_switch(&self) -> Result<Option<KillSwitch>, StoreError> {
-        self.kill_switch_impl()
+        system::kill_switch(self).await
     }
 
     async fn put_kill_switch(&self, state: &KillSwitch) -> Result<(), StoreError> {
-        {
-            self.put_kill_switch_impl(state)
-        }
+        system::put_kill_switch(self, state).await
     }
 }
 

@@ -2,4 +2,6 @@
 //! stores implement their traits by calling these, so their requests, conditions and items
 //! are the same by construction.
 
+pub mod backfills;
 pub mod release;
+pub mod system;
