@@ -28,4 +28,35 @@ pub trait ItemEngine: Send + Sync {
         cursor: Option<&str>,
         forward: bool,
     ) -> Result<(Vec<Item>, Option<String>), StoreError>;
+
+    /// An update of the item at `key` (made from the key when absent) conditioned on
+    /// `expr`'s conditions: `false` when they failed.
+    async fn update_if(&self, key: Item, expr: &Expr) -> Result<bool, StoreError>;
+
+    /// Deletes the item at `key`, if there is one.
+    async fn delete_item(&self, key: Item) -> Result<(), StoreError>;
+
+    /// The items (eventually consistent) that index `entries` name, in the entries' order;
+    /// those gone meanwhile are left out.
+    async fn fetch_items(&self, entries: &[Item]) -> Result<Vec<Item>, StoreError>;
+}
+
+/// Every item of a query on the table or `index`, following the pages.
+pub async fn query_all<E: ItemEngine + ?Sized>(
+    engine: &E,
+    index: Option<&str>,
+    expr: &Expr,
+) -> Result<Vec<Item>, StoreError> {
+    let mut items = Vec::new();
+    let mut next: Option<String> = None;
+    loop {
+        let (mut page, cursor) = engine
+            .query_page(index, expr, 1000, next.as_deref(), true)
+            .await?;
+        items.append(&mut page);
+        match cursor {
+            Some(c) => next = Some(c),
+            None => return Ok(items),
+        }
+    }
 }

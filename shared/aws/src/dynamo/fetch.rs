@@ -27,7 +27,7 @@ fn table_key(entry: &Item) -> Result<(String, String), StoreError> {
 impl DynamoStore {
     /// The table's items for `entries` (index entries or anything with the table's keys), in
     /// their order; an item deleted meanwhile is left out.
-    pub(super) async fn fetch_items(&self, entries: &[Item]) -> Result<Vec<Item>, StoreError> {
+    pub(crate) async fn fetch_items(&self, entries: &[Item]) -> Result<Vec<Item>, StoreError> {
         let keys = entries
             .iter()
             .map(table_key)

@@ -2,7 +2,6 @@
 
 pub(crate) mod alerts;
 mod audit;
-mod awaiting;
 mod children;
 pub(crate) mod control;
 mod expr;
@@ -185,29 +184,6 @@ impl DynamoStore {
             }
             Err(err) => unless_condition_failed("PutItem", err),
         }
-    }
-}
-
-impl DynamoStore {
-    /// A put that takes its key when the key is free: no item there, or one whose TTL
-    /// (`expires_at`, epoch seconds) passed before `now` (TTL deletes lazily, up to days
-    /// late). `Ok(false)`: a live item holds it.
-    pub(crate) async fn put_unless_live(
-        &self,
-        item: Item,
-        now: DateTime<Utc>,
-    ) -> Result<bool, StoreError> {
-        let names = HashMap::from([
-            ("#pk".to_string(), crate::keys::PK.to_string()),
-            ("#exp".to_string(), crate::keys::EXPIRES_AT.to_string()),
-        ]);
-        let values = HashMap::from([(
-            ":now".to_string(),
-            values::to_sdk(crate::item::n(now.timestamp())),
-        )]);
-        let condition = "attribute_not_exists(#pk) OR #exp < :now".to_string();
-        self.put_conditional(item, Some(condition), Some(names), Some(values))
-            .await
     }
 }
 
@@ -501,5 +477,28 @@ impl ItemEngine for DynamoStore {
         forward: bool,
     ) -> Result<(Vec<Item>, Option<String>), StoreError> {
         DynamoStore::query_page(self, index, expr, limit, cursor, forward).await
+    }
+
+    async fn update_if(&self, key: Item, expr: &Expr) -> Result<bool, StoreError> {
+        DynamoStore::update_if(self, key, expr).await
+    }
+
+    async fn delete_item(&self, key: Item) -> Result<(), StoreError> {
+        let out = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(item_to_sdk(key)))
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
+            .send()
+            .await
+            .map_err(|e| crate::error::store_request("DeleteItem", e))?;
+        self.meter
+            .record_capacity("DeleteItem", out.consumed_capacity());
+        Ok(())
+    }
+
+    async fn fetch_items(&self, entries: &[Item]) -> Result<Vec<Item>, StoreError> {
+        DynamoStore::fetch_items(self, entries).await
     }
 }

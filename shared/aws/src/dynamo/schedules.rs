@@ -360,7 +360,7 @@ impl DynamoStore {
 
     /// An update of the item at `item_key`: `true` if applied, `false` if its condition
     /// failed.
-    pub(super) async fn update_if(&self, item_key: Item, expr: &Expr) -> Result<bool, StoreError> {
+    pub(crate) async fn update_if(&self, item_key: Item, expr: &Expr) -> Result<bool, StoreError> {
         Ok(self
             .update_returning(item_key, expr, ReturnValue::None)
             .await?

@@ -271,23 +271,6 @@ impl InMemoryStore {
         self.meter.record_stored(key(PK), key(SK), 0);
     }
 
-    /// One Query page of an index that read `entries` (eventually consistent: the only way
-    /// DynamoDB serves an index).
-    pub(crate) fn charge_index_query(&self, index: &'static str, entries: &[&Item]) {
-        self.charge_call("Query");
-        self.charge_read("Query", Some(index), entries, false, Request::Standard);
-    }
-
-    /// A keys-only index page that listed `entries`, then their items read in BatchGetItem
-    /// requests of 100, as the DynamoDB store's `fetch_items` does.
-    pub(crate) fn charge_index_fetch(&self, index: &'static str, entries: &[&Item]) {
-        self.charge_index_query(index, entries);
-        for chunk in entries.chunks(crate::dynamo::BATCH_GET_KEYS) {
-            self.charge_call("BatchGetItem");
-            self.charge_read("BatchGetItem", None, chunk, false, Request::Standard);
-        }
-    }
-
     /// A table query followed page by page to its end, as the DynamoDB store's `query_all`
     /// reads: one strongly consistent Query per page of up to 1,000 items, and one more (an
     /// empty page) after a full last page.

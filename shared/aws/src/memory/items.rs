@@ -136,4 +136,45 @@ impl ItemEngine for InMemoryStore {
             .collect();
         Ok((kept, cursor::encode(next.as_ref())))
     }
+
+    async fn update_if(&self, key: Item, expr: &Expr) -> Result<bool, StoreError> {
+        let at = key_of(&key)?;
+        let mut tables = self.tables();
+        self.charge_call("UpdateItem");
+        let before = tables.items.get(&at);
+        if !eval::all_hold(&expr.conditions, before) {
+            self.charge_write("UpdateItem", before, None, Request::Standard);
+            return Ok(false);
+        }
+        let after = eval::apply(&expr.updates, before.unwrap_or(&key))?;
+        self.charge_write("UpdateItem", before, Some(&after), Request::Standard);
+        tables.items.insert(at, after);
+        Ok(true)
+    }
+
+    async fn delete_item(&self, key: Item) -> Result<(), StoreError> {
+        let at = key_of(&key)?;
+        let mut tables = self.tables();
+        self.charge_call("DeleteItem");
+        match tables.items.remove(&at) {
+            Some(before) => self.charge_delete("DeleteItem", &before),
+            None => self.charge_write("DeleteItem", None, None, Request::Standard),
+        }
+        Ok(())
+    }
+
+    /// `BatchGetItem`s of up to 100 keys, eventually consistent, as the DynamoDB store
+    /// sends them.
+    async fn fetch_items(&self, entries: &[Item]) -> Result<Vec<Item>, StoreError> {
+        let keys = entries.iter().map(key_of).collect::<Result<Vec<_>, _>>()?;
+        let tables = self.tables();
+        let mut found = Vec::with_capacity(keys.len());
+        for chunk in keys.chunks(crate::dynamo::BATCH_GET_KEYS) {
+            let read: Vec<&Item> = chunk.iter().filter_map(|k| tables.items.get(k)).collect();
+            self.charge_call("BatchGetItem");
+            self.charge_read("BatchGetItem", None, &read, false, Request::Standard);
+            found.extend(read.into_iter().cloned());
+        }
+        Ok(found)
+    }
 }

@@ -9,8 +9,6 @@
 //! Consumed capacity is charged by DynamoDB's published rules (see [`capacity`]), so the
 //! request meter means the same on both stores.
 
-mod alerts;
-mod awaiting;
 mod capacity;
 mod children;
 mod health;
@@ -42,7 +40,7 @@ use crate::metered::Metered;
 use crate::ops::{Backfill, IdempotencyClaim, KillSwitch, SystemAuditEntry};
 use crate::ops::{BackfillStore, SystemStore};
 use crate::store::{ChildStore, RunStore, ScheduleStore};
-use crate::subjects::{backfills, release, system};
+use crate::subjects::{alerts, backfills, release, system};
 
 pub use capacity::{item_size, stored_bytes, Request, STORAGE_OVERHEAD_BYTES};
 pub use index::IndexLag;
@@ -63,10 +61,9 @@ pub(crate) struct Tables {
     /// The runs' encoded items, for capacity charges (see `runs::RunItems`).
     pub run_items: runs::RunItems,
     /// Items kept as DynamoDB keeps them, for the subjects written over the item engine
-    /// (release states, backfills, idempotency claims, the system audit, the kill switch).
+    /// (release states, backfills, idempotency claims, the system audit, the kill switch,
+    /// alerts and their trackers).
     pub items: items::ItemTable,
-    pub alerts: alerts::AlertTables,
-    pub awaiting: awaiting::AwaitingTable,
     /// By schedule id, then by UTC day: the outcome counters' items.
     pub health: BTreeMap<String, BTreeMap<NaiveDate, Item>>,
     /// Runs' children, by schedule id and child sort key (see `keys::child_sk`).
@@ -503,19 +500,15 @@ impl ReleaseStateStore for InMemoryStore {
 #[async_trait]
 impl AlertStore for InMemoryStore {
     async fn record_alert(&self, alert: &Alert, at: DateTime<Utc>) -> Result<bool, StoreError> {
-        self.record_alert_impl(alert, at)
+        alerts::record(self, alert, at).await
     }
 
     async fn alert_published(&self, alert: &Alert, at: DateTime<Utc>) -> Result<(), StoreError> {
-        {
-            self.alert_published_impl(alert, at)
-        }
+        alerts::published(self, alert, at).await
     }
 
     async fn unpublished_alerts(&self, limit: u32) -> Result<Vec<RecordedAlert>, StoreError> {
-        {
-            self.unpublished_alerts_impl(limit)
-        }
+        alerts::unpublished(self, limit).await
     }
 
     async fn alerts_of(
@@ -523,7 +516,7 @@ impl AlertStore for InMemoryStore {
         schedule: &str,
         limit: u32,
     ) -> Result<Vec<RecordedAlert>, StoreError> {
-        self.alerts_of_impl(schedule, limit)
+        alerts::of_schedule(self, schedule, limit).await
     }
 
     async fn track_awaiting(
@@ -531,9 +524,7 @@ impl AlertStore for InMemoryStore {
         awaiting: &Awaiting,
         at: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
-        {
-            self.track_awaiting_impl(awaiting, at)
-        }
+        alerts::track(self, awaiting, at).await
     }
 
     async fn awaiting_due(
@@ -541,7 +532,7 @@ impl AlertStore for InMemoryStore {
         now: DateTime<Utc>,
         limit: u32,
     ) -> Result<Vec<Awaiting>, StoreError> {
-        self.awaiting_due_impl(now, limit)
+        alerts::due(self, now, limit).await
     }
 
     async fn remind_awaiting(
@@ -549,8 +540,6 @@ impl AlertStore for InMemoryStore {
         awaiting: &Awaiting,
         next: Option<DateTime<Utc>>,
     ) -> Result<(), StoreError> {
-        {
-            self.remind_awaiting_impl(awaiting, next)
-        }
+        alerts::remind(self, awaiting, next).await
     }
 }

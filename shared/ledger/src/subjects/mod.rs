@@ -2,6 +2,7 @@
 //! stores implement their traits by calling these, so their requests, conditions and items
 //! are the same by construction.
 
+pub mod alerts;
 pub mod backfills;
 pub mod release;
 pub mod system;

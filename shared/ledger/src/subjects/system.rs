@@ -86,7 +86,7 @@ fn system_audit_sk(at: DateTime<Utc>, action: &str) -> String {
 
 /// The key is free: no item there, or one whose TTL (`expires_at`, epoch seconds) passed
 /// before `now` (TTL deletes lazily, up to days late).
-fn unless_live(now: DateTime<Utc>) -> Expr {
+pub fn unless_live(now: DateTime<Utc>) -> Expr {
     let mut cond = Expr::new();
     cond.any(vec![
         Cond::NotExists(PK.to_string()),
