@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Utc};
 use cronledger_core::{Attempt, Lane, Run, RunKey, RunStatus, ScheduleSpec};
 
 use cronledger_core::alerts::Alert;
@@ -30,7 +30,6 @@ use cronledger_core::alerts::Alert;
 use crate::alerts::{AlertStore, Awaiting, RecordedAlert};
 use crate::control::{ReleaseState, ReleaseStateStore};
 use crate::error::StoreError;
-use crate::item::Item;
 use crate::ledger::{
     AuditEntry, ChangeMeta, Created, Fire, FireOutcome, OperatorAction, Page, RecentRuns,
     RunChange, StoredSchedule, StreakChange,
@@ -62,10 +61,8 @@ pub(crate) struct Tables {
     pub run_items: runs::RunItems,
     /// Items kept as DynamoDB keeps them, for the subjects written over the item engine
     /// (release states, backfills, idempotency claims, the system audit, the kill switch,
-    /// alerts and their trackers).
+    /// alerts and their trackers, the outcome counters).
     pub items: items::ItemTable,
-    /// By schedule id, then by UTC day: the outcome counters' items.
-    pub health: BTreeMap<String, BTreeMap<NaiveDate, Item>>,
     /// Runs' children, by schedule id and child sort key (see `keys::child_sk`).
     pub children: BTreeMap<children::ChildSlot, cronledger_core::children::Child>,
 }

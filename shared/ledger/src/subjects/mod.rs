@@ -4,5 +4,6 @@
 
 pub mod alerts;
 pub mod backfills;
+pub mod health;
 pub mod release;
 pub mod system;
