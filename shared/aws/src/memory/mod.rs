@@ -123,8 +123,8 @@ impl InMemoryStore {
 
     /// The one lock every operation holds from its first read to its last write. Still usable
     /// after a panicking holder: every operation checks before it writes, so a panic leaves
-    /// no half-applied change.
-    /// Each acquisition is one store operation for the index lag's count.
+    /// no half-applied change. Each acquisition counts as one store operation for the index
+    /// lag.
     pub(crate) fn tables(&self) -> MutexGuard<'_, Tables> {
         let mut tables = self.tables.lock().unwrap_or_else(PoisonError::into_inner);
         tables.active.tick();
@@ -139,9 +139,7 @@ impl ScheduleStore for InMemoryStore {
         spec: ScheduleSpec,
         meta: ChangeMeta,
     ) -> Result<StoredSchedule, StoreError> {
-        {
-            self.create_schedule_impl(spec, meta)
-        }
+        self.create_schedule_impl(spec, meta)
     }
 
     async fn update_schedule(
@@ -150,9 +148,7 @@ impl ScheduleStore for InMemoryStore {
         expected_version: u64,
         meta: ChangeMeta,
     ) -> Result<StoredSchedule, StoreError> {
-        {
-            self.update_schedule_impl(spec, expected_version, meta)
-        }
+        self.update_schedule_impl(spec, expected_version, meta)
     }
 
     async fn pause_schedule(
@@ -161,9 +157,7 @@ impl ScheduleStore for InMemoryStore {
         expected_version: Option<u64>,
         meta: ChangeMeta,
     ) -> Result<StoredSchedule, StoreError> {
-        {
-            self.pause_impl(id, expected_version, meta)
-        }
+        self.pause_impl(id, expected_version, meta)
     }
 
     async fn resume_schedule(
@@ -172,9 +166,7 @@ impl ScheduleStore for InMemoryStore {
         expected_version: Option<u64>,
         meta: ChangeMeta,
     ) -> Result<StoredSchedule, StoreError> {
-        {
-            self.resume_impl(id, expected_version, meta)
-        }
+        self.resume_impl(id, expected_version, meta)
     }
 
     async fn archive_schedule(
@@ -183,9 +175,7 @@ impl ScheduleStore for InMemoryStore {
         expected_version: Option<u64>,
         meta: ChangeMeta,
     ) -> Result<StoredSchedule, StoreError> {
-        {
-            self.archive_impl(id, expected_version, meta)
-        }
+        self.archive_impl(id, expected_version, meta)
     }
 
     async fn get_schedule(&self, id: &str) -> Result<StoredSchedule, StoreError> {
@@ -197,9 +187,7 @@ impl ScheduleStore for InMemoryStore {
         limit: u32,
         cursor: Option<&str>,
     ) -> Result<Page<StoredSchedule>, StoreError> {
-        {
-            self.list_schedules_impl(limit, cursor)
-        }
+        self.list_schedules_impl(limit, cursor)
     }
 
     async fn audit_log(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError> {
@@ -207,18 +195,14 @@ impl ScheduleStore for InMemoryStore {
     }
 
     async fn schedule_spec_at(&self, id: &str, version: u64) -> Result<ScheduleSpec, StoreError> {
-        {
-            self.schedule_spec_at_impl(id, version)
-        }
+        self.schedule_spec_at_impl(id, version)
     }
 
     async fn record_operator_action(
         &self,
         action: &OperatorAction,
     ) -> Result<AuditEntry, StoreError> {
-        {
-            self.record_operator_action_impl(action)
-        }
+        self.record_operator_action_impl(action)
     }
 
     async fn due_schedules(
@@ -227,9 +211,7 @@ impl ScheduleStore for InMemoryStore {
         until: DateTime<Utc>,
         limit: u32,
     ) -> Result<Vec<StoredSchedule>, StoreError> {
-        {
-            self.due_schedules_impl(shard, until, limit)
-        }
+        self.due_schedules_impl(shard, until, limit)
     }
 
     async fn due_schedules_page(
@@ -239,9 +221,7 @@ impl ScheduleStore for InMemoryStore {
         limit: u32,
         cursor: Option<&str>,
     ) -> Result<Page<StoredSchedule>, StoreError> {
-        {
-            self.due_schedules_page_impl(shard, until, limit, cursor)
-        }
+        self.due_schedules_page_impl(shard, until, limit, cursor)
     }
 
     async fn advance_watermark(
@@ -250,15 +230,11 @@ impl ScheduleStore for InMemoryStore {
         expected: DateTime<Utc>,
         through: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
-        {
-            self.advance_watermark_impl(id, expected, through)
-        }
+        self.advance_watermark_impl(id, expected, through)
     }
 
     async fn set_downstream(&self, id: &str, downstream: &[String]) -> Result<(), StoreError> {
-        {
-            self.set_downstream_impl(id, downstream)
-        }
+        self.set_downstream_impl(id, downstream)
     }
 
     async fn count_failure_streak(
@@ -266,9 +242,7 @@ impl ScheduleStore for InMemoryStore {
         id: &str,
         change: StreakChange,
     ) -> Result<u32, StoreError> {
-        {
-            self.count_failure_streak_impl(id, change)
-        }
+        self.count_failure_streak_impl(id, change)
     }
 }
 
@@ -288,9 +262,7 @@ impl RunStore for InMemoryStore {
         expected: DateTime<Utc>,
         next: Option<DateTime<Utc>>,
     ) -> Result<bool, StoreError> {
-        {
-            self.advance_next_run_impl(id, expected, next)
-        }
+        self.advance_next_run_impl(id, expected, next)
     }
 
     async fn create_run(&self, run: &Run) -> Result<Created, StoreError> {
@@ -302,15 +274,11 @@ impl RunStore for InMemoryStore {
     }
 
     async fn get_run_with_attempts(&self, key: &RunKey) -> Result<(Run, Vec<Attempt>), StoreError> {
-        {
-            self.get_run_with_attempts_impl(key)
-        }
+        self.get_run_with_attempts_impl(key)
     }
 
     async fn transition_run(&self, key: &RunKey, change: &RunChange) -> Result<Run, StoreError> {
-        {
-            self.transition_run_impl(key, change)
-        }
+        self.transition_run_impl(key, change)
     }
 
     async fn active_runs(
@@ -320,9 +288,7 @@ impl RunStore for InMemoryStore {
         limit: u32,
         cursor: Option<&str>,
     ) -> Result<Page<Run>, StoreError> {
-        {
-            self.active_runs_impl(shard, status, limit, cursor)
-        }
+        self.active_runs_impl(shard, status, limit, cursor)
     }
 
     async fn recent_runs(
@@ -331,9 +297,7 @@ impl RunStore for InMemoryStore {
         limit: u32,
         at: Option<DateTime<Utc>>,
     ) -> Result<RecentRuns, StoreError> {
-        {
-            self.recent_runs_impl(schedule_id, limit, at)
-        }
+        self.recent_runs_impl(schedule_id, limit, at)
     }
 
     async fn schedule_with_recent_runs(
@@ -342,9 +306,7 @@ impl RunStore for InMemoryStore {
         limit: u32,
         at: Option<DateTime<Utc>>,
     ) -> Result<(StoredSchedule, RecentRuns), StoreError> {
-        {
-            self.schedule_with_recent_runs_impl(schedule_id, limit, at)
-        }
+        self.schedule_with_recent_runs_impl(schedule_id, limit, at)
     }
 
     async fn running_before(
@@ -352,9 +314,7 @@ impl RunStore for InMemoryStore {
         schedule_id: &str,
         before: DateTime<Utc>,
     ) -> Result<Vec<Run>, StoreError> {
-        {
-            self.running_before_impl(schedule_id, before)
-        }
+        self.running_before_impl(schedule_id, before)
     }
 
     async fn pending_live_runs(
@@ -364,9 +324,7 @@ impl RunStore for InMemoryStore {
         to: DateTime<Utc>,
         limit: u32,
     ) -> Result<Vec<Run>, StoreError> {
-        {
-            self.pending_live_runs_impl(shard, from, to, limit)
-        }
+        self.pending_live_runs_impl(shard, from, to, limit)
     }
 
     async fn run_history(
@@ -375,9 +333,7 @@ impl RunStore for InMemoryStore {
         limit: u32,
         cursor: Option<&str>,
     ) -> Result<Page<Run>, StoreError> {
-        {
-            self.run_history_impl(schedule_id, limit, cursor)
-        }
+        self.run_history_impl(schedule_id, limit, cursor)
     }
 
     async fn runs_between(
@@ -386,9 +342,7 @@ impl RunStore for InMemoryStore {
         from: DateTime<Utc>,
         to: DateTime<Utc>,
     ) -> Result<Vec<Run>, StoreError> {
-        {
-            self.runs_between_impl(schedule_id, from, to)
-        }
+        self.runs_between_impl(schedule_id, from, to)
     }
 }
 
@@ -399,9 +353,7 @@ impl ChildStore for InMemoryStore {
         parent: &RunKey,
         children: &[cronledger_core::children::Child],
     ) -> Result<(), StoreError> {
-        {
-            self.put_children_impl(parent, children)
-        }
+        self.put_children_impl(parent, children)
     }
 
     async fn get_child(
@@ -410,9 +362,7 @@ impl ChildStore for InMemoryStore {
         step: u32,
         index: u32,
     ) -> Result<cronledger_core::children::Child, StoreError> {
-        {
-            self.get_child_impl(parent, step, index)
-        }
+        self.get_child_impl(parent, step, index)
     }
 
     async fn children_of(
@@ -422,9 +372,7 @@ impl ChildStore for InMemoryStore {
         limit: u32,
         cursor: Option<&str>,
     ) -> Result<Page<cronledger_core::children::Child>, StoreError> {
-        {
-            self.children_of_impl(parent, step, limit, cursor)
-        }
+        self.children_of_impl(parent, step, limit, cursor)
     }
 
     async fn change_child(
@@ -432,9 +380,7 @@ impl ChildStore for InMemoryStore {
         parent: &RunKey,
         change: &crate::ledger::ChildChange,
     ) -> Result<cronledger_core::children::Child, StoreError> {
-        {
-            self.change_child_impl(parent, change)
-        }
+        self.change_child_impl(parent, change)
     }
 }
 
