@@ -1,14 +1,10 @@
 //! The ledger on one DynamoDB table.
 
-pub(crate) mod alerts;
 mod audit;
 mod children;
-pub(crate) mod control;
 mod expr;
 mod fetch;
 mod fire;
-pub(crate) mod health;
-pub(crate) mod ops;
 mod runs;
 mod schedules;
 mod shards;
@@ -456,6 +452,10 @@ impl ChildStore for DynamoStore {
         self.change_child_impl(parent, change).await
     }
 }
+
+// Alerts and trackers, backfills, the system's items, release states, health: written once
+// over the item engine below.
+cronledger_ledger::engine_subjects!(DynamoStore);
 
 /// The store's requests as the port's item engine (see `crate::subjects`).
 #[async_trait]

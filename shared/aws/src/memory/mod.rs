@@ -11,7 +11,6 @@
 
 mod capacity;
 mod children;
-mod health;
 mod index;
 mod items;
 mod runs;
@@ -23,12 +22,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use cronledger_core::{Attempt, Lane, Run, RunKey, RunStatus, ScheduleSpec};
+use cronledger_core::{Attempt, Run, RunKey, RunStatus, ScheduleSpec};
 
-use cronledger_core::alerts::Alert;
-
-use crate::alerts::{AlertStore, Awaiting, RecordedAlert};
-use crate::control::{ReleaseState, ReleaseStateStore};
 use crate::error::StoreError;
 use crate::ledger::{
     AuditEntry, ChangeMeta, Created, Fire, FireOutcome, OperatorAction, Page, RecentRuns,
@@ -36,10 +31,7 @@ use crate::ledger::{
 };
 use crate::meter::RequestMeter;
 use crate::metered::Metered;
-use crate::ops::{Backfill, IdempotencyClaim, KillSwitch, SystemAuditEntry};
-use crate::ops::{BackfillStore, SystemStore};
 use crate::store::{ChildStore, RunStore, ScheduleStore};
-use crate::subjects::{alerts, backfills, release, system};
 
 pub use capacity::{item_size, stored_bytes, Request, STORAGE_OVERHEAD_BYTES};
 pub use index::IndexLag;
@@ -384,105 +376,6 @@ impl ChildStore for InMemoryStore {
     }
 }
 
-#[async_trait]
-impl BackfillStore for InMemoryStore {
-    async fn create_backfill(&self, backfill: &Backfill) -> Result<Backfill, StoreError> {
-        backfills::create(self, backfill).await
-    }
-
-    async fn get_backfill(&self, id: &str) -> Result<Backfill, StoreError> {
-        backfills::get(self, id).await
-    }
-
-    async fn put_backfill(&self, backfill: &Backfill) -> Result<Option<Backfill>, StoreError> {
-        backfills::put(self, backfill).await
-    }
-
-    async fn open_backfills(&self) -> Result<Vec<Backfill>, StoreError> {
-        backfills::open(self).await
-    }
-}
-
-#[async_trait]
-impl SystemStore for InMemoryStore {
-    async fn claim_idempotency(
-        &self,
-        claim: &IdempotencyClaim,
-    ) -> Result<Option<IdempotencyClaim>, StoreError> {
-        system::claim(self, claim).await
-    }
-
-    async fn append_system_audit(&self, entry: &SystemAuditEntry) -> Result<(), StoreError> {
-        system::append_audit(self, entry).await
-    }
-
-    async fn system_audit(&self, limit: u32) -> Result<Vec<SystemAuditEntry>, StoreError> {
-        system::audit(self, limit).await
-    }
-
-    async fn kill_switch(&self) -> Result<Option<KillSwitch>, StoreError> {
-        system::kill_switch(self).await
-    }
-
-    async fn put_kill_switch(&self, state: &KillSwitch) -> Result<(), StoreError> {
-        system::put_kill_switch(self, state).await
-    }
-}
-
-#[async_trait]
-impl ReleaseStateStore for InMemoryStore {
-    async fn release_state(&self, lane: Lane) -> Result<Option<ReleaseState>, StoreError> {
-        release::get(self, lane).await
-    }
-
-    async fn put_release_state(&self, state: &ReleaseState) -> Result<bool, StoreError> {
-        release::put(self, state).await
-    }
-}
-
-#[async_trait]
-impl AlertStore for InMemoryStore {
-    async fn record_alert(&self, alert: &Alert, at: DateTime<Utc>) -> Result<bool, StoreError> {
-        alerts::record(self, alert, at).await
-    }
-
-    async fn alert_published(&self, alert: &Alert, at: DateTime<Utc>) -> Result<(), StoreError> {
-        alerts::published(self, alert, at).await
-    }
-
-    async fn unpublished_alerts(&self, limit: u32) -> Result<Vec<RecordedAlert>, StoreError> {
-        alerts::unpublished(self, limit).await
-    }
-
-    async fn alerts_of(
-        &self,
-        schedule: &str,
-        limit: u32,
-    ) -> Result<Vec<RecordedAlert>, StoreError> {
-        alerts::of_schedule(self, schedule, limit).await
-    }
-
-    async fn track_awaiting(
-        &self,
-        awaiting: &Awaiting,
-        at: DateTime<Utc>,
-    ) -> Result<bool, StoreError> {
-        alerts::track(self, awaiting, at).await
-    }
-
-    async fn awaiting_due(
-        &self,
-        now: DateTime<Utc>,
-        limit: u32,
-    ) -> Result<Vec<Awaiting>, StoreError> {
-        alerts::due(self, now, limit).await
-    }
-
-    async fn remind_awaiting(
-        &self,
-        awaiting: &Awaiting,
-        next: Option<DateTime<Utc>>,
-    ) -> Result<(), StoreError> {
-        alerts::remind(self, awaiting, next).await
-    }
-}
+// Alerts and trackers, backfills, the system's items, release states, health: written once
+// over the item engine (`items.rs`).
+cronledger_ledger::engine_subjects!(InMemoryStore);
