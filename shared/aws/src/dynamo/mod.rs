@@ -11,14 +11,13 @@ mod shards;
 pub mod values;
 
 use std::collections::hash_map::RandomState;
-use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity, TransactWriteItem};
+use aws_sdk_dynamodb::types::{ReturnConsumedCapacity, TransactWriteItem};
 use aws_sdk_dynamodb::Client;
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use chrono::{DateTime, Utc};
@@ -150,25 +149,14 @@ impl DynamoStore {
 impl DynamoStore {
     /// A conditional put: `Ok(true)` when stored, `Ok(false)` when the condition failed.
     pub(crate) async fn put_if(&self, item: Item, cond: &Expr) -> Result<bool, StoreError> {
-        self.put_conditional(item, cond.condition(), cond.names(), cond.values())
-            .await
-    }
-
-    pub(crate) async fn put_conditional(
-        &self,
-        item: Item,
-        condition: Option<String>,
-        names: Option<HashMap<String, String>>,
-        values: Option<HashMap<String, AttributeValue>>,
-    ) -> Result<bool, StoreError> {
         let sent = self
             .client
             .put_item()
             .table_name(&self.table)
             .set_item(Some(item_to_sdk(item)))
-            .set_condition_expression(condition)
-            .set_expression_attribute_names(names)
-            .set_expression_attribute_values(values)
+            .set_condition_expression(cond.condition())
+            .set_expression_attribute_names(cond.names())
+            .set_expression_attribute_values(cond.values())
             .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
             .await;
