@@ -82,8 +82,9 @@ async fn run_on(
     report
 }
 
-/// A simulation on the in-memory store whose `active` index trails its table by `lag`, as a
-/// DynamoDB global secondary index does: what trusts an index read to be current fails here.
+/// A simulation on the in-memory store whose indexes (`due`, `active`, `catalog`) trail its
+/// table by `lag`, as DynamoDB's global secondary indexes do: what trusts an index read to be
+/// current fails here.
 async fn run_lagging(
     specs: Vec<ScheduleSpec>,
     config: SimulationConfig,
@@ -91,7 +92,7 @@ async fn run_lagging(
 ) -> SimulationReport {
     let meter = RequestMeter::new();
     let store = Arc::new(MemoryStore::with_index_lag(1, meter.clone(), lag));
-    let env = SimulationEnv::on(store, SimQueues::memory(), 1, Some(meter));
+    let env = SimulationEnv::on(store, SimQueues::memory(), 1, Some(meter)).with_lagging_indexes();
     simulate(&env, specs, &config).await.expect("simulation")
 }
 

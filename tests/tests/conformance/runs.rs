@@ -20,6 +20,87 @@ fn lost(outcome: Result<FireOutcome, StoreError>) -> (Option<String>, bool) {
 }
 
 conformance! {
+    async fn the_due_index_answers_in_firing_order_up_to_the_limit(env: Env) {
+        let ledger = &env.ledger;
+        let t0 = t("2026-03-01T00:00:00Z");
+        let crons = ["*/7 * * * *", "*/3 * * * *", "*/5 * * * *", "*/2 * * * *", "*/9 * * * *"];
+        let mut ids = Vec::new();
+        for (n, cron) in crons.iter().enumerate() {
+            for copy in 0..2 {
+                let id = format!("due-{n}-{copy}");
+                ledger
+                    .create_schedule(spec(&id, cron), meta("t", t0))
+                    .await
+                    .expect("create");
+                ids.push(id);
+            }
+        }
+        ledger
+            .pause_schedule("due-3-0", None, meta("t", t0))
+            .await
+            .expect("pause");
+        let until = t0 + Duration::minutes(6);
+        let mut seen = 0;
+        for shard in 0..SHARDS {
+            let due = ledger.due_schedules(shard, until, 100).await.expect("due");
+            let order: Vec<_> = due.iter().map(|s| (s.next_run_at, s.spec.id.clone())).collect();
+            let mut sorted = order.clone();
+            sorted.sort();
+            assert_eq!(order, sorted, "shard {shard} in firing order");
+            assert!(due.iter().all(|s| s.shard == shard && s.spec.id != "due-3-0"));
+            assert!(due.iter().all(|s| s.next_run_at.is_some_and(|n| n <= until)));
+            if let Some(first) = due.first() {
+                let one = ledger.due_schedules(shard, until, 1).await.expect("one");
+                assert_eq!(one.len(), 1);
+                assert_eq!(one[0].spec.id, first.spec.id);
+            }
+            seen += due.len();
+        }
+        // By minute six: the three- and five-minute pairs and the two-minute one not paused.
+        assert_eq!(seen, 5);
+
+        let late = ids.iter().find(|id| id.starts_with("due-1-")).expect("an id");
+        let shard = shard_of(late, SHARDS);
+        let stored = ledger.get_schedule(late).await.expect("get");
+        let at = stored.next_run_at.expect("fires");
+        assert!(ledger.advance_next_run(late, at, None).await.expect("advance"));
+        assert!(!ledger.advance_next_run(late, at, None).await.expect("stale"));
+        let due = ledger.due_schedules(shard, until, 100).await.expect("due");
+        assert!(due.iter().all(|s| &s.spec.id != late), "no longer due");
+    }
+
+    async fn pending_live_runs_and_running_before_read_the_active_index(env: Env) {
+        let ledger = &env.ledger;
+        let t0 = t("2026-03-01T00:00:00Z");
+        let minute = |n: i64| t0 + Duration::minutes(n);
+        let spec = spec("h", "* * * * *");
+        for n in 1..=3 {
+            ledger
+                .create_run(&scheduled_run(&spec, minute(n), t0, "w"))
+                .await
+                .expect("create");
+        }
+        let mut catch_up = scheduled_run(&spec, minute(4), t0, "w");
+        catch_up.trigger = cronledger_core::Trigger::CatchUp;
+        ledger.create_run(&catch_up).await.expect("create");
+        let shard = shard_of("h", SHARDS);
+        let pending = ledger
+            .pending_live_runs(shard, minute(2), minute(4), 10)
+            .await
+            .expect("pending");
+        let windows: Vec<_> = pending.iter().map(|r| r.key.scheduled_for).collect();
+        assert_eq!(windows, [minute(2), minute(3)], "catch-up runs wait for their release");
+
+        let first = scheduled_run(&spec, minute(1), t0, "w").key;
+        let start = RunChange::new(RunEvent::Start, RunStatus::Pending, 0, minute(1))
+            .with_lease("w", minute(2));
+        ledger.transition_run(&first, &start).await.expect("start");
+        let running = ledger.running_before("h", minute(2)).await.expect("running");
+        assert_eq!(running.len(), 1);
+        assert!(ledger.running_before("h", minute(1)).await.expect("none").is_empty());
+        assert!(ledger.running_before("other", minute(2)).await.expect("other").is_empty());
+    }
+
     async fn step_checkpoints_ride_on_transitions_and_survive_a_hand_over(env: Env) {
         use cronledger_core::steps::{self as steps_core, Step, StepStatus};
         let ledger = &env.ledger;

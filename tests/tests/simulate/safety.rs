@@ -2,7 +2,7 @@
 //! idempotent never runs twice under any crash point, a lost dispatch still runs within its
 //! grace, a pause at any instant stops the schedule's starts at once, and retries under
 //! SKIP_NEW never strand a window. The first two hold as well on the in-memory store with
-//! its `active` index lagging the table.
+//! its indexes lagging the table (every index for the first, `active` for the second).
 
 use cronledger_app::faults::CrashPoint;
 use cronledger_app::simulate::{ScheduleAt, SimulationConfig, SimulationReport};
@@ -23,17 +23,23 @@ async fn jobs_that_are_not_idempotent_never_run_twice_under_any_crash_point() {
     assert_exactly_once(&run(specs, config).await);
 }
 
-/// The same with the `active` index lagging its table, as DynamoDB's indexes do: no reader
+/// The same with every index lagging its table, as DynamoDB's indexes do: no reader
 /// that starts, releases or reclaims a run may trust an index entry to be current.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn exactly_once_holds_while_the_active_index_lags() {
+async fn exactly_once_holds_while_every_index_lags() {
     let (specs, config) = crash_points();
     assert_exactly_once(&run_lagging(specs, config, INDEX_LAG).await);
 }
 
 /// How far the lagging scenarios' index trails: more store operations than one tick of
 /// these fleets makes, so an entry is often a whole pass late.
-const INDEX_LAG: IndexLag = IndexLag { operations: 40 };
+const INDEX_LAG: IndexLag = IndexLag::all(40);
+
+/// Only the `active` index lagging as far. A `due` entry that trails a whole tick makes a new
+/// schedule's first window fire a tick late, which a SKIP schedule rightly skips as MISSED
+/// (DynamoDB's lag is well under the minute between ticks, so that is the simulation's
+/// artefact, not a lost dispatch).
+const ACTIVE_INDEX_LAG: IndexLag = IndexLag::only(cronledger_aws::keys::ACTIVE_INDEX, 40);
 
 fn crash_points() -> (Vec<ScheduleSpec>, SimulationConfig) {
     let mut config = SimulationConfig::new(t("2026-03-01T00:00:00Z"), t("2026-03-01T00:40:00Z"));
@@ -82,7 +88,7 @@ async fn every_lost_dispatch_runs_within_its_grace() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lost_dispatches_run_within_their_grace_while_the_active_index_lags() {
     let (specs, config) = lost_dispatches();
-    assert_lost_dispatches_ran_in_grace(&run_lagging(specs, config, INDEX_LAG).await);
+    assert_lost_dispatches_ran_in_grace(&run_lagging(specs, config, ACTIVE_INDEX_LAG).await);
 }
 
 fn lost_dispatches() -> (Vec<ScheduleSpec>, SimulationConfig) {

@@ -12,14 +12,15 @@ pub use crate::expr::Expr;
 use crate::expr::{Comparison, Cond, Operand, Update};
 use crate::item::Value;
 
-/// An expression's text and placeholders.
+/// An expression's text and placeholders, rendered once per request.
 #[derive(Debug, Default)]
-struct Rendered {
+pub struct Rendered {
     names: HashMap<String, String>,
     values: Vec<(String, Value)>,
-    update: Option<String>,
-    condition: Option<String>,
-    filter: Option<String>,
+    pub update: Option<String>,
+    pub condition: Option<String>,
+    /// The query filter: any of its alternatives.
+    pub filter: Option<String>,
 }
 
 impl Rendered {
@@ -84,7 +85,7 @@ impl Rendered {
         }
     }
 
-    fn of(expr: &Expr) -> Rendered {
+    pub fn of(expr: &Expr) -> Rendered {
         let mut r = Rendered::default();
         let (mut set, mut remove, mut add) = (Vec::new(), Vec::new(), Vec::new());
         for update in &expr.updates {
@@ -119,38 +120,21 @@ impl Rendered {
     }
 }
 
-/// DynamoDB's text of an [`Expr`].
-pub trait Render {
-    fn update(&self) -> Option<String>;
-    fn condition(&self) -> Option<String>;
-    /// The query filter: any of its alternatives.
-    fn filter(&self) -> Option<String>;
-    /// DynamoDB rejects empty maps, hence `None` when there is nothing.
-    fn names(&self) -> Option<HashMap<String, String>>;
-    fn values(&self) -> Option<HashMap<String, AttributeValue>>;
-}
-
-impl Render for Expr {
-    fn update(&self) -> Option<String> {
-        Rendered::of(self).update
+impl Rendered {
+    /// The placeholders' names; DynamoDB rejects empty maps, hence `None` when there are
+    /// none.
+    pub fn names(&self) -> Option<HashMap<String, String>> {
+        (!self.names.is_empty()).then(|| self.names.clone())
     }
 
-    fn condition(&self) -> Option<String> {
-        Rendered::of(self).condition
-    }
-
-    fn filter(&self) -> Option<String> {
-        Rendered::of(self).filter
-    }
-
-    fn names(&self) -> Option<HashMap<String, String>> {
-        let names = Rendered::of(self).names;
-        (!names.is_empty()).then_some(names)
-    }
-
-    fn values(&self) -> Option<HashMap<String, AttributeValue>> {
-        let values = Rendered::of(self).values;
-        (!values.is_empty()).then(|| values.into_iter().map(|(k, v)| (k, to_sdk(v))).collect())
+    /// The placeholders' values (`None` when there are none).
+    pub fn values(&self) -> Option<HashMap<String, AttributeValue>> {
+        (!self.values.is_empty()).then(|| {
+            self.values
+                .iter()
+                .map(|(k, v)| (k.clone(), to_sdk(v.clone())))
+                .collect()
+        })
     }
 }
 
@@ -158,6 +142,10 @@ impl Render for Expr {
 mod tests {
     use super::*;
     use crate::item::{n, s};
+
+    fn r(e: &Expr) -> Rendered {
+        Rendered::of(e)
+    }
 
     #[test]
     fn builds_set_remove_and_conditions_with_placeholders() {
@@ -169,16 +157,16 @@ mod tests {
             .eq("lease_epoch", n(3))
             .exists("PK");
         assert_eq!(
-            e.update().unwrap(),
+            r(&e).update.unwrap(),
             "SET #status = :v0, #attempts = #attempts + :v1 REMOVE #GSI2PK"
         );
         assert_eq!(
-            e.condition().unwrap(),
+            r(&e).condition.unwrap(),
             "#status = :v2 AND #lease_epoch = :v3 AND attribute_exists(#PK)"
         );
-        assert_eq!(e.names().unwrap().len(), 5);
-        assert_eq!(e.values().unwrap().len(), 4);
-        assert_eq!(Expr::new().update(), None);
+        assert_eq!(r(&e).names().unwrap().len(), 5);
+        assert_eq!(r(&e).values().unwrap().len(), 4);
+        assert_eq!(r(&Expr::new()).update, None);
     }
 
     #[test]
@@ -188,7 +176,7 @@ mod tests {
             .set_if_absent("expires_at", n(99))
             .increment("fresh", 1);
         assert_eq!(
-            e.update().unwrap(),
+            r(&e).update.unwrap(),
             "SET #expires_at = if_not_exists(#expires_at, :v1) ADD #failed :v0, #fresh :v2"
         );
     }
@@ -199,13 +187,13 @@ mod tests {
         e.eq("PK", s("SCHED#a"))
             .or_one_of("status", [s("QUEUED"), s("RUNNING")])
             .or_begins_with("scheduled_for", s("2026-03-01T10:05:00"));
-        assert_eq!(e.condition().unwrap(), "#PK = :v0");
+        assert_eq!(r(&e).condition.unwrap(), "#PK = :v0");
         assert_eq!(
-            e.filter().unwrap(),
+            r(&e).filter.unwrap(),
             "#status IN (:v1, :v2) OR begins_with(#scheduled_for, :v3)"
         );
-        assert_eq!(e.values().unwrap().len(), 4);
-        assert_eq!(Expr::new().filter(), None);
+        assert_eq!(r(&e).values().unwrap().len(), 4);
+        assert_eq!(r(&Expr::new()).filter, None);
     }
 
     #[test]
@@ -216,7 +204,7 @@ mod tests {
             Cond::Compare("expires_at".into(), Comparison::Lt, n(5)),
         ]);
         assert_eq!(
-            e.condition().unwrap(),
+            r(&e).condition.unwrap(),
             "(attribute_not_exists(#PK) OR #expires_at < :v0)"
         );
     }

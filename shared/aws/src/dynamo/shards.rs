@@ -4,13 +4,12 @@
 //! their new shard when next written (a schedule at its next fire, a run at its next status
 //! change). Shrinking would leave the items of the higher shards unread: refused.
 
-use super::values::{item_to_sdk, to_sdk};
-use crate::meter::metered;
-use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
-
-use super::{unless_condition_failed, DynamoStore};
+use super::DynamoStore;
+use crate::engine::{ItemEngine, Returning, Write};
 use crate::error::StoreError;
+use crate::expr::{Comparison, Cond, Expr};
 use crate::item::{key, n};
+use crate::meter::metered;
 
 const SYSTEM_PK: &str = "SYSTEM";
 const SHARDS_SK: &str = "SHARDS";
@@ -22,26 +21,20 @@ impl DynamoStore {
     /// written with more shards.
     pub async fn claim_shard_count(&self) -> Result<(), StoreError> {
         metered("claim_shard_count", async {
-            let sent = self
-                .client
-                .update_item()
-                .table_name(&self.table)
-                .set_key(Some(item_to_sdk(key(SYSTEM_PK.to_string(), SHARDS_SK))))
-                .update_expression("SET #count = :count")
-                .condition_expression("attribute_not_exists(#count) OR #count <= :count")
-                .expression_attribute_names("#count", COUNT)
-                .expression_attribute_values(":count", to_sdk(n(self.shards)))
-                .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                .send()
-                .await;
-            let claimed = match sent {
-                Ok(out) => {
-                    self.meter
-                        .record_capacity("UpdateItem", out.consumed_capacity());
-                    true
-                }
-                Err(err) => unless_condition_failed("UpdateItem", err)?,
+            let count = n(self.shards);
+            let mut claim = Expr::new();
+            claim.set(COUNT, count.clone()).any(vec![
+                Cond::NotExists(COUNT.to_string()),
+                Cond::Compare(COUNT.to_string(), Comparison::Le, count),
+            ]);
+            let update = Write::Update {
+                key: key(SYSTEM_PK.to_string(), SHARDS_SK),
+                expr: claim,
             };
+            let claimed = self
+                .write(update, Returning::Nothing, false)
+                .await?
+                .applied();
             if claimed {
                 return Ok(());
             }

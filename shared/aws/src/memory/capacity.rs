@@ -49,8 +49,6 @@ impl Request {
     }
 }
 
-/// Items the DynamoDB store asks of one Query page when it reads a whole partition.
-const QUERY_PAGE_ITEMS: usize = 1000;
 const WRITE_UNIT_BYTES: u64 = 1024;
 const READ_UNIT_BYTES: u64 = 4096;
 /// Storage DynamoDB bills per item, in the table and in each index, beyond its size.
@@ -110,7 +108,7 @@ pub fn table_name() -> &'static str {
         .unwrap_or("cronledger")
 }
 
-fn indexes() -> &'static [IndexDef] {
+pub(super) fn indexes() -> &'static [IndexDef] {
     definition()
         .as_ref()
         .map(|d| d.global_secondary_indexes.as_slice())
@@ -269,21 +267,6 @@ impl InMemoryStore {
             _ => String::new(),
         };
         self.meter.record_stored(key(PK), key(SK), 0);
-    }
-
-    /// A table query followed page by page to its end, as the DynamoDB store's `query_all`
-    /// reads: one strongly consistent Query per page of up to 1,000 items, and one more (an
-    /// empty page) after a full last page.
-    pub(crate) fn charge_query_all(&self, items: &[Item]) {
-        let mut pages = items.chunks(QUERY_PAGE_ITEMS).collect::<Vec<_>>();
-        if items.len().is_multiple_of(QUERY_PAGE_ITEMS) {
-            pages.push(&[]);
-        }
-        for page in pages {
-            self.charge_call("Query");
-            let read: Vec<&Item> = page.iter().collect();
-            self.charge_read("Query", None, &read, true, Request::Standard);
-        }
     }
 
     /// Charges a read that returned (or, for a query, examined) `items`, from the table

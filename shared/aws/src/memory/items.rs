@@ -1,33 +1,290 @@
-//! The memory store's item table: items kept as DynamoDB keeps them, for the subjects
-//! written once over the port's [`ItemEngine`] (see `crate::subjects`). Each request is
-//! charged here, from the items it reads and writes, as DynamoDB charges it.
+//! The memory store's item table and its item engine: items kept as DynamoDB keeps them,
+//! every request the subjects make (see `crate::subjects`) answered on them with DynamoDB's
+//! rules, and charged here, from the items it reads and writes, as DynamoDB charges it.
 
 use std::collections::BTreeMap;
+use std::ops::Bound::{self, Excluded, Included, Unbounded};
 
 use async_trait::async_trait;
 
-use super::capacity::{index_def, Request};
-use super::InMemoryStore;
-use crate::cursor;
-use crate::engine::ItemEngine;
+use super::capacity::Request;
+use super::index::EntryKey;
+use super::{InMemoryStore, Tables};
+use crate::engine::{ItemEngine, QueryPage, Returning, Write, Written};
 use crate::error::StoreError;
-use crate::expr::{eval, Expr};
-use crate::item::{Item, ItemReader};
+use crate::expr::{eval, Comparison, Cond, Expr, Update};
+use crate::item::{Item, ItemReader, Value};
 use crate::keys::{PK, SK};
 
 /// Items by (PK, SK).
 pub(crate) type ItemTable = BTreeMap<(String, String), Item>;
 
+/// Items a Query page reads at most (the store asks for no more).
+const QUERY_PAGE: u32 = 1000;
+
 fn key_of(item: &Item) -> Result<(String, String), StoreError> {
     let r = ItemReader::new(item);
-    Ok((
-        r.s(crate::keys::PK)?.to_string(),
-        r.s(crate::keys::SK)?.to_string(),
-    ))
+    Ok((r.s(PK)?.to_string(), r.s(SK)?.to_string()))
+}
+
+/// One write checked against the table: where, the item before and the item it leaves
+/// (`None`: deleted or absent), and whether its condition held.
+struct Checked {
+    at: (String, String),
+    before: Option<Item>,
+    after: Option<Item>,
+    holds: bool,
+}
+
+fn check(items: &ItemTable, write: &Write) -> Result<Checked, StoreError> {
+    let (at, cond) = match write {
+        Write::Put { item, cond } => (key_of(item)?, cond),
+        Write::Update { key, expr } => (key_of(key)?, expr),
+        Write::Delete { key, cond } => (key_of(key)?, cond),
+    };
+    let before = items.get(&at).cloned();
+    let holds = eval::all_hold(&cond.conditions, before.as_ref());
+    let after = match write {
+        _ if !holds => before.clone(),
+        Write::Put { item, .. } => Some(item.clone()),
+        Write::Update { key, expr } => {
+            Some(eval::apply(&expr.updates, before.as_ref().unwrap_or(key))?)
+        }
+        Write::Delete { .. } => None,
+    };
+    Ok(Checked {
+        at,
+        before,
+        after,
+        holds,
+    })
+}
+
+fn operation(write: &Write) -> &'static str {
+    match write {
+        Write::Put { .. } => "PutItem",
+        Write::Update { .. } => "UpdateItem",
+        Write::Delete { .. } => "DeleteItem",
+    }
+}
+
+/// The attributes an update sets or adds, as written (`UPDATED_NEW`).
+fn updated_new(write: &Write, after: &Item) -> Item {
+    let Write::Update { expr, .. } = write else {
+        return after.clone();
+    };
+    expr.updates
+        .iter()
+        .filter_map(|u| match u {
+            Update::Set(attr, _) | Update::Add(attr, _) => Some(attr),
+            Update::Remove(_) => None,
+        })
+        .filter_map(|attr| after.get(attr).map(|v| (attr.clone(), v.clone())))
+        .collect()
+}
+
+/// The bounds a key condition puts on the sort attribute `range`, to range over instead of
+/// scanning the partition (every condition is still evaluated on each item).
+fn range_bounds(conditions: &[Cond], range: &str) -> (Bound<String>, Bound<String>) {
+    let text = |v: &Value| v.as_s().ok().cloned();
+    let mut bounds = (Unbounded, Unbounded);
+    for cond in conditions {
+        match cond {
+            Cond::Between(attr, low, high) if attr == range => {
+                if let (Some(low), Some(high)) = (text(low), text(high)) {
+                    bounds = (Included(low), Included(high));
+                }
+            }
+            Cond::BeginsWith(attr, prefix) if attr == range => {
+                if let Some(prefix) = text(prefix) {
+                    bounds = (Included(prefix.clone()), prefix_end(&prefix));
+                }
+            }
+            Cond::Compare(attr, Comparison::Lt, v) if attr == range => {
+                if let Some(v) = text(v) {
+                    bounds.1 = Excluded(v);
+                }
+            }
+            Cond::Compare(attr, Comparison::Le, v) if attr == range => {
+                if let Some(v) = text(v) {
+                    bounds.1 = Included(v);
+                }
+            }
+            _ => {}
+        }
+    }
+    bounds
+}
+
+/// The first string after every string that begins with `prefix`, when there is one.
+fn prefix_end(prefix: &str) -> Bound<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        if let Some(next) = char::from_u32(last as u32 + 1) {
+            chars.push(next);
+            return Excluded(chars.into_iter().collect());
+        }
+    }
+    Unbounded
+}
+
+/// The string value `conditions` require of `attr` (the key condition's partition).
+fn partition(conditions: &[Cond], attr: &str) -> Result<String, StoreError> {
+    conditions
+        .iter()
+        .find_map(|c| match c {
+            Cond::Compare(a, Comparison::Eq, Value::S(v)) if a == attr => Some(v.clone()),
+            _ => None,
+        })
+        .ok_or_else(|| StoreError::InvalidRequest(format!("a query names no `{attr}`")))
+}
+
+/// The first string after `s` (`s` followed by NUL): an exclusive bound that includes `s`.
+fn after(s: &str) -> String {
+    format!("{s}\0")
+}
+
+impl InMemoryStore {
+    /// Applies checked writes that all held: items and index entries.
+    fn commit(tables: &mut Tables, checked: Vec<Checked>) {
+        for Checked {
+            at, before, after, ..
+        } in checked
+        {
+            tables.indexes.item_changed(before.as_ref(), after.as_ref());
+            match after {
+                Some(item) => tables.items.insert(at, item),
+                None => tables.items.remove(&at),
+            };
+        }
+    }
+
+    /// Charges one write: what it wrote, or (refused) the stored item's size.
+    fn charge_checked(&self, operation: &'static str, checked: &Checked, request: Request) {
+        match (&checked.before, &checked.after, checked.holds) {
+            (Some(before), None, true) => self.charge_delete(operation, before),
+            (before, after, true) => {
+                self.charge_write(operation, before.as_ref(), after.as_ref(), request)
+            }
+            (before, _, false) => self.charge_write(operation, before.as_ref(), None, request),
+        }
+    }
+
+    /// A page of the table's partition or an index's, as Query reads it: the items read
+    /// (filtered or not) and the last one's key when the page was full.
+    fn read_page(
+        tables: &Tables,
+        index: Option<&str>,
+        expr: &Expr,
+        limit: usize,
+        start: Option<&Item>,
+        forward: bool,
+    ) -> Result<(Vec<Item>, Option<Item>), StoreError> {
+        let conditions = &expr.conditions;
+        let last_key = |item: &Item, attrs: &[&str]| -> Item {
+            attrs
+                .iter()
+                .filter_map(|a| item.get(*a).map(|v| (a.to_string(), v.clone())))
+                .collect()
+        };
+        let (read, attrs): (Vec<&Item>, Vec<&str>) = match index {
+            None => {
+                let pk = partition(conditions, PK)?;
+                let (low, high) = range_bounds(conditions, SK);
+                let low = match low {
+                    Included(sk) => Included((pk.clone(), sk)),
+                    _ => Included((pk.clone(), String::new())),
+                };
+                let high = match high {
+                    Included(sk) => Included((pk.clone(), sk)),
+                    Excluded(sk) => Excluded((pk.clone(), sk)),
+                    Unbounded => Excluded((after(&pk), String::new())),
+                };
+                let start = start.map(key_of).transpose()?;
+                let range = tables.items.range((low, high));
+                let read = page(range, start, forward, conditions, limit);
+                (read, vec![PK, SK])
+            }
+            Some(name) => {
+                let index = tables.indexes.named(name).ok_or_else(|| {
+                    StoreError::InvalidRequest(format!("the table has no index `{name}`"))
+                })?;
+                let part = partition(conditions, index.hash)?;
+                let (low, high) = match index.range {
+                    Some(range) => range_bounds(conditions, range),
+                    None => (Unbounded, Unbounded),
+                };
+                let empty = String::new;
+                let low: Bound<EntryKey> = match low {
+                    Included(sk) => Included((part.clone(), sk, empty(), empty())),
+                    _ => Included((part.clone(), empty(), empty(), empty())),
+                };
+                let high: Bound<EntryKey> = match high {
+                    Included(sk) => Excluded((part.clone(), after(&sk), empty(), empty())),
+                    Excluded(sk) => Excluded((part.clone(), sk, empty(), empty())),
+                    Unbounded => Excluded((after(&part), empty(), empty(), empty())),
+                };
+                let start = start.map(|s| entry_key(s, index.hash, index.range));
+                let range = index.entries.range((low, high));
+                let read = page(range, start, forward, conditions, limit);
+                (read, index.key_attributes())
+            }
+        };
+        let last = (read.len() == limit)
+            .then(|| read.last().map(|item| last_key(item, &attrs)))
+            .flatten();
+        Ok((read.into_iter().cloned().collect(), last))
+    }
+}
+
+/// Up to `limit` items of a key range that meet the key condition, in order or reversed,
+/// after `start` (exclusive).
+fn page<'a, K: Ord + 'a>(
+    range: impl DoubleEndedIterator<Item = (&'a K, &'a Item)> + 'a,
+    start: Option<K>,
+    forward: bool,
+    conditions: &[Cond],
+    limit: usize,
+) -> Vec<&'a Item> {
+    let past = |k: &K| match &start {
+        Some(s) if forward => k > s,
+        Some(s) => k < s,
+        None => true,
+    };
+    let ordered: Box<dyn Iterator<Item = (&'a K, &'a Item)> + 'a> = if forward {
+        Box::new(range)
+    } else {
+        Box::new(range.rev())
+    };
+    ordered
+        .filter(|(k, _)| past(k))
+        .map(|(_, item)| item)
+        .filter(|item| eval::all_hold(conditions, Some(item)))
+        .take(limit)
+        .collect()
+}
+
+fn entry_key(item: &Item, hash: &str, range: Option<&str>) -> EntryKey {
+    let text = |a: &str| {
+        item.get(a)
+            .and_then(|v| v.as_s().ok())
+            .cloned()
+            .unwrap_or_default()
+    };
+    (
+        text(hash),
+        range.map(text).unwrap_or_default(),
+        text(PK),
+        text(SK),
+    )
 }
 
 #[async_trait]
 impl ItemEngine for InMemoryStore {
+    fn shards(&self) -> u32 {
+        self.shards
+    }
+
     async fn get_item(&self, key: Item) -> Result<Option<Item>, StoreError> {
         let at = key_of(&key)?;
         let tables = self.tables();
@@ -38,129 +295,89 @@ impl ItemEngine for InMemoryStore {
         Ok(found)
     }
 
-    async fn put_if(&self, item: Item, cond: &Expr) -> Result<bool, StoreError> {
-        let at = key_of(&item)?;
+    async fn write(
+        &self,
+        write: Write,
+        returning: Returning,
+        old_on_refusal: bool,
+    ) -> Result<Written, StoreError> {
+        let operation = operation(&write);
         let mut tables = self.tables();
-        self.charge_call("PutItem");
-        let before = tables.items.get(&at);
-        if !eval::all_hold(&cond.conditions, before) {
-            self.charge_write("PutItem", before, None, Request::Standard);
-            return Ok(false);
+        self.charge_call(operation);
+        let checked = check(&tables.items, &write)?;
+        self.charge_checked(operation, &checked, Request::Standard);
+        if !checked.holds {
+            return Ok(Written::Refused(checked.before.filter(|_| old_on_refusal)));
         }
-        self.charge_write("PutItem", before, Some(&item), Request::Standard);
-        tables.items.insert(at, item);
-        Ok(true)
+        let answer = match (returning, &checked.after) {
+            (Returning::Nothing, _) | (_, None) => None,
+            (Returning::AllNew, Some(after)) => Some(after.clone()),
+            (Returning::UpdatedNew, Some(after)) => Some(updated_new(&write, after)),
+        };
+        Self::commit(&mut tables, vec![checked]);
+        Ok(Written::Applied(answer))
     }
 
-    async fn query_page(
+    async fn transact(&self, writes: Vec<Write>) -> Result<bool, StoreError> {
+        let mut tables = self.tables();
+        let checked = writes
+            .iter()
+            .map(|w| check(&tables.items, w))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut keys: Vec<_> = checked.iter().map(|c| &c.at).collect();
+        keys.sort();
+        keys.dedup();
+        if keys.len() < checked.len() {
+            return Err(StoreError::InvalidRequest(
+                "a transaction names one item twice".into(),
+            ));
+        }
+        self.charge_call("TransactWriteItems");
+        let holds = checked.iter().all(|c| c.holds);
+        for c in &checked {
+            let c = Checked {
+                at: c.at.clone(),
+                before: c.before.clone(),
+                after: c.after.clone(),
+                holds,
+            };
+            self.charge_checked("TransactWriteItems", &c, Request::Transactional);
+        }
+        if holds {
+            Self::commit(&mut tables, checked);
+        }
+        Ok(holds)
+    }
+
+    async fn query(
         &self,
         index: Option<&str>,
         expr: &Expr,
         limit: u32,
-        cursor: Option<&str>,
+        start: Option<Item>,
         forward: bool,
-    ) -> Result<(Vec<Item>, Option<String>), StoreError> {
-        let start = cursor::decode(cursor)?;
-        let def = match index {
-            Some(name) => Some(index_def(name).ok_or_else(|| {
-                StoreError::InvalidRequest(format!("the table has no index `{name}`"))
-            })?),
-            None => None,
-        };
-        // The partition and sort attributes the query ranges over, and what a page's last
-        // key holds (the table's keys, and the index's).
-        let (hash, range) = match def {
-            Some(def) => {
-                let of = |kind: &str| {
-                    def.key_schema
-                        .iter()
-                        .find(|k| k.key_type == kind)
-                        .map(|k| k.attribute_name.as_str())
-                };
-                (of("HASH").unwrap_or(PK), of("RANGE"))
-            }
-            None => (PK, Some(SK)),
-        };
-        let key_attrs: Vec<&str> = [PK, SK, hash].into_iter().chain(range).collect();
-        let key_of_item = |item: &Item| -> Item {
-            key_attrs
-                .iter()
-                .filter_map(|a| item.get(*a).map(|v| (a.to_string(), v.clone())))
-                .collect()
-        };
-        let order = |item: &Item| {
-            let text = |a: &str| {
-                item.get(a)
-                    .and_then(|v| v.as_s().ok())
-                    .cloned()
-                    .unwrap_or_default()
-            };
-            (range.map(text).unwrap_or_default(), text(PK), text(SK))
-        };
+    ) -> Result<QueryPage, StoreError> {
         let tables = self.tables();
-        let mut matched: Vec<&Item> = tables
-            .items
-            .values()
-            .filter(|item| item.contains_key(hash) && range.is_none_or(|r| item.contains_key(r)))
-            .filter(|item| eval::all_hold(&expr.conditions, Some(item)))
-            .collect();
-        matched.sort_by_key(|item| order(item));
-        if !forward {
-            matched.reverse();
-        }
-        let from = match &start {
-            Some(start) => matched
-                .iter()
-                .position(|item| key_of_item(item) == *start)
-                .map_or(0, |at| at + 1),
-            None => 0,
-        };
-        let limit = limit.clamp(1, 1000) as usize;
-        let read: Vec<&Item> = matched.into_iter().skip(from).take(limit).collect();
+        let limit = limit.clamp(1, QUERY_PAGE) as usize;
+        let (read, last_key) =
+            Self::read_page(&tables, index, expr, limit, start.as_ref(), forward)?;
         self.charge_call("Query");
-        let index_name = def.map(|d| d.index_name.as_str());
+        let index_name = index
+            .and_then(|name| tables.indexes.named(name))
+            .map(|i| i.def.index_name.as_str());
+        let refs: Vec<&Item> = read.iter().collect();
         self.charge_read(
             "Query",
             index_name,
-            &read,
+            &refs,
             index.is_none(),
             Request::Standard,
         );
-        let next = (read.len() == limit)
-            .then(|| read.last().map(|item| key_of_item(item)))
-            .flatten();
-        let kept = read
+        let items = read
             .into_iter()
             .filter(|item| eval::kept(&expr.filters, item))
-            .cloned()
             .collect();
-        Ok((kept, cursor::encode(next.as_ref())))
-    }
-
-    async fn update_if(&self, key: Item, expr: &Expr) -> Result<bool, StoreError> {
-        let at = key_of(&key)?;
-        let mut tables = self.tables();
-        self.charge_call("UpdateItem");
-        let before = tables.items.get(&at);
-        if !eval::all_hold(&expr.conditions, before) {
-            self.charge_write("UpdateItem", before, None, Request::Standard);
-            return Ok(false);
-        }
-        let after = eval::apply(&expr.updates, before.unwrap_or(&key))?;
-        self.charge_write("UpdateItem", before, Some(&after), Request::Standard);
-        tables.items.insert(at, after);
-        Ok(true)
-    }
-
-    async fn delete_item(&self, key: Item) -> Result<(), StoreError> {
-        let at = key_of(&key)?;
-        let mut tables = self.tables();
-        self.charge_call("DeleteItem");
-        match tables.items.remove(&at) {
-            Some(before) => self.charge_delete("DeleteItem", &before),
-            None => self.charge_write("DeleteItem", None, None, Request::Standard),
-        }
-        Ok(())
+        Ok(QueryPage { items, last_key })
     }
 
     /// `BatchGetItem`s of up to 100 keys, eventually consistent, as the DynamoDB store

@@ -91,20 +91,6 @@ pub fn decode(item: &Item) -> Result<StoredSchedule, StoreError> {
     decode_with_spec(item, spec)
 }
 
-/// [`decode`] of `item` after a write that left `before`'s spec as it was: `previous`
-/// (decoded from `before`) lends its spec instead of parsing the same text again.
-pub fn decode_after(
-    item: &Item,
-    before: &Item,
-    previous: &StoredSchedule,
-) -> Result<StoredSchedule, StoreError> {
-    if item.get(SPEC).is_some() && item.get(SPEC) == before.get(SPEC) {
-        decode_with_spec(item, previous.spec.clone())
-    } else {
-        decode(item)
-    }
-}
-
 fn decode_with_spec(
     item: &Item,
     spec: cronledger_core::ScheduleSpec,

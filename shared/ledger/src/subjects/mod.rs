@@ -1,212 +1,150 @@
-//! Store subjects written once over an [`ItemEngine`](crate::engine::ItemEngine): both
-//! stores implement their traits through [`engine_subjects!`](crate::engine_subjects), so
-//! their requests, conditions and items are the same by construction.
+//! Every store subject written once over an [`ItemEngine`](crate::engine::ItemEngine):
+//! both stores implement every store trait through [`engine_subjects!`](crate::engine_subjects),
+//! so their requests, conditions and items are the same by construction. A store is its
+//! engine: the DynamoDB store sends the requests, the memory store answers them on its item
+//! table.
 
 pub mod alerts;
 pub mod backfills;
+pub mod children;
+pub mod fire;
 pub mod health;
 pub mod release;
+pub mod runs;
+pub mod schedules;
 pub mod system;
 
-/// Implements every store trait written over the item engine (alerts and trackers,
-/// backfills, the system's items, release states, health) for `$store`, an
-/// [`ItemEngine`](crate::engine::ItemEngine): one set of forwarding for both stores.
+/// One store trait implemented by forwarding each method to a subject's function, which
+/// takes the engine first: `fn method(&self, arg: Type, ...) -> Answer = subject::function;`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __forward_to_subjects {
+    ($store:ty, $trait:ident {
+        $( fn $method:ident(&self $(, $arg:ident : $ty:ty)* ) -> $answer:ty = $subject:path; )*
+    }) => {
+        #[async_trait]
+        impl $trait for $store {
+            $(
+                async fn $method(&self $(, $arg: $ty)*) -> Result<$answer, StoreError> {
+                    $subject(self $(, $arg)*).await
+                }
+            )*
+        }
+    };
+}
+
+/// Implements every store trait for `$store`, an [`ItemEngine`](crate::engine::ItemEngine),
+/// from the subjects: one set of forwarding for both stores.
 #[macro_export]
 macro_rules! engine_subjects {
     ($store:ty) => {
-        #[$crate::subjects::__private::async_trait]
-        impl $crate::alerts::AlertStore for $store {
-            async fn record_alert(
-                &self,
-                alert: &$crate::subjects::__private::Alert,
-                at: $crate::subjects::__private::DateTime<$crate::subjects::__private::Utc>,
-            ) -> ::std::result::Result<bool, $crate::error::StoreError> {
-                $crate::subjects::alerts::record(self, alert, at).await
-            }
+        const _: () = {
+            use $crate::subjects::__private::*;
 
-            async fn alert_published(
-                &self,
-                alert: &$crate::subjects::__private::Alert,
-                at: $crate::subjects::__private::DateTime<$crate::subjects::__private::Utc>,
-            ) -> ::std::result::Result<(), $crate::error::StoreError> {
-                $crate::subjects::alerts::published(self, alert, at).await
-            }
+            $crate::__forward_to_subjects!($store, ScheduleStore {
+                fn create_schedule(&self, spec: ScheduleSpec, meta: ChangeMeta) -> StoredSchedule = schedules::create;
+                fn update_schedule(&self, spec: ScheduleSpec, expected_version: u64, meta: ChangeMeta) -> StoredSchedule = schedules::update;
+                fn pause_schedule(&self, id: &str, expected_version: Option<u64>, meta: ChangeMeta) -> StoredSchedule = schedules::pause;
+                fn resume_schedule(&self, id: &str, expected_version: Option<u64>, meta: ChangeMeta) -> StoredSchedule = schedules::resume;
+                fn archive_schedule(&self, id: &str, expected_version: Option<u64>, meta: ChangeMeta) -> StoredSchedule = schedules::archive;
+                fn get_schedule(&self, id: &str) -> StoredSchedule = schedules::get;
+                fn list_schedules(&self, limit: u32, cursor: Option<&str>) -> Page<StoredSchedule> = schedules::list;
+                fn audit_log(&self, id: &str) -> Vec<AuditEntry> = schedules::audit_log;
+                fn schedule_spec_at(&self, id: &str, version: u64) -> ScheduleSpec = schedules::spec_at;
+                fn record_operator_action(&self, action: &OperatorAction) -> AuditEntry = schedules::record_operator_action;
+                fn due_schedules(&self, shard: u32, until: Time, limit: u32) -> Vec<StoredSchedule> = schedules::due;
+                fn due_schedules_page(&self, shard: u32, until: Time, limit: u32, cursor: Option<&str>) -> Page<StoredSchedule> = schedules::due_page;
+                fn advance_watermark(&self, id: &str, expected: Time, through: Time) -> bool = schedules::advance_watermark;
+                fn set_downstream(&self, id: &str, downstream: &[String]) -> () = schedules::set_downstream;
+                fn count_failure_streak(&self, id: &str, change: StreakChange) -> u32 = schedules::count_failure_streak;
+            });
 
-            async fn unpublished_alerts(
-                &self,
-                limit: u32,
-            ) -> ::std::result::Result<
-                Vec<$crate::alerts::RecordedAlert>,
-                $crate::error::StoreError,
-            > {
-                $crate::subjects::alerts::unpublished(self, limit).await
-            }
+            $crate::__forward_to_subjects!($store, RunStore {
+                fn fire(&self, fire: &Fire) -> FireOutcome = fire::fire;
+                fn fire_all(&self, fires: &[Fire]) -> Vec<FireOutcome> = fire::fire_all;
+                fn advance_next_run(&self, id: &str, expected: Time, next: Option<Time>) -> bool = schedules::advance_next_run;
+                fn create_run(&self, run: &Run) -> Created = runs::create;
+                fn get_run(&self, key: &RunKey) -> Run = runs::get;
+                fn get_run_with_attempts(&self, key: &RunKey) -> (Run, Vec<Attempt>) = runs::get_with_attempts;
+                fn transition_run(&self, key: &RunKey, change: &RunChange) -> Run = runs::transition;
+                fn active_runs(&self, shard: u32, status: Option<RunStatus>, limit: u32, cursor: Option<&str>) -> Page<Run> = runs::active;
+                fn recent_runs(&self, schedule_id: &str, limit: u32, at: Option<Time>) -> RecentRuns = runs::recent;
+                fn schedule_with_recent_runs(&self, schedule_id: &str, limit: u32, at: Option<Time>) -> (StoredSchedule, RecentRuns) = runs::schedule_with_recent;
+                fn running_before(&self, schedule_id: &str, before: Time) -> Vec<Run> = runs::running_before;
+                fn pending_live_runs(&self, shard: u32, from: Time, to: Time, limit: u32) -> Vec<Run> = runs::pending_live;
+                fn run_history(&self, schedule_id: &str, limit: u32, cursor: Option<&str>) -> Page<Run> = runs::history;
+                fn runs_between(&self, schedule_id: &str, from: Time, to: Time) -> Vec<Run> = runs::between;
+            });
 
-            async fn alerts_of(
-                &self,
-                schedule: &str,
-                limit: u32,
-            ) -> ::std::result::Result<
-                Vec<$crate::alerts::RecordedAlert>,
-                $crate::error::StoreError,
-            > {
-                $crate::subjects::alerts::of_schedule(self, schedule, limit).await
-            }
+            $crate::__forward_to_subjects!($store, ChildStore {
+                fn put_children(&self, parent: &RunKey, children: &[Child]) -> () = children::put;
+                fn get_child(&self, parent: &RunKey, step: u32, index: u32) -> Child = children::get;
+                fn children_of(&self, parent: &RunKey, step: u32, limit: u32, cursor: Option<&str>) -> Page<Child> = children::of_step;
+                fn change_child(&self, parent: &RunKey, change: &ChildChange) -> Child = children::change;
+            });
 
-            async fn track_awaiting(
-                &self,
-                awaiting: &$crate::alerts::Awaiting,
-                at: $crate::subjects::__private::DateTime<$crate::subjects::__private::Utc>,
-            ) -> ::std::result::Result<bool, $crate::error::StoreError> {
-                $crate::subjects::alerts::track(self, awaiting, at).await
-            }
+            $crate::__forward_to_subjects!($store, AlertStore {
+                fn record_alert(&self, alert: &Alert, at: Time) -> bool = alerts::record;
+                fn alert_published(&self, alert: &Alert, at: Time) -> () = alerts::published;
+                fn unpublished_alerts(&self, limit: u32) -> Vec<RecordedAlert> = alerts::unpublished;
+                fn alerts_of(&self, schedule: &str, limit: u32) -> Vec<RecordedAlert> = alerts::of_schedule;
+                fn track_awaiting(&self, awaiting: &Awaiting, at: Time) -> bool = alerts::track;
+                fn awaiting_due(&self, now: Time, limit: u32) -> Vec<Awaiting> = alerts::due;
+                fn remind_awaiting(&self, awaiting: &Awaiting, next: Option<Time>) -> () = alerts::remind;
+            });
 
-            async fn awaiting_due(
-                &self,
-                now: $crate::subjects::__private::DateTime<$crate::subjects::__private::Utc>,
-                limit: u32,
-            ) -> ::std::result::Result<Vec<$crate::alerts::Awaiting>, $crate::error::StoreError>
-            {
-                $crate::subjects::alerts::due(self, now, limit).await
-            }
+            $crate::__forward_to_subjects!($store, BackfillStore {
+                fn create_backfill(&self, backfill: &Backfill) -> Backfill = backfills::create;
+                fn get_backfill(&self, id: &str) -> Backfill = backfills::get;
+                fn put_backfill(&self, backfill: &Backfill) -> Option<Backfill> = backfills::put;
+                fn open_backfills(&self) -> Vec<Backfill> = backfills::open;
+            });
 
-            async fn remind_awaiting(
-                &self,
-                awaiting: &$crate::alerts::Awaiting,
-                next: Option<
-                    $crate::subjects::__private::DateTime<$crate::subjects::__private::Utc>,
-                >,
-            ) -> ::std::result::Result<(), $crate::error::StoreError> {
-                $crate::subjects::alerts::remind(self, awaiting, next).await
-            }
-        }
+            $crate::__forward_to_subjects!($store, SystemStore {
+                fn claim_idempotency(&self, claim: &IdempotencyClaim) -> Option<IdempotencyClaim> = system::claim;
+                fn append_system_audit(&self, entry: &SystemAuditEntry) -> () = system::append_audit;
+                fn system_audit(&self, limit: u32) -> Vec<SystemAuditEntry> = system::audit;
+                fn kill_switch(&self) -> Option<KillSwitch> = system::kill_switch;
+                fn put_kill_switch(&self, state: &KillSwitch) -> () = system::put_kill_switch;
+            });
 
-        #[$crate::subjects::__private::async_trait]
-        impl $crate::ops::BackfillStore for $store {
-            async fn create_backfill(
-                &self,
-                backfill: &$crate::ops::Backfill,
-            ) -> ::std::result::Result<$crate::ops::Backfill, $crate::error::StoreError> {
-                $crate::subjects::backfills::create(self, backfill).await
-            }
+            $crate::__forward_to_subjects!($store, ReleaseStateStore {
+                fn release_state(&self, lane: Lane) -> Option<ReleaseState> = release::get;
+                fn put_release_state(&self, state: &ReleaseState) -> bool = release::put;
+            });
 
-            async fn get_backfill(
-                &self,
-                id: &str,
-            ) -> ::std::result::Result<$crate::ops::Backfill, $crate::error::StoreError> {
-                $crate::subjects::backfills::get(self, id).await
-            }
-
-            async fn put_backfill(
-                &self,
-                backfill: &$crate::ops::Backfill,
-            ) -> ::std::result::Result<Option<$crate::ops::Backfill>, $crate::error::StoreError>
-            {
-                $crate::subjects::backfills::put(self, backfill).await
-            }
-
-            async fn open_backfills(
-                &self,
-            ) -> ::std::result::Result<Vec<$crate::ops::Backfill>, $crate::error::StoreError>
-            {
-                $crate::subjects::backfills::open(self).await
-            }
-        }
-
-        #[$crate::subjects::__private::async_trait]
-        impl $crate::ops::SystemStore for $store {
-            async fn claim_idempotency(
-                &self,
-                claim: &$crate::ops::IdempotencyClaim,
-            ) -> ::std::result::Result<
-                Option<$crate::ops::IdempotencyClaim>,
-                $crate::error::StoreError,
-            > {
-                $crate::subjects::system::claim(self, claim).await
-            }
-
-            async fn append_system_audit(
-                &self,
-                entry: &$crate::ops::SystemAuditEntry,
-            ) -> ::std::result::Result<(), $crate::error::StoreError> {
-                $crate::subjects::system::append_audit(self, entry).await
-            }
-
-            async fn system_audit(
-                &self,
-                limit: u32,
-            ) -> ::std::result::Result<
-                Vec<$crate::ops::SystemAuditEntry>,
-                $crate::error::StoreError,
-            > {
-                $crate::subjects::system::audit(self, limit).await
-            }
-
-            async fn kill_switch(
-                &self,
-            ) -> ::std::result::Result<Option<$crate::ops::KillSwitch>, $crate::error::StoreError>
-            {
-                $crate::subjects::system::kill_switch(self).await
-            }
-
-            async fn put_kill_switch(
-                &self,
-                state: &$crate::ops::KillSwitch,
-            ) -> ::std::result::Result<(), $crate::error::StoreError> {
-                $crate::subjects::system::put_kill_switch(self, state).await
-            }
-        }
-
-        #[$crate::subjects::__private::async_trait]
-        impl $crate::control::ReleaseStateStore for $store {
-            async fn release_state(
-                &self,
-                lane: $crate::subjects::__private::Lane,
-            ) -> ::std::result::Result<
-                Option<$crate::control::ReleaseState>,
-                $crate::error::StoreError,
-            > {
-                $crate::subjects::release::get(self, lane).await
-            }
-
-            async fn put_release_state(
-                &self,
-                state: &$crate::control::ReleaseState,
-            ) -> ::std::result::Result<bool, $crate::error::StoreError> {
-                $crate::subjects::release::put(self, state).await
-            }
-        }
-
-        #[$crate::subjects::__private::async_trait]
-        impl $crate::health::HealthStore for $store {
-            async fn count_outcome(
-                &self,
-                schedule: &str,
-                day: $crate::subjects::__private::NaiveDate,
-                outcome: $crate::health::Outcome,
-                count: u64,
-            ) -> ::std::result::Result<(), $crate::error::StoreError> {
-                $crate::subjects::health::count(self, schedule, day, outcome, count).await
-            }
-
-            async fn outcome_days(
-                &self,
-                schedule: &str,
-                from: $crate::subjects::__private::NaiveDate,
-                through: $crate::subjects::__private::NaiveDate,
-            ) -> ::std::result::Result<Vec<$crate::health::DayTally>, $crate::error::StoreError>
-            {
-                $crate::subjects::health::days(self, schedule, from, through).await
-            }
-        }
+            $crate::__forward_to_subjects!($store, HealthStore {
+                fn count_outcome(&self, schedule: &str, day: NaiveDate, outcome: Outcome, count: u64) -> () = health::count;
+                fn outcome_days(&self, schedule: &str, from: NaiveDate, through: NaiveDate) -> Vec<DayTally> = health::days;
+            });
+        };
     };
 }
 
 /// What [`engine_subjects!`] names in the crates that expand it.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::alerts::{AlertStore, Awaiting, RecordedAlert};
+    pub use crate::control::{ReleaseState, ReleaseStateStore};
+    pub use crate::error::StoreError;
+    pub use crate::health::{DayTally, HealthStore, Outcome};
+    pub use crate::ledger::{
+        AuditEntry, ChangeMeta, ChildChange, Created, Fire, FireOutcome, OperatorAction, Page,
+        RecentRuns, RunChange, StoredSchedule, StreakChange,
+    };
+    pub use crate::ops::{
+        Backfill, BackfillStore, IdempotencyClaim, KillSwitch, SystemAuditEntry, SystemStore,
+    };
+    pub use crate::store::{ChildStore, RunStore, ScheduleStore};
+    pub use crate::subjects::{
+        alerts, backfills, children, fire, health, release, runs, schedules, system,
+    };
     pub use async_trait::async_trait;
-    pub use chrono::{DateTime, NaiveDate, Utc};
+    pub use chrono::NaiveDate;
     pub use cronledger_core::alerts::Alert;
-    pub use cronledger_core::Lane;
+    pub use cronledger_core::children::Child;
+    pub use cronledger_core::{Attempt, Lane, Run, RunKey, RunStatus, ScheduleSpec};
+
+    /// An instant, as every store trait takes it.
+    pub type Time = chrono::DateTime<chrono::Utc>;
 }
