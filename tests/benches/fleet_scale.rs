@@ -22,10 +22,10 @@ use cronledger_app::reconciler::{QuietSignals, ReconcileEvent, Reconciler, Recon
 use cronledger_app::ticker::{TickEvent, Ticker, TickerConfig};
 use cronledger_aws::keys::{self, shards_for_fleet, ACTIVE_WRITES_PER_RUN};
 use cronledger_aws::lanes::LaneSettings;
-use cronledger_aws::ledger::{ChangeMeta, RunChange};
+use cronledger_aws::ledger::{ChangeMeta, Opening, RunChange, Transition};
 use cronledger_aws::prelude::*;
 use cronledger_aws::{DynamoLedger, LedgerStore, ReleaseStateStore};
-use cronledger_core::{RunEvent, RunKey, RunStatus};
+use cronledger_core::{RunKey, RunStatus};
 use cronledger_tests::{scheduled_run, spec_with, TestLanes, TestLedger};
 use futures_util::stream::{self, StreamExt};
 use serde_json::json;
@@ -170,9 +170,13 @@ async fn stuck_scan(ledger: &TestLedger, sharded: DynamoLedger, lanes: TestLanes
             async move {
                 let spec = spec_with(&id, "0 * * * *", fields);
                 let run = scheduled_run(&spec, window, window, "bench");
-                let mut queue = RunChange::new(RunEvent::Enqueue, RunStatus::Pending, 0, window);
-                queue.job_id = Some(format!("message-{id}"));
-                queue.lane = run.lane;
+                let sent = Transition::Enqueue {
+                    lane: run.lane,
+                    lane_was: None,
+                    job_id: Some(format!("message-{id}")),
+                    reason: None,
+                };
+                let queue = RunChange::new(RunStatus::Pending, 0, window, sent);
                 let queued = match store.create_run(&run).await {
                     Ok(_) => store.transition_run(&run.key, &queue).await.map(|_| ()),
                     Err(e) => Err(e),
@@ -198,8 +202,8 @@ async fn stuck_scan(ledger: &TestLedger, sharded: DynamoLedger, lanes: TestLanes
             .expect("schedule");
         let run = scheduled_run(&spec, window, window, "bench");
         store.create_run(&run).await.expect("run");
-        let start = RunChange::new(RunEvent::Start, RunStatus::Pending, 0, window)
-            .with_lease("gone", window + TimeDelta::minutes(1));
+        let until = window + TimeDelta::minutes(1);
+        let start = RunChange::open(Opening::Start, RunStatus::Pending, 0, window, "gone", until);
         store
             .transition_run(&RunKey::expected(id, window), &start)
             .await

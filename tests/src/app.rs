@@ -399,7 +399,7 @@ impl Layer for ObservedStore {
         change: &'a RunChange,
     ) -> BoxFuture<'a, Result<Run, StoreError>> {
         Box::pin(async move {
-            let other = match change.event {
+            let other = match change.event() {
                 RunEvent::Start => lock(&self.before_start).take(),
                 _ => None,
             };
@@ -412,7 +412,7 @@ impl Layer for ObservedStore {
             let result = self.inner.transition_run(key, change).await;
             lock(&self.transitions).push(Transition {
                 run: key.clone(),
-                event: change.event,
+                event: change.event(),
                 from: change.from,
                 epoch: change.epoch,
                 outcome: result

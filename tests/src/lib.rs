@@ -19,12 +19,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use chrono::{DateTime, TimeDelta, Utc};
 use cronledger_aws::lanes::{LaneSettings, SqsLanes};
+use cronledger_aws::ledger::{Ending, Opening, Transition};
 use cronledger_aws::{
     AwsClients, AwsSettings, DynamoLedger, LedgerStore, RunChange, StreakChange, TableDefinition,
 };
 use cronledger_core::run::Origin;
 use cronledger_core::{
-    Lane, Run, RunEvent, RunStatus, Schedule, ScheduleSpec, Trigger, ValidationRules,
+    Lane, Reason, Run, RunEvent, RunStatus, Schedule, ScheduleSpec, Trigger, ValidationRules,
 };
 
 /// Shards the test ledgers use (small, so per-shard queries see several schedules).
@@ -225,10 +226,16 @@ pub async fn ended_run(
     store.create_run(&run).await.expect("run");
     let later = |ms: i64| at + TimeDelta::milliseconds(ms);
     let steps = [
-        RunChange::new(RunEvent::Enqueue, RunStatus::Pending, 0, at),
-        RunChange::new(RunEvent::Start, RunStatus::Queued, 0, later(1000))
-            .with_lease("w", later(60_000)),
-        RunChange::new(end, RunStatus::Running, 1, later(3500)),
+        RunChange::enqueue(RunStatus::Pending, 0, at),
+        RunChange::open(
+            Opening::Start,
+            RunStatus::Queued,
+            0,
+            later(1000),
+            "w",
+            later(60_000),
+        ),
+        bare(end, RunStatus::Running, 1, later(3500)),
     ];
     let mut ended = run;
     for step in steps {
@@ -247,6 +254,51 @@ pub async fn ended_run(
             .expect("streak");
     }
     ended
+}
+
+/// `event` as a change that carries nothing but itself: an attempt's end with an empty
+/// result, an operator's approval or retry as they come, any other event as a decision
+/// without a reason. (A start needs its lease: [`RunChange::open`].)
+pub fn bare(event: RunEvent, from: RunStatus, epoch: u64, at: DateTime<Utc>) -> RunChange {
+    because(event, from, epoch, at, None)
+}
+
+/// [`bare`] with `reason` on the run.
+pub fn because(
+    event: RunEvent,
+    from: RunStatus,
+    epoch: u64,
+    at: DateTime<Utc>,
+    reason: Option<Reason>,
+) -> RunChange {
+    let transition = match (event, reason) {
+        (RunEvent::Enqueue, reason) => Transition::Enqueue {
+            lane: None,
+            lane_was: None,
+            job_id: None,
+            reason,
+        },
+        (RunEvent::Approve, reason) => Transition::Approve { reason },
+        (RunEvent::Retry, reason) => Transition::Retry {
+            reason,
+            schedule_version: None,
+        },
+        (RunEvent::Coalesce, reason) => Transition::Coalesce { reason, into: None },
+        (RunEvent::HoldForApproval, Some(reason)) => Transition::Hold {
+            reason,
+            result: None,
+        },
+        (event, reason) => match Ending::of(event) {
+            Some(ending) => Transition::End {
+                event: ending,
+                reason,
+                result: Default::default(),
+                steps: None,
+            },
+            None => Transition::Decide { event, reason },
+        },
+    };
+    RunChange::new(from, epoch, at, transition)
 }
 
 /// An operator's run at the same instant as an expected one (its own key).

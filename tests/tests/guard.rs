@@ -3,6 +3,7 @@
 //! target first and hold the run with the dry run's numbers when it would touch too much; a
 //! target that cannot dry-run is never run unguarded.
 
+use cronledger_aws::ledger::Transition;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,7 +11,7 @@ use chrono::{DateTime, Duration as Delta, Utc};
 use cronledger_app::reconciler::QuietSignals;
 use cronledger_aws::lanes::{LaneSettings, MessageOutcome};
 use cronledger_aws::ledger::RunChange;
-use cronledger_core::{Lane, Reason, RunEvent, RunKey, RunStatus};
+use cronledger_core::{Lane, Reason, RunKey, RunStatus};
 use cronledger_tests::app::{worker_config, AppEnv};
 use cronledger_tests::reconcile::{reconcile, reconciler, reconciler_config};
 use cronledger_tests::webhook::{Answer, Webhook};
@@ -41,8 +42,8 @@ async fn fire(env: &AppEnv, hook: &Webhook, id: &str, mut fields: Value) -> RunK
 /// (how the rule book knows it was approved), then sent there.
 async fn approve(env: &AppEnv, key: &RunKey) {
     let held = env.run(key).await;
-    let mut change = RunChange::new(RunEvent::Approve, held.status, held.lease_epoch, hour());
-    change.lane = Some(Lane::Manual);
+    let approve = Transition::Approve { reason: None };
+    let change = RunChange::new(held.status, held.lease_epoch, hour(), approve);
     let approved = env
         .store
         .transition_run(key, &change)

@@ -8,11 +8,13 @@ use chrono::{DateTime, TimeDelta, Utc};
 use cronledger_aws::dynamo::values::SdkItem;
 use cronledger_aws::keys::{self, EXPIRES_AT};
 use cronledger_aws::lanes::LaneSettings;
+use cronledger_aws::ledger::Opening;
 use cronledger_aws::ledger::RunChange;
 use cronledger_aws::prelude::*;
 use cronledger_core::retention::KEPT_LONGER;
 use cronledger_core::{Reason, RunEvent, RunKey, RunStatus, Schedule, ScheduleSpec};
 use cronledger_tests::app::AppEnv;
+use cronledger_tests::{bare, because};
 use cronledger_tests::{scheduled_run, spec_with, t, TestLedger};
 use serde_json::json;
 
@@ -150,11 +152,12 @@ async fn walk(
 ) {
     let mut epoch = 0;
     for (event, reason) in events {
-        let mut change = RunChange::new(*event, from, epoch, at);
-        change.reason = *reason;
-        if change.opens_epoch() {
-            change = change.with_lease("tests", at + TimeDelta::minutes(5));
-        }
+        let until = at + TimeDelta::minutes(5);
+        let change = match event {
+            RunEvent::Start => RunChange::open(Opening::Start, from, epoch, at, "tests", until),
+            RunEvent::Reclaim => RunChange::open(Opening::Reclaim, from, epoch, at, "tests", until),
+            _ => because(*event, from, epoch, at, *reason),
+        };
         let run = env
             .ledger
             .transition_run(key, &change)
@@ -204,7 +207,7 @@ async fn a_run_carries_its_ttl_from_its_end_once_terminal_and_a_failure_longer()
         raw_expires_at(&env, &failed.key).await,
         epoch(ended, KEPT_LONGER.as_delta())
     );
-    let retry = RunChange::new(RunEvent::Retry, RunStatus::Failed, 1, ended);
+    let retry = bare(RunEvent::Retry, RunStatus::Failed, 1, ended);
     env.ledger
         .transition_run(&failed.key, &retry)
         .await

@@ -3,6 +3,7 @@
 //! the worker would start it, as the planner judges a missed window of the same age. Retries,
 //! approved runs and QUEUE_NEW runs that waited behind an earlier one are not.
 
+use cronledger_aws::ledger::Transition;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,7 +11,7 @@ use chrono::{DateTime, Duration as Delta, Utc};
 use cronledger_app::worker::{Worker, WorkerConfig};
 use cronledger_aws::lanes::{LaneSettings, MessageOutcome, Received};
 use cronledger_aws::RunChange;
-use cronledger_core::{Lane, Reason, RunEvent, RunKey, RunStatus, Span, Trigger};
+use cronledger_core::{Lane, Reason, RunKey, RunStatus, Span, Trigger};
 use cronledger_tests::app::{spawn_poller, worker_config, AppEnv};
 use cronledger_tests::reconcile::{
     assert_every_window_once, reconcile, reconciler, reconciler_config, FakeSignals,
@@ -195,10 +196,10 @@ async fn retries_and_approved_runs_start_however_late() {
         .transition_run(
             &held,
             &RunChange::new(
-                RunEvent::Approve,
                 RunStatus::ManualRequired,
                 run.lease_epoch,
                 minute(90),
+                Transition::Approve { reason: None },
             ),
         )
         .await

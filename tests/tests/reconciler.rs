@@ -3,6 +3,7 @@
 //! an outage, and the race with tickers and other reconcilers. Every test ends by checking
 //! that each expected window is accounted for exactly once (range records expanded).
 
+use cronledger_aws::ledger::{Ending, Opening};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -15,9 +16,7 @@ use cronledger_aws::prelude::*;
 use cronledger_aws::{BackfillState, DynamoLedger, LedgerStore, OpsStore, ReleaseStateStore};
 use cronledger_core::run::Origin;
 use cronledger_core::window::utc_text;
-use cronledger_core::{
-    Lane, Reason, Run, RunEvent, RunKey, RunStatus, Schedule, ScheduleSpec, Trigger,
-};
+use cronledger_core::{Lane, Reason, Run, RunKey, RunStatus, Schedule, ScheduleSpec, Trigger};
 use cronledger_tests::app::{ticker_config, AppEnv, LaneCall};
 use cronledger_tests::reconcile::{
     assert_every_window_once, ledger, reconcile, reconciler, reconciler_config,
@@ -243,13 +242,13 @@ async fn a_gap_in_each_tier_and_serial_release_one_at_a_time() {
     // The serial run finishes (as a worker would record it); the next pass releases the
     // next window, and only that one. The ticker has fired the live 12:00 windows meanwhile.
     let done = &ledgers[1][0];
-    let start = RunChange::new(RunEvent::Start, RunStatus::Queued, 0, now)
-        .with_lease("worker", t("2026-03-03T12:01:00Z"));
+    let until = t("2026-03-03T12:01:00Z");
+    let start = RunChange::open(Opening::Start, RunStatus::Queued, 0, now, "worker", until);
     env.store
         .transition_run(&done.key, &start)
         .await
         .expect("start");
-    let finish = RunChange::new(RunEvent::Succeed, RunStatus::Running, 1, now);
+    let finish = RunChange::end(Ending::Succeed, 1, now, Default::default());
     env.store
         .transition_run(&done.key, &finish)
         .await

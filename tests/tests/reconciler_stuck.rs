@@ -2,6 +2,7 @@
 //! stuck case, each resolved by conditional transitions only, and catch-up release paused by
 //! a realtime backlog, DLQ growth and an alarm, then resumed when they clear.
 
+use cronledger_aws::ledger::{Ending, Opening, Transition};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -62,13 +63,16 @@ async fn every_stuck_run_is_resolved_by_its_rule_and_nothing_else() {
                 .expect("setup transition")
         }
     };
-    let start = |until: &str| {
-        RunChange::new(RunEvent::Start, RunStatus::Pending, 0, ten).with_lease("w1", t(until))
-    };
+    let start =
+        |until: &str| RunChange::open(Opening::Start, RunStatus::Pending, 0, ten, "w1", t(until));
     // QUEUED, but its message was lost.
-    let mut queued = RunChange::new(RunEvent::Enqueue, RunStatus::Pending, 0, ten);
-    queued.job_id = Some("lost".into());
-    queued.lane = Some(Lane::Normal);
+    let lost = Transition::Enqueue {
+        lane: Some(Lane::Normal),
+        lane_was: None,
+        job_id: Some("lost".into()),
+        reason: None,
+    };
+    let queued = RunChange::new(RunStatus::Pending, 0, ten, lost);
     apply("stuck-queued", queued).await;
     // Workers that died: leases ran out at 10:01.
     apply("stale-idempotent", start("2026-03-06T10:01:00Z")).await;
@@ -77,19 +81,19 @@ async fn every_stuck_run_is_resolved_by_its_rule_and_nothing_else() {
     apply("overrun", start("2026-03-06T11:00:00Z")).await;
     // A reconciler that died between STALLED and resolving it.
     apply("stalled-found", start("2026-03-06T10:01:00Z")).await;
-    let mut stall = RunChange::new(
+    let stall = RunChange::decide(
         RunEvent::Stall,
         RunStatus::Running,
         1,
         t("2026-03-06T10:04:00Z"),
+        Some(Reason::HeartbeatLost),
     );
-    stall.reason = Some(Reason::HeartbeatLost);
     apply("stalled-found", stall).await;
     // An attempt failed retryably, and its message was lost.
     apply("retry-lost", start("2026-03-06T10:01:00Z")).await;
     apply(
         "retry-lost",
-        RunChange::new(RunEvent::FailRetryable, RunStatus::Running, 1, ten),
+        RunChange::end(Ending::FailRetryable, 1, ten, Default::default()),
     )
     .await;
 
@@ -420,8 +424,14 @@ async fn queued_runs_are_not_resent_while_the_lane_has_not_reached_them() {
     env.store
         .transition_run(
             &later,
-            &RunChange::new(RunEvent::Start, RunStatus::Queued, 0, at)
-                .with_lease("w", at + chrono::Duration::minutes(5)),
+            &RunChange::open(
+                Opening::Start,
+                RunStatus::Queued,
+                0,
+                at,
+                "w",
+                at + chrono::Duration::minutes(5),
+            ),
         )
         .await
         .expect("start 10:10");
@@ -457,9 +467,13 @@ async fn the_stuck_scan_sees_every_running_run_behind_any_number_of_queued_ones(
         let mut run = cronledger_tests::scheduled_run(&spec, ten, created, "test");
         run.lane = Some(cronledger_core::Lane::Normal);
         env.store.create_run(&run).await.expect("pending run");
-        let mut queue = RunChange::new(RunEvent::Enqueue, RunStatus::Pending, 0, ten);
-        queue.job_id = Some(format!("message-{id}"));
-        queue.lane = Some(cronledger_core::Lane::Normal);
+        let sent = Transition::Enqueue {
+            lane: Some(Lane::Normal),
+            lane_was: None,
+            job_id: Some(format!("message-{id}")),
+            reason: None,
+        };
+        let queue = RunChange::new(RunStatus::Pending, 0, ten, sent);
         env.store
             .transition_run(&run.key, &queue)
             .await
@@ -471,8 +485,8 @@ async fn the_stuck_scan_sees_every_running_run_behind_any_number_of_queued_ones(
         env.create(spec.clone(), created).await;
         let run = cronledger_tests::scheduled_run(&spec, ten, created, "test");
         env.store.create_run(&run).await.expect("pending run");
-        let start = RunChange::new(RunEvent::Start, RunStatus::Pending, 0, ten)
-            .with_lease("w1", t("2026-03-06T10:01:00Z"));
+        let until = t("2026-03-06T10:01:00Z");
+        let start = RunChange::open(Opening::Start, RunStatus::Pending, 0, ten, "w1", until);
         env.store
             .transition_run(&RunKey::expected(id, ten), &start)
             .await
@@ -539,8 +553,8 @@ async fn a_run_left_waiting_is_released_once_nothing_of_its_schedule_runs() {
         "2026-03-06T09:59:00Z",
     );
     env.store.create_run(&live).await.expect("live");
-    let start = RunChange::new(RunEvent::Start, RunStatus::Pending, 0, ten)
-        .with_lease("w1", t("2026-03-06T10:30:00Z"));
+    let until = t("2026-03-06T10:30:00Z");
+    let start = RunChange::open(Opening::Start, RunStatus::Pending, 0, ten, "w1", until);
     env.store
         .transition_run(&live.key, &start)
         .await
@@ -553,7 +567,7 @@ async fn a_run_left_waiting_is_released_once_nothing_of_its_schedule_runs() {
 
     // The live run ends, and the window after it is already queued in its lane.
     let done = env.run(&live.key).await;
-    let succeed = RunChange::new(RunEvent::Succeed, RunStatus::Running, done.lease_epoch, ten);
+    let succeed = RunChange::end(Ending::Succeed, done.lease_epoch, ten, Default::default());
     env.store
         .transition_run(&live.key, &succeed)
         .await
@@ -564,8 +578,13 @@ async fn a_run_left_waiting_is_released_once_nothing_of_its_schedule_runs() {
         "2026-03-06T10:01:00Z",
     );
     env.store.create_run(&next).await.expect("next");
-    let mut enqueue = RunChange::new(RunEvent::Enqueue, RunStatus::Pending, 0, ten);
-    enqueue.lane = Some(Lane::Normal);
+    let sent = Transition::Enqueue {
+        lane: Some(Lane::Normal),
+        lane_was: None,
+        job_id: None,
+        reason: None,
+    };
+    let enqueue = RunChange::new(RunStatus::Pending, 0, ten, sent);
     env.store
         .transition_run(&next.key, &enqueue)
         .await

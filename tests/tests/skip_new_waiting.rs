@@ -5,6 +5,7 @@
 //! after them. Now the live windows run, and the waiting run still runs once it is taken
 //! (windows are independent under SKIP_NEW).
 
+use cronledger_aws::ledger::Transition;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,7 +13,7 @@ use chrono::{DateTime, Utc};
 use cronledger_app::ticker::TickerConfig;
 use cronledger_aws::lanes::{LaneMessage, LaneSettings};
 use cronledger_aws::RunChange;
-use cronledger_core::{Lane, Reason, RunEvent, RunKey, RunStatus, Span};
+use cronledger_core::{Lane, Reason, RunKey, RunStatus, Span};
 use cronledger_tests::app::{ticker_config, worker_config, AppEnv};
 use cronledger_tests::{spec_with, t};
 use serde_json::json;
@@ -38,14 +39,13 @@ async fn a_waiting_earlier_run_does_not_skip_live_windows_under_skip_new() {
     // lane as a late RUN_ONCE window's run is: it waits there, QUEUED, not running.
     assert_eq!(env.tick_with(&ticker, at("01:28:00")).await.sent, 1);
     let waiting = env.run(&key("01:28")).await;
-    let mut moved = RunChange::new(
-        RunEvent::Enqueue,
-        waiting.status,
-        waiting.lease_epoch,
-        at("01:28:30"),
-    );
-    moved.lane = Some(Lane::Correction);
-    moved.lane_was = waiting.lane;
+    let moving = Transition::Enqueue {
+        lane: Some(Lane::Correction),
+        lane_was: waiting.lane,
+        job_id: None,
+        reason: None,
+    };
+    let moved = RunChange::new(waiting.status, waiting.lease_epoch, at("01:28:30"), moving);
     let waiting = env
         .store
         .transition_run(&waiting.key, &moved)

@@ -240,12 +240,7 @@ async fn a_run_marked_queued_while_the_worker_starts_it_still_runs() {
 
     // ...and marks it while a fast worker, which read it PENDING, starts it.
     let store = ObservedStore::new(env.store.clone());
-    store.before_next_start(RunChange::new(
-        RunEvent::Enqueue,
-        RunStatus::Pending,
-        0,
-        minute(0),
-    ));
+    store.before_next_start(RunChange::enqueue(RunStatus::Pending, 0, minute(0)));
     let worker = env.worker_on(store.clone(), worker_config("w"));
     let report = env.deliver(&worker, LANE, &[one_message(&env).await]).await;
     assert_eq!(outcomes(&report), [MessageOutcome::Done]);

@@ -21,8 +21,8 @@ use cronledger_aws::{
 };
 use cronledger_core::run::{Origin, RunResult};
 use cronledger_core::window::utc_text;
-use cronledger_core::{Lane, Reason, Run, RunEvent, RunKey, RunStatus, Schedule, Trigger};
-use cronledger_ledger::ledger::RunChange;
+use cronledger_core::{Lane, Reason, Run, RunKey, RunStatus, Schedule, Trigger};
+use cronledger_ledger::ledger::{RunChange, Transition};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -473,8 +473,11 @@ impl BackfillReleaser {
             .filter(|r| held_for(r, b) && !folded.contains(&r.key))
             .collect();
         for held in holds {
-            let mut change = RunChange::new(RunEvent::Coalesce, held.status, held.lease_epoch, now);
-            change.reason = Some(Reason::Coalesced);
+            let fold = Transition::Coalesce {
+                reason: Some(Reason::Coalesced),
+                into: None,
+            };
+            let change = RunChange::new(held.status, held.lease_epoch, now, fold);
             match self.store.transition_run(&held.key, &change).await {
                 // Folded by us, or by a racing pass or an operator's approval first.
                 Ok(_) | Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => {

@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 use cronledger_aws::{LaneError, LaneMessage, LaneQueue, LedgerStore, StoreError};
 use cronledger_core::children::Child;
 use cronledger_core::run::Origin;
-use cronledger_core::{Issue, Lane, Reason, Run, RunEvent, RunKey, RunStatus, Schedule, Trigger};
-use cronledger_ledger::ledger::{RunChange, StoredSchedule};
+use cronledger_core::{Issue, Lane, Reason, Run, RunKey, RunStatus, Schedule, Trigger};
+use cronledger_ledger::ledger::{RunChange, StoredSchedule, Transition};
 
 /// A fresh PENDING run of an expected occurrence (or an operator's, by `origin`), with its
 /// business inputs fixed now (invariant 5).
@@ -115,9 +115,13 @@ pub async fn claim(
     lane: Lane,
     now: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
-    let mut claim = RunChange::new(RunEvent::Enqueue, RunStatus::Pending, run.lease_epoch, now);
-    claim.lane = Some(lane);
-    claim.reason = kept_reason(run);
+    let claiming = Transition::Enqueue {
+        lane: Some(lane),
+        lane_was: None,
+        job_id: None,
+        reason: kept_reason(run),
+    };
+    let claim = RunChange::new(RunStatus::Pending, run.lease_epoch, now, claiming);
     match store.transition_run(&run.key, &claim).await {
         Ok(_) => Ok(true),
         Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => Ok(false),
@@ -176,10 +180,13 @@ async fn record_sent(
     job_id: String,
     now: DateTime<Utc>,
 ) {
-    let mut change = RunChange::new(RunEvent::Enqueue, status, run.lease_epoch, now);
-    change.job_id = Some(job_id);
-    change.lane = Some(lane);
-    change.reason = kept_reason(run);
+    let sent = Transition::Enqueue {
+        lane: Some(lane),
+        lane_was: None,
+        job_id: Some(job_id),
+        reason: kept_reason(run),
+    };
+    let change = RunChange::new(status, run.lease_epoch, now, sent);
     if let Err(e) = store.transition_run(&run.key, &change).await {
         tracing::debug!(run = %run.key, error = %e, "message id not recorded");
     }

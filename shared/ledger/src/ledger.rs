@@ -2,13 +2,13 @@
 //! its operations take and return. `cronledger_aws::DynamoLedger` is the DynamoDB version.
 
 use chrono::{DateTime, Utc};
-use cronledger_core::children::{Child, ChildCounts, ChildStatus};
-use cronledger_core::run::{is_initial, transition, RunResult};
-use cronledger_core::steps::StepCheckpoint;
-use cronledger_core::{Lane, Reason, Run, RunEvent, RunStatus, ScheduleSpec};
+use cronledger_core::children::{Child, ChildStatus};
+use cronledger_core::run::is_initial;
+use cronledger_core::{Reason, Run, ScheduleSpec};
 use serde::{Deserialize, Serialize};
 
 use crate::error::StoreError;
+pub use crate::run_change::{Ending, LeaseGrant, Opening, RunChange, Transition};
 use cronledger_core::named_enum;
 
 named_enum!(
@@ -200,13 +200,6 @@ impl Created {
     }
 }
 
-/// A new owner of a run and how long it may hold it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeaseGrant {
-    pub owner: String,
-    pub until: DateTime<Utc>,
-}
-
 /// One change of a child, conditioned on what the caller read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChildChange {
@@ -250,101 +243,6 @@ impl ChildChange {
             (ChildStatus::Failed, ChildStatus::Pending) => Some((0, -1, 0)),
             _ => None,
         }
-    }
-}
-
-/// One status change of a run, conditioned on what the caller believes it is.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunChange {
-    pub event: RunEvent,
-    /// The status the caller read; the write fails if it is not the stored one.
-    pub from: RunStatus,
-    /// The lease epoch the caller holds; the write fails if it is not the stored one.
-    pub epoch: u64,
-    pub at: DateTime<Utc>,
-    /// Required by START and RECLAIM (they open a new epoch); extends the lease on HEARTBEAT.
-    pub lease: Option<LeaseGrant>,
-    /// The reason for the new status; `None` clears it.
-    pub reason: Option<Reason>,
-    pub result: Option<RunResult>,
-    pub job_id: Option<String>,
-    pub lane: Option<Lane>,
-    /// COALESCE: the window whose run stands for this one.
-    pub coalesced_into: Option<DateTime<Utc>>,
-    /// Makes a live run a catch-up run of this replay group (trigger CATCH_UP): the
-    /// reconciler's plan of a late backlog. Only once: the write fails unless the stored
-    /// trigger is still SCHEDULED, so two reconcilers cannot both plan the same run.
-    pub catch_up: Option<String>,
-    /// The lane the caller read: the write fails if the stored one differs (another writer
-    /// moved the run to another lane first). `None`: not checked.
-    pub lane_was: Option<Lane>,
-    /// RETRY only: re-pins the run to this schedule version, so its next attempts execute
-    /// that version's job (an operator's "retry with the current definition"). `None`
-    /// keeps the version the run was created under.
-    pub schedule_version: Option<u64>,
-    /// A `steps` job's checkpoints as this change leaves them (see `cronledger_core::steps`);
-    /// `None` keeps the stored ones.
-    pub steps: Option<Vec<StepCheckpoint>>,
-    /// Sets the run's children counters (their generator answered them, or failed ones
-    /// reopen); `None` keeps them. A child's end moves them through [`ChildStore::change_child`](crate::store::ChildStore::change_child).
-    pub children: Option<ChildCounts>,
-}
-
-impl RunChange {
-    pub fn new(event: RunEvent, from: RunStatus, epoch: u64, at: DateTime<Utc>) -> RunChange {
-        RunChange {
-            event,
-            from,
-            epoch,
-            at,
-            lease: None,
-            reason: None,
-            coalesced_into: None,
-            result: None,
-            job_id: None,
-            lane: None,
-            catch_up: None,
-            lane_was: None,
-            schedule_version: None,
-            steps: None,
-            children: None,
-        }
-    }
-
-    pub fn with_lease(mut self, owner: impl Into<String>, until: DateTime<Utc>) -> RunChange {
-        self.lease = Some(LeaseGrant {
-            owner: owner.into(),
-            until,
-        });
-        self
-    }
-
-    /// Whether this change opens a new lease epoch.
-    pub fn opens_epoch(&self) -> bool {
-        matches!(
-            self.event,
-            RunEvent::Start | RunEvent::Reclaim | RunEvent::StartStep
-        )
-    }
-
-    /// The status the change leads to, or why no store may apply it (refused before any
-    /// request): an event the table does not allow, a start without a lease, a re-pin
-    /// by anything but a retry.
-    pub fn target(&self) -> Result<RunStatus, StoreError> {
-        let to = transition(self.from, self.event)?;
-        if self.opens_epoch() && self.lease.is_none() {
-            return Err(StoreError::InvalidRequest(format!(
-                "{} needs a lease for the new epoch",
-                self.event
-            )));
-        }
-        if self.schedule_version.is_some() && self.event != RunEvent::Retry {
-            return Err(StoreError::InvalidRequest(format!(
-                "only RETRY re-pins a run's schedule version, not {}",
-                self.event
-            )));
-        }
-        Ok(to)
     }
 }
 

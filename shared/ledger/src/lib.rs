@@ -20,6 +20,7 @@ pub mod keys;
 pub mod layer;
 pub mod ledger;
 pub mod ops;
+pub mod run_change;
 pub mod run_plan;
 pub mod schedule_change;
 pub mod schedule_marks;

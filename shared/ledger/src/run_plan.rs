@@ -29,7 +29,7 @@ pub fn transition(
     let mut e = Expr::new();
     e.set(codec::STATUS, s(to.as_str()))
         .set(codec::UPDATED_AT, at.clone());
-    match change.reason {
+    match change.transition.reason() {
         Some(reason) => e.set(codec::REASON, s(reason.as_str())),
         None => e.remove(codec::REASON),
     };
@@ -41,19 +41,19 @@ pub fn transition(
         // Terminal (or waiting for an operator): out of the stuck-run scan.
         e.remove(GSI2PK).remove(GSI2SK);
     }
-    if let Some(lease) = &change.lease {
+    if let Some(lease) = change.transition.lease() {
         e.set(codec::LEASE_OWNER, s(&lease.owner))
             .set(codec::LEASE_UNTIL, time(lease.until));
     }
     // The attempt history rides on the same write (see `codec::attempt`): the attempt
     // this change ends (epoch n), then the one it opens (n + 1).
-    if let Some(outcome) = AttemptOutcome::of(change.from, change.event) {
-        let result = change.result.clone().unwrap_or_default();
+    if let Some(outcome) = AttemptOutcome::of(change.from, change.event()) {
+        let result = change.transition.result().cloned().unwrap_or_default();
         let end = AttemptEnd {
             finished_at: change.at,
             outcome,
             status: to,
-            reason: change.reason,
+            reason: change.transition.reason(),
             error_code: result.error_code,
             message: result.message,
         };
@@ -71,8 +71,8 @@ pub fn transition(
         let start = AttemptStart {
             started_at: change.at,
             worker: change
-                .lease
-                .as_ref()
+                .transition
+                .lease()
                 .map(|l| l.owner.clone())
                 .unwrap_or_default(),
         };
@@ -85,7 +85,7 @@ pub fn transition(
                 .remove(&attempts::end_attribute(old));
         }
     }
-    match change.event {
+    match change.event() {
         RunEvent::Heartbeat => {
             e.set(codec::LAST_HEARTBEAT_AT, at.clone());
         }
@@ -99,7 +99,7 @@ pub fn transition(
         // The TTL (see `cronledger_core::retention`): from the end, by the run's own
         // retention, or the longer horizon of what explains trouble.
         let ended = n(change.at.timestamp());
-        if retention::kept_longer(to, change.reason) {
+        if retention::kept_longer(to, change.transition.reason()) {
             e.set(
                 EXPIRES_AT,
                 n(change.at.timestamp() + KEPT_LONGER.as_delta().num_seconds()),
@@ -116,13 +116,19 @@ pub fn transition(
         // Moving again (an operator's retry of a FAILED run): nothing may expire it.
         e.remove(EXPIRES_AT);
     }
-    e.set_opt(codec::COALESCED_INTO, change.coalesced_into.map(time));
+    e.set_opt(
+        codec::COALESCED_INTO,
+        change.transition.coalesced_into().map(time),
+    );
     // An operator's retry with the current definition: the next attempts execute that
     // version's job. The window and business inputs stay as created (invariant 5).
-    e.set_opt(codec::SCHEDULE_VERSION, change.schedule_version.map(n));
-    e.set_opt(codec::JOB_ID, change.job_id.as_deref().map(s))
-        .set_opt(codec::LANE, change.lane.map(|l| s(l.as_str())));
-    if let Some(result) = &change.result {
+    e.set_opt(
+        codec::SCHEDULE_VERSION,
+        change.transition.schedule_version().map(n),
+    );
+    e.set_opt(codec::JOB_ID, change.transition.job_id().map(s))
+        .set_opt(codec::LANE, change.transition.lane().map(|l| s(l.as_str())));
+    if let Some(result) = change.transition.result() {
         e.set_opt(codec::RESULT_COUNT, result.count.map(n))
             .set_opt(codec::RESULT_CHECKSUM, result.checksum.as_deref().map(s))
             .set_opt(
@@ -136,19 +142,19 @@ pub fn transition(
                 result.expected_checksum.as_deref().map(s),
             );
     }
-    if let Some(steps) = &change.steps {
+    if let Some(steps) = change.transition.steps() {
         e.set(codec::STEPS, s(codec::steps_json(steps)));
     }
-    if let Some(c) = &change.children {
+    if let Some(c) = change.transition.children() {
         e.set(codec::CHILDREN_TOTAL, n(c.total))
             .set(codec::CHILDREN_SUCCEEDED, n(c.succeeded))
             .set(codec::CHILDREN_FAILED, n(c.failed))
             .set(codec::CHILDREN_STEP, n(c.step));
     }
-    if let Some(lane) = change.lane_was {
+    if let Some(lane) = change.transition.lane_was() {
         e.eq(codec::LANE, s(lane.as_str()));
     }
-    if let Some(group) = &change.catch_up {
+    if let Some(group) = change.transition.catch_up() {
         e.set(codec::TRIGGER, s(Trigger::CatchUp.as_str()))
             .set(codec::REPLAY_GROUP_ID, s(group))
             .eq(codec::TRIGGER, s(Trigger::Scheduled.as_str()));

@@ -4,9 +4,11 @@
 
 use chrono::{DateTime, Duration, Utc};
 use cronledger_aws::codec::attempt::ATTEMPT_HISTORY;
+use cronledger_aws::ledger::{Ending, Opening};
 use cronledger_aws::{LedgerStore, RunChange};
 use cronledger_core::run::RunResult;
 use cronledger_core::{AttemptOutcome, Run, RunEvent, RunStatus};
+use cronledger_tests::bare;
 use cronledger_tests::{scheduled_run, spec, t};
 
 use crate::conformance;
@@ -18,17 +20,25 @@ async fn apply(
     owner: Option<&str>,
     at: DateTime<Utc>,
 ) -> Run {
-    let mut change = RunChange::new(event, run.status, run.lease_epoch, at);
-    if let Some(owner) = owner {
-        change = change.with_lease(owner, at + Duration::minutes(5));
-    }
-    if event == RunEvent::FailRetryable {
-        change.result = Some(RunResult {
-            error_code: Some("HTTP_503".into()),
-            message: Some("upstream busy".into()),
-            ..RunResult::default()
-        });
-    }
+    let (from, epoch) = (run.status, run.lease_epoch);
+    let until = at + Duration::minutes(5);
+    let change = match (event, owner) {
+        (RunEvent::Start, Some(owner)) => {
+            RunChange::open(Opening::Start, from, epoch, at, owner, until)
+        }
+        (RunEvent::Reclaim, Some(owner)) => {
+            RunChange::open(Opening::Reclaim, from, epoch, at, owner, until)
+        }
+        (RunEvent::FailRetryable, _) => {
+            let busy = RunResult {
+                error_code: Some("HTTP_503".into()),
+                message: Some("upstream busy".into()),
+                ..RunResult::default()
+            };
+            RunChange::end(Ending::FailRetryable, epoch, at, busy)
+        }
+        _ => bare(event, from, epoch, at),
+    };
     ledger
         .transition_run(&run.key, &change)
         .await

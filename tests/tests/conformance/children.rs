@@ -1,6 +1,7 @@
 //! Children: stored once whatever the generator re-answers, paged by index, and counted
 //! exactly once on the run when four workers race to start and end each child.
 
+use cronledger_aws::ledger::{LeaseGrant, Opening, Transition};
 use std::sync::Arc;
 
 use chrono::Duration;
@@ -8,7 +9,7 @@ use cronledger_aws::ledger::ChildChange;
 use cronledger_aws::LedgerStore;
 use cronledger_aws::RunChange;
 use cronledger_core::children::{Child, ChildCounts, ChildStatus};
-use cronledger_core::{RunEvent, RunKey, RunStatus};
+use cronledger_core::{RunKey, RunStatus};
 use cronledger_tests::{scheduled_run, spec, t};
 
 use crate::conformance;
@@ -23,8 +24,8 @@ async fn waiting_parent(ledger: &Arc<dyn LedgerStore>) -> RunKey {
     let run = scheduled_run(&spec, t0 + Duration::minutes(5), t0, "ticker");
     ledger.create_run(&run).await.expect("run");
     let at = t0 + Duration::minutes(5);
-    let start = RunChange::new(RunEvent::Start, RunStatus::Pending, 0, at)
-        .with_lease("w", at + Duration::minutes(1));
+    let until = at + Duration::minutes(1);
+    let start = RunChange::open(Opening::Start, RunStatus::Pending, 0, at, "w", until);
     ledger
         .transition_run(&run.key, &start)
         .await
@@ -36,14 +37,16 @@ async fn waiting_parent(ledger: &Arc<dyn LedgerStore>) -> RunKey {
         .put_children(&run.key, &children)
         .await
         .expect("children");
-    let mut wait = RunChange::new(RunEvent::AwaitChildren, RunStatus::Running, 1, at)
-        .with_lease("children", at + Duration::minutes(1));
-    wait.children = Some(ChildCounts {
-        total: CHILDREN,
-        succeeded: 0,
-        failed: 0,
-        step: 0,
-    });
+    let awaiting = Transition::AwaitChildren {
+        lease: LeaseGrant::new("children", until),
+        children: Some(ChildCounts {
+            total: CHILDREN,
+            succeeded: 0,
+            failed: 0,
+            step: 0,
+        }),
+    };
+    let wait = RunChange::new(RunStatus::Running, 1, at, awaiting);
     ledger.transition_run(&run.key, &wait).await.expect("await");
     run.key
 }

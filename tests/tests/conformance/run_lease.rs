@@ -1,9 +1,11 @@
 //! Invariant 4: a worker whose lease was taken over cannot change the run.
 
 use chrono::Duration;
+use cronledger_aws::ledger::{Ending, Opening};
 use cronledger_aws::{RunChange, StoreError};
 use cronledger_core::run::RunResult;
 use cronledger_core::{Reason, RunEvent, RunStatus};
+use cronledger_tests::bare;
 use cronledger_tests::{scheduled_run, spec, t};
 
 use crate::conformance;
@@ -16,8 +18,8 @@ conformance! {
         assert!(ledger.create_run(&run).await.expect("create").is_new());
 
         // Worker A starts (epoch 0 -> 1), its lease expires, worker B reclaims (1 -> 2).
-        let start = RunChange::new(RunEvent::Start, RunStatus::Pending, 0, at)
-            .with_lease("worker-a", at + Duration::minutes(1));
+        let until = at + Duration::minutes(1);
+        let start = RunChange::open(Opening::Start, RunStatus::Pending, 0, at, "worker-a", until);
         let a = ledger
             .transition_run(&run.key, &start)
             .await
@@ -29,8 +31,9 @@ conformance! {
         assert!(a.key.scheduled_for == at && a.lease.as_ref().is_some_and(|l| l.owner == "worker-a"));
 
         let later = at + Duration::minutes(5);
-        let reclaim = RunChange::new(RunEvent::Reclaim, RunStatus::Running, 1, later)
-            .with_lease("worker-b", later + Duration::minutes(1));
+        let until = later + Duration::minutes(1);
+        let reclaim =
+            RunChange::open(Opening::Reclaim, RunStatus::Running, 1, later, "worker-b", until);
         let b = ledger
             .transition_run(&run.key, &reclaim)
             .await
@@ -39,11 +42,11 @@ conformance! {
 
         // A comes back and reports success under its old epoch: refused, nothing written.
         let before = ledger.get_run(&run.key).await.expect("get");
-        let mut stale = RunChange::new(RunEvent::Succeed, RunStatus::Running, 1, later);
-        stale.result = Some(RunResult {
+        let counted = RunResult {
             count: Some(42),
             ..RunResult::default()
-        });
+        };
+        let stale = RunChange::end(Ending::Succeed, 1, later, counted.clone());
         match ledger.transition_run(&run.key, &stale).await {
             Err(StoreError::LeaseLost {
                 expected, actual, ..
@@ -54,8 +57,7 @@ conformance! {
         assert_eq!(before, after, "a refused write changes nothing");
 
         // B, holding the current epoch, can finish; the run leaves the active index.
-        let mut done = RunChange::new(RunEvent::Succeed, RunStatus::Running, 2, later);
-        done.result = stale.result.clone();
+        let done = RunChange::end(Ending::Succeed, 2, later, counted);
         let finished = ledger
             .transition_run(&run.key, &done)
             .await
@@ -81,8 +83,8 @@ conformance! {
         ledger.create_run(&run).await.expect("create");
 
         // The caller thinks it is QUEUED; it is PENDING.
-        let wrong_status = RunChange::new(RunEvent::Start, RunStatus::Queued, 0, at)
-            .with_lease("w", at + Duration::minutes(1));
+        let until = at + Duration::minutes(1);
+        let wrong_status = RunChange::open(Opening::Start, RunStatus::Queued, 0, at, "w", until);
         match ledger.transition_run(&run.key, &wrong_status).await {
             Err(e @ StoreError::StatusConflict { .. }) => assert_eq!(e.code(), "RUN_STATUS_CONFLICT"),
             other => panic!("expected RUN_STATUS_CONFLICT, got {other:?}"),
@@ -90,7 +92,7 @@ conformance! {
 
         // PENDING -> SUCCEED is not in the table: refused before any request is sent.
         let calls_before = env.meter.snapshot().scope("transition_run").calls;
-        let invalid = RunChange::new(RunEvent::Succeed, RunStatus::Pending, 0, at);
+        let invalid = bare(RunEvent::Succeed, RunStatus::Pending, 0, at);
         let err = ledger.transition_run(&run.key, &invalid).await.unwrap_err();
         assert_eq!(err.code(), "RUN_INVALID_TRANSITION");
         assert_eq!(
@@ -101,13 +103,12 @@ conformance! {
         // Missing run.
         let mut ghost = run.key.clone();
         ghost.scheduled_for = at + Duration::hours(1);
-        let skip = RunChange::new(RunEvent::Skip, RunStatus::Pending, 0, at);
+        let skip = bare(RunEvent::Skip, RunStatus::Pending, 0, at);
         let err = ledger.transition_run(&ghost, &skip).await.unwrap_err();
         assert_eq!(err.code(), "RUN_NOT_FOUND");
 
         // A valid skip records its reason and leaves the active index.
-        let mut skip = skip;
-        skip.reason = Some(Reason::Overlap);
+        let skip = RunChange::decide(RunEvent::Skip, RunStatus::Pending, 0, at, Some(Reason::Overlap));
         let skipped = ledger.transition_run(&run.key, &skip).await.expect("skip");
         assert_eq!(
             (skipped.status, skipped.reason),

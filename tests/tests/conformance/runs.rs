@@ -2,8 +2,10 @@
 
 use chrono::{DateTime, Duration, Utc};
 use cronledger_aws::keys::shard_of;
+use cronledger_aws::ledger::{LeaseGrant, Opening, Transition};
 use cronledger_aws::{Fire, FireOutcome, RunChange, StoreError};
 use cronledger_core::{RunEvent, RunStatus};
+use cronledger_tests::bare;
 use cronledger_tests::{manual_run, scheduled_run, spec, t, SHARDS};
 
 use crate::{conformance, due_ids, meta, Backend};
@@ -92,8 +94,8 @@ conformance! {
         assert_eq!(windows, [minute(2), minute(3)], "catch-up runs wait for their release");
 
         let first = scheduled_run(&spec, minute(1), t0, "w").key;
-        let start = RunChange::new(RunEvent::Start, RunStatus::Pending, 0, minute(1))
-            .with_lease("w", minute(2));
+        let start =
+            RunChange::open(Opening::Start, RunStatus::Pending, 0, minute(1), "w", minute(2));
         ledger.transition_run(&first, &start).await.expect("start");
         let running = ledger.running_before("h", minute(2)).await.expect("running");
         assert_eq!(running.len(), 1);
@@ -113,33 +115,41 @@ conformance! {
             {"name": "collect", "type": "noop"}, {"name": "upload", "type": "noop"}
         ]))
         .expect("steps");
-        let mut start = RunChange::new(RunEvent::Start, RunStatus::Pending, 0, at)
-            .with_lease("w", at + Duration::minutes(1));
-        start.steps = Some(steps_core::start(&list, &[], 0, at));
+        let lease = |owner: &str, minutes| LeaseGrant::new(owner, at + Duration::minutes(minutes));
+        let opening = Transition::Open {
+            event: Opening::Start,
+            lease: lease("w", 1),
+            steps: Some(steps_core::start(&list, &[], 0, at)),
+        };
+        let start = RunChange::new(RunStatus::Pending, 0, at, opening);
         let started = ledger.transition_run(&run.key, &start).await.expect("start");
         assert_eq!(started.steps[0].status, StepStatus::Running);
 
         let output = serde_json::json!({"rows": 3});
-        let mut advance = RunChange::new(RunEvent::AdvanceStep, RunStatus::Running, 1, at)
-            .with_lease("handover", at + Duration::minutes(1));
-        advance.steps = Some(steps_core::end(&started.steps, 0, at, Ok(Some(output.clone()))));
+        let hand_over = Transition::HandOver {
+            lease: lease("handover", 1),
+            steps: steps_core::end(&started.steps, 0, at, Ok(Some(output.clone()))),
+        };
+        let advance = RunChange::new(RunStatus::Running, 1, at, hand_over);
         let handed = ledger.transition_run(&run.key, &advance).await.expect("advance");
         assert_eq!(handed.status, RunStatus::Running);
         assert!(steps_core::handed_over(&handed.steps));
         assert_eq!(handed.steps[0].output, Some(output));
 
         // Two takers of the next step's message: one starts it under a new epoch.
-        let mut take = RunChange::new(RunEvent::StartStep, RunStatus::Running, 1, at)
-            .with_lease("w2", at + Duration::minutes(1));
-        take.steps = Some(steps_core::start(&list, &handed.steps, 1, at));
+        let taking = Transition::Open {
+            event: Opening::StartStep,
+            lease: lease("w2", 1),
+            steps: Some(steps_core::start(&list, &handed.steps, 1, at)),
+        };
+        let take = RunChange::new(RunStatus::Running, 1, at, taking);
         let taken = ledger.transition_run(&run.key, &take).await.expect("take");
         assert_eq!((taken.lease_epoch, taken.attempts), (2, 2));
         let again = ledger.transition_run(&run.key, &take).await;
         assert_eq!(again.map_err(|e| e.code()).err(), Some("RUN_LEASE_LOST"));
 
         // A change without checkpoints keeps the stored ones.
-        let hb = RunChange::new(RunEvent::Heartbeat, RunStatus::Running, 2, at)
-            .with_lease("w2", at + Duration::minutes(2));
+        let hb = RunChange::heartbeat(2, at, "w2", at + Duration::minutes(2));
         let beat = ledger.transition_run(&run.key, &hb).await.expect("heartbeat");
         assert_eq!(beat.steps, taken.steps);
         assert_eq!(ledger.get_run(&run.key).await.expect("get"), beat);
@@ -152,22 +162,24 @@ conformance! {
         let run = scheduled_run(&spec, t0 + Duration::minutes(5), t0, "ticker");
         ledger.create_run(&run).await.expect("run");
         let at = t0 + Duration::minutes(5);
-        let step = |event, from, epoch| RunChange::new(event, from, epoch, at);
+        let step = |event, from, epoch| bare(event, from, epoch, at);
 
-        let mut enqueue = step(RunEvent::Enqueue, RunStatus::Pending, 0);
-        enqueue.schedule_version = Some(2);
-        let refused = ledger.transition_run(&run.key, &enqueue).await;
+        // Only a retry can carry a schedule version: an enqueue has no field for one, and
+        // a bare decision cannot stand in for a retry.
+        let refused = ledger
+            .transition_run(&run.key, &RunChange::decide(RunEvent::Retry, RunStatus::Pending, 0, at, None))
+            .await;
         assert_eq!(
             refused.map_err(|e| e.code()).err(),
             Some("STORE_INVALID_REQUEST")
         );
-        enqueue.schedule_version = None;
+        let enqueue = step(RunEvent::Enqueue, RunStatus::Pending, 0);
         ledger
             .transition_run(&run.key, &enqueue)
             .await
             .expect("enqueue");
         let start =
-            step(RunEvent::Start, RunStatus::Queued, 0).with_lease("w", at + Duration::minutes(1));
+            RunChange::open(Opening::Start, RunStatus::Queued, 0, at, "w", at + Duration::minutes(1));
         ledger
             .transition_run(&run.key, &start)
             .await
@@ -179,8 +191,11 @@ conformance! {
             "a plain change keeps the version"
         );
 
-        let mut retry = step(RunEvent::Retry, RunStatus::Failed, 1);
-        retry.schedule_version = Some(3);
+        let repinned = Transition::Retry {
+            reason: None,
+            schedule_version: Some(3),
+        };
+        let retry = RunChange::new(RunStatus::Failed, 1, at, repinned);
         let reopened = ledger
             .transition_run(&run.key, &retry)
             .await
@@ -447,9 +462,9 @@ conformance! {
                 .items
         };
         assert_eq!(active(None).await.len(), 27);
-        let skip = RunChange::new(RunEvent::Skip, RunStatus::Pending, 0, minute(30));
+        let skip = bare(RunEvent::Skip, RunStatus::Pending, 0, minute(30));
         ledger.transition_run(&seen[0], &skip).await.expect("skip");
-        let enqueue = RunChange::new(RunEvent::Enqueue, RunStatus::Pending, 0, minute(30));
+        let enqueue = RunChange::enqueue(RunStatus::Pending, 0, minute(30));
         let queued = ledger
             .transition_run(&seen[1], &enqueue)
             .await

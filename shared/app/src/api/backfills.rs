@@ -378,8 +378,13 @@ pub async fn cancel(
         matches!(&r.key.origin, cronledger_core::run::Origin::Backfill(x) if *x == b.id)
             && matches!(r.status, RunStatus::Pending | RunStatus::Queued)
     }) {
-        let mut change = RunChange::new(RunEvent::Cancel, run.status, run.lease_epoch, now);
-        change.reason = Some(cronledger_core::Reason::CancelledByOperator);
+        let change = RunChange::decide(
+            RunEvent::Cancel,
+            run.status,
+            run.lease_epoch,
+            now,
+            Some(cronledger_core::Reason::CancelledByOperator),
+        );
         match api.deps().store.transition_run(&run.key, &change).await {
             Ok(cancelled) => {
                 let health = api.deps().health.as_deref();

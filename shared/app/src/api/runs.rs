@@ -9,7 +9,7 @@ use cronledger_aws::{IdempotencyClaim, StoreError};
 use cronledger_core::run::Origin;
 use cronledger_core::window::utc_text;
 use cronledger_core::{Attempt, Lane, Reason, Run, RunEvent, RunKey, RunStatus, Schedule, Trigger};
-use cronledger_ledger::ledger::{AuditAction, RunChange, ScheduleState};
+use cronledger_ledger::ledger::{AuditAction, RunChange, ScheduleState, Transition};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -305,13 +305,13 @@ async fn operate(
     reason: Option<Reason>,
 ) -> ApiResult<Run> {
     let run = api.deps().store.get_run(key).await?;
-    let mut change = RunChange::new(event, run.status, run.lease_epoch, api.now());
-    change.reason = reason;
-    if event == RunEvent::Approve {
+    let operation = match event {
         // An approved run is on the manual lane in the same write: that is how the rule
         // book knows it was approved, whoever starts it next (see `Candidate::approved`).
-        change.lane = Some(Lane::Manual);
-    }
+        RunEvent::Approve => Transition::Approve { reason },
+        _ => Transition::Decide { event, reason },
+    };
+    let change = RunChange::new(run.status, run.lease_epoch, api.now(), operation);
     Ok(api.deps().store.transition_run(key, &change).await?)
 }
 
@@ -364,11 +364,17 @@ pub async fn retry(
 ) -> ApiResult<Json<Value>> {
     let key = views::parse_run_id(&id, &run_id)?;
     let run = api.deps().store.get_run(&key).await?;
-    let mut change = RunChange::new(RunEvent::Retry, run.status, run.lease_epoch, api.now());
-    if req.definition == Definition::Current {
+    let schedule_version = if req.definition == Definition::Current {
         let current = api.deps().store.get_schedule(&id).await?.version;
-        change.schedule_version = (current != run.schedule_version).then_some(current);
-    }
+        (current != run.schedule_version).then_some(current)
+    } else {
+        None
+    };
+    let retry = Transition::Retry {
+        reason: None,
+        schedule_version,
+    };
+    let change = RunChange::new(run.status, run.lease_epoch, api.now(), retry);
     let reopened = api.deps().store.transition_run(&key, &change).await?;
     let lane = lane_of(&reopened);
     let (sent, attempts) = send(&api, &reopened, lane).await?;

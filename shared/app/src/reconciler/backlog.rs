@@ -27,7 +27,7 @@ use chrono::{DateTime, Utc};
 use cronledger_aws::StoreError;
 use cronledger_core::planner::{Action, PlannedEntry};
 use cronledger_core::{plan_backlog, Reason, Run, RunEvent, RunStatus, Trigger};
-use cronledger_ledger::ledger::RunChange;
+use cronledger_ledger::ledger::{RunChange, Transition};
 use serde::Serialize;
 
 use super::{ReconcileError, ReconcileReport, Reconciler};
@@ -191,19 +191,18 @@ fn catch_up_change(
     replay_group: Option<String>,
     now: DateTime<Utc>,
 ) -> RunChange {
-    let event = match entry.action {
-        Action::Fire { .. } => RunEvent::PlanCatchUp,
-        Action::Hold { .. } => RunEvent::HoldForApproval,
-        Action::Skip { .. } => RunEvent::Skip,
-        Action::Coalesce { .. } => RunEvent::Coalesce,
+    let (event, lane, coalesced_into) = match entry.action {
+        Action::Fire { lane, .. } => (RunEvent::PlanCatchUp, Some(lane), None),
+        Action::Hold { .. } => (RunEvent::HoldForApproval, None, None),
+        Action::Skip { .. } => (RunEvent::Skip, None, None),
+        Action::Coalesce { into } => (RunEvent::Coalesce, None, Some(into)),
     };
-    let mut change = RunChange::new(event, run.status, run.lease_epoch, now);
-    change.reason = entry.action.reason();
-    change.catch_up = replay_group;
-    match entry.action {
-        Action::Fire { lane, .. } => change.lane = Some(lane),
-        Action::Coalesce { into } => change.coalesced_into = Some(into),
-        _ => {}
-    }
-    change
+    let plan = Transition::Plan {
+        event,
+        reason: entry.action.reason(),
+        replay_group,
+        lane,
+        coalesced_into,
+    };
+    RunChange::new(run.status, run.lease_epoch, now, plan)
 }

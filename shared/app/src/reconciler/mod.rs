@@ -447,8 +447,13 @@ impl Reconciler {
         for run in runs.iter().filter(|r| {
             r.status == RunStatus::ManualRequired && r.reason == Some(Reason::ApprovalRequired)
         }) {
-            let mut change = RunChange::new(RunEvent::Skip, run.status, run.lease_epoch, now);
-            change.reason = Some(Reason::ApprovalTimeout);
+            let change = RunChange::decide(
+                RunEvent::Skip,
+                run.status,
+                run.lease_epoch,
+                now,
+                Some(Reason::ApprovalTimeout),
+            );
             match self.store.transition_run(&run.key, &change).await {
                 Ok(expired) => {
                     self.ended(&expired, now).await;

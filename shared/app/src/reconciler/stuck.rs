@@ -33,7 +33,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use cronledger_aws::StoreError;
 use cronledger_core::{Lane, Reason, Run, RunEvent, RunStatus, Trigger};
-use cronledger_ledger::ledger::{RunChange, StoredSchedule};
+use cronledger_ledger::ledger::{LeaseGrant, RunChange, StoredSchedule, Transition};
 
 use crate::alerting::Held;
 use crate::metrics::Metric;
@@ -308,13 +308,13 @@ impl Reconciler {
                 // Claimed by a renewed hand-over lease under the epoch read, so of racing
                 // reconcilers one sends; a duplicate would be harmless (one start wins).
                 let until = now + self.config.stuck.stall_grace.as_delta();
+                let lease = LeaseGrant::new(HANDOVER_OWNER, until);
                 let claim = RunChange::new(
-                    RunEvent::Heartbeat,
                     RunStatus::Running,
                     run.lease_epoch,
                     now,
-                )
-                .with_lease(HANDOVER_OWNER, until);
+                    Transition::Heartbeat { lease },
+                );
                 match self.store.transition_run(&run.key, &claim).await {
                     Ok(_) => {}
                     Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => {
@@ -331,9 +331,13 @@ impl Reconciler {
                 stuck.children_resent += resent;
             }
             Verdict::Stall(reason) => {
-                let mut change =
-                    RunChange::new(RunEvent::Stall, RunStatus::Running, run.lease_epoch, now);
-                change.reason = Some(reason);
+                let change = RunChange::decide(
+                    RunEvent::Stall,
+                    RunStatus::Running,
+                    run.lease_epoch,
+                    now,
+                    Some(reason),
+                );
                 let stalled = match self.store.transition_run(&run.key, &change).await {
                     Ok(r) => r,
                     // The worker heartbeated, finished or was replaced meanwhile: not stuck.
@@ -378,8 +382,7 @@ impl Reconciler {
             };
             (RunEvent::HoldForApproval, Some(unknown))
         };
-        let mut change = RunChange::new(event, RunStatus::Stalled, run.lease_epoch, now);
-        change.reason = reason;
+        let change = RunChange::decide(event, RunStatus::Stalled, run.lease_epoch, now, reason);
         let moved = match self.store.transition_run(&run.key, &change).await {
             Ok(r) => r,
             Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => return Ok(()),

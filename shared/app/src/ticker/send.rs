@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use cronledger_aws::{LaneError, LaneMessage, StoreError};
-use cronledger_core::{Run, RunEvent, RunStatus};
-use cronledger_ledger::ledger::RunChange;
+use cronledger_core::{Run, RunStatus};
+use cronledger_ledger::ledger::{RunChange, Transition};
 
 use super::Ticker;
 use crate::faults::CrashPoint;
@@ -107,9 +107,13 @@ impl Ticker {
         if self.crashes(CrashPoint::AfterSend, run) {
             return true;
         }
-        let mut change = RunChange::new(RunEvent::Enqueue, RunStatus::Pending, 0, now);
-        change.job_id = Some(job_id);
-        change.lane = run.lane;
+        let sent = Transition::Enqueue {
+            lane: run.lane,
+            lane_was: None,
+            job_id: Some(job_id),
+            reason: None,
+        };
+        let change = RunChange::new(RunStatus::Pending, 0, now, sent);
         // A mark lost to a passing store error would leave the run PENDING with its message
         // on the way: try again. A conflict means a fast worker took the run first: fine.
         for attempt in 1..=MARK_TRIES {

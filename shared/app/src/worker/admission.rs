@@ -10,9 +10,10 @@ use cronledger_core::admission::{
     decide, needs_approval, Admission as RuleBook, Ask, Candidate, Moment,
 };
 use cronledger_core::{
-    late_start, planned_with_its_gap, Lane, OverlapPolicy, Reason, Run, RunEvent, RunKey,
-    RunStatus, Schedule, Trigger,
+    late_start, planned_with_its_gap, Lane, OverlapPolicy, Reason, Run, RunKey, RunStatus,
+    Schedule, Trigger,
 };
+use cronledger_ledger::ledger::Opening;
 use cronledger_ledger::ledger::StoredSchedule;
 
 use cronledger_core::steps::handed_over;
@@ -55,7 +56,7 @@ pub(super) enum Admission {
         into: DateTime<Utc>,
         promote: Option<Box<Run>>,
     },
-    Start(RunEvent),
+    Start(Opening),
 }
 
 impl Worker {
@@ -72,12 +73,12 @@ impl Worker {
         let lease_live = run.lease.as_ref().is_some_and(|l| l.until > now);
         let stopped = stored.stopped();
         let event = match run.status {
-            RunStatus::Pending | RunStatus::Queued | RunStatus::RetryPending => RunEvent::Start,
+            RunStatus::Pending | RunStatus::Queued | RunStatus::RetryPending => Opening::Start,
             // Between two steps: the next step's message (or a copy) takes the run on.
             RunStatus::Running if handed_over(&run.steps) => match stopped {
                 Some(Reason::Archived) => return Ok(Admission::GiveUp(Reason::Archived)),
                 Some(reason) => return Ok(Admission::WaitResume(reason)),
-                None => return Ok(Admission::Start(RunEvent::StartStep)),
+                None => return Ok(Admission::Start(Opening::StartStep)),
             },
             // Its job answered children: they run from their own messages.
             RunStatus::Running if waits_for_children(run) => {
@@ -96,7 +97,7 @@ impl Worker {
             RunStatus::Running if stopped.is_some() => {
                 return Ok(Admission::Ack("lost attempt of a stopped schedule"))
             }
-            RunStatus::Running => RunEvent::Reclaim,
+            RunStatus::Running => Opening::Reclaim,
             _ => return Ok(Admission::Ack("not runnable")),
         };
         if run.trigger == Trigger::CatchUp

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use cronledger_aws::StoreError;
-use cronledger_core::{Lane, Run, RunEvent, RunStatus, Schedule};
-use cronledger_ledger::ledger::RunChange;
+use cronledger_core::{Lane, Run, RunStatus, Schedule};
+use cronledger_ledger::ledger::{LeaseGrant, RunChange, Transition};
 
 use super::steps::Work;
 use super::{Delivery, Worker};
@@ -198,13 +198,13 @@ impl Worker {
                 continue;
             }
             let now = self.clock.now();
+            let lease = LeaseGrant::new(&self.config.owner, now + self.config.lease.as_delta());
             let change = RunChange::new(
-                RunEvent::Heartbeat,
                 RunStatus::Running,
                 run.lease_epoch,
                 now,
-            )
-            .with_lease(&self.config.owner, now + self.config.lease.as_delta());
+                Transition::Heartbeat { lease },
+            );
             match self.store.transition_run(&run.key, &change).await {
                 // Hidden a heartbeat longer than the lease: after a crash the lease has surely
                 // expired by the time the message comes back, so the redelivery reclaims it.

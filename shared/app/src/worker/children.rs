@@ -8,8 +8,8 @@ use cronledger_aws::lanes::{ChildRef, HandlerFailure};
 use cronledger_aws::StoreError;
 use cronledger_core::children::{self, Child, ChildCounts, ChildStatus, ChildrenOutcome};
 use cronledger_core::run::RunResult;
-use cronledger_core::{Lane, Run, RunEvent, RunStatus};
-use cronledger_ledger::ledger::{ChildChange, RunChange, StoredSchedule};
+use cronledger_core::{Lane, Run, RunStatus};
+use cronledger_ledger::ledger::{ChildChange, LeaseGrant, RunChange, StoredSchedule, Transition};
 
 use super::steps::Work;
 use super::{Delivery, Worker};
@@ -79,19 +79,16 @@ impl Worker {
             .put_children(&run.key, &list)
             .await
             .map_err(|e| HandlerFailure::Retry(e.to_string()))?;
-        let mut change = RunChange::new(
-            RunEvent::AwaitChildren,
-            RunStatus::Running,
-            run.lease_epoch,
-            now,
-        )
-        .with_lease(CHILDREN_OWNER, now + self.config.lease.as_delta());
-        change.children = Some(ChildCounts {
-            total: list.len() as u32,
-            succeeded: 0,
-            failed: 0,
-            step,
-        });
+        let awaiting = Transition::AwaitChildren {
+            lease: LeaseGrant::new(CHILDREN_OWNER, now + self.config.lease.as_delta()),
+            children: Some(ChildCounts {
+                total: list.len() as u32,
+                succeeded: 0,
+                failed: 0,
+                step,
+            }),
+        };
+        let change = RunChange::new(RunStatus::Running, run.lease_epoch, now, awaiting);
         let waiting = match self.store.transition_run(&run.key, &change).await {
             Ok(waiting) => waiting,
             Err(StoreError::LeaseLost { .. } | StoreError::StatusConflict { .. }) => {
@@ -141,13 +138,11 @@ impl Worker {
                 Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
             }
         }
-        let change = RunChange::new(
-            RunEvent::AwaitChildren,
-            RunStatus::Running,
-            run.lease_epoch,
-            now,
-        )
-        .with_lease(CHILDREN_OWNER, now + self.config.lease.as_delta());
+        let awaiting = Transition::AwaitChildren {
+            lease: LeaseGrant::new(CHILDREN_OWNER, now + self.config.lease.as_delta()),
+            children: None,
+        };
+        let change = RunChange::new(RunStatus::Running, run.lease_epoch, now, awaiting);
         let waiting = match self.store.transition_run(&run.key, &change).await {
             Ok(waiting) => waiting,
             Err(StoreError::LeaseLost { .. } | StoreError::StatusConflict { .. }) => return Ok(()),

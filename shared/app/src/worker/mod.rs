@@ -29,7 +29,7 @@ use cronledger_aws::lanes::{
 };
 use cronledger_aws::{HealthStore, LaneMessage, LaneQueue, LedgerStore, StoreError};
 use cronledger_core::{Lane, Reason, Run, Span, StartWait};
-use cronledger_ledger::ledger::RunChange;
+use cronledger_ledger::ledger::{LeaseGrant, Opening, RunChange, Transition};
 
 use crate::alerting::Alerter;
 use crate::backoff::Backoff;
@@ -277,7 +277,7 @@ impl Worker {
                 Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
             };
             // A run between steps is its window's run going on, not another run of it.
-            let going_on = event == cronledger_core::RunEvent::StartStep;
+            let going_on = event == Opening::StartStep;
             if let Some(reason) = already_done(&seen).filter(|_| !going_on) {
                 return self.end_unrun(run, &stored, Unrun::Skip(reason), now).await;
             }
@@ -294,9 +294,12 @@ impl Worker {
                 }
                 Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
             };
-            let mut change = RunChange::new(event, run.status, run.lease_epoch, now)
-                .with_lease(&self.config.owner, now + self.config.lease.as_delta());
-            change.steps = steps::opening(&job, run, now);
+            let opening = Transition::Open {
+                event,
+                lease: LeaseGrant::new(&self.config.owner, now + self.config.lease.as_delta()),
+                steps: steps::opening(&job, run, now),
+            };
+            let change = RunChange::new(run.status, run.lease_epoch, now, opening);
             match self.store.transition_run(key, &change).await {
                 Ok(started) => break (started, now, job),
                 Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. })

@@ -9,7 +9,7 @@ use cronledger_aws::{LaneMessage, StoreError};
 use cronledger_core::admission::lane_of;
 use cronledger_core::run::RunResult;
 use cronledger_core::{Lane, OverlapPolicy, Reason, Run, RunEvent, RunStatus};
-use cronledger_ledger::ledger::{RunChange, StoredSchedule};
+use cronledger_ledger::ledger::{Ending, RunChange, StoredSchedule, Transition};
 
 use super::attempt::AFFECTED_OVER_LIMIT;
 use super::steps::Work;
@@ -36,9 +36,13 @@ impl Worker {
     /// run, the other finds it started or ended. Best effort: if the send fails the run still
     /// has that one.
     pub(super) async fn promote(&self, latest: &Run, now: DateTime<Utc>) {
-        let mut claim = RunChange::new(RunEvent::Enqueue, latest.status, latest.lease_epoch, now);
-        claim.lane = Some(Lane::Correction);
-        claim.lane_was = latest.lane;
+        let moving = Transition::Enqueue {
+            lane: Some(Lane::Correction),
+            lane_was: latest.lane,
+            job_id: None,
+            reason: None,
+        };
+        let claim = RunChange::new(latest.status, latest.lease_epoch, now, moving);
         match self.store.transition_run(&latest.key, &claim).await {
             Ok(_) => {}
             // Moved by another late run's worker, or started meanwhile.
@@ -67,21 +71,31 @@ impl Worker {
         unrun: Unrun,
         now: DateTime<Utc>,
     ) -> Result<(), HandlerFailure> {
-        let (event, reason, metric) = match unrun {
-            Unrun::Skip(reason) => (RunEvent::Skip, reason, Metric::RunsSkipped),
-            Unrun::Fail(reason) => (RunEvent::Fail, reason, Metric::RunsFailed),
+        let decide = |event, reason| Transition::Decide {
+            event,
+            reason: Some(reason),
+        };
+        let (transition, reason, metric) = match unrun {
+            Unrun::Skip(reason) => (decide(RunEvent::Skip, reason), reason, Metric::RunsSkipped),
+            Unrun::Fail(reason) => (decide(RunEvent::Fail, reason), reason, Metric::RunsFailed),
             Unrun::Hold(reason) => (
-                RunEvent::HoldForApproval,
+                Transition::Hold {
+                    reason,
+                    result: None,
+                },
                 reason,
                 Metric::RunsHeldForApproval,
             ),
-            Unrun::Coalesce(_) => (RunEvent::Coalesce, Reason::Coalesced, Metric::RunsCoalesced),
+            Unrun::Coalesce(into) => (
+                Transition::Coalesce {
+                    reason: Some(Reason::Coalesced),
+                    into: Some(into),
+                },
+                Reason::Coalesced,
+                Metric::RunsCoalesced,
+            ),
         };
-        let mut change = RunChange::new(event, run.status, run.lease_epoch, now);
-        change.reason = Some(reason);
-        if let Unrun::Coalesce(into) = unrun {
-            change.coalesced_into = Some(into);
-        }
+        let change = RunChange::new(run.status, run.lease_epoch, now, transition);
         match self.store.transition_run(&run.key, &change).await {
             Ok(ended) => {
                 let late_ms = (now - run.key.scheduled_for).num_milliseconds();
@@ -155,21 +169,24 @@ impl Worker {
         reason: Reason,
         now: DateTime<Utc>,
     ) -> Result<(), HandlerFailure> {
-        let mut stall = RunChange::new(RunEvent::Stall, RunStatus::Running, run.lease_epoch, now);
-        stall.reason = Some(reason);
+        let stall = RunChange::decide(
+            RunEvent::Stall,
+            RunStatus::Running,
+            run.lease_epoch,
+            now,
+            Some(reason),
+        );
         let stalled = match self.store.transition_run(&run.key, &stall).await {
             Ok(stalled) => stalled,
             // Settled meanwhile (its worker came back, another delivery, the reconciler).
             Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => return Ok(()),
             Err(e) => return Err(HandlerFailure::Retry(e.to_string())),
         };
-        let mut hold = RunChange::new(
-            RunEvent::HoldForApproval,
-            RunStatus::Stalled,
-            stalled.lease_epoch,
-            now,
-        );
-        hold.reason = Some(reason);
+        let holding = Transition::Hold {
+            reason,
+            result: None,
+        };
+        let hold = RunChange::new(RunStatus::Stalled, stalled.lease_epoch, now, holding);
         match self.store.transition_run(&run.key, &hold).await {
             Ok(held) => {
                 tracing::warn!(%reason, status = %held.status, attempt = run.attempts, "outcome unknown and the job is not idempotent: held for an operator");
@@ -198,14 +215,7 @@ impl Worker {
         let now = self.clock.now();
         let sample =
             |v: &Option<serde_json::Value>| v.as_ref().map_or("-".into(), |v| v.to_string());
-        let mut change = RunChange::new(
-            RunEvent::HoldForApproval,
-            RunStatus::Running,
-            run.lease_epoch,
-            now,
-        );
-        change.reason = Some(Reason::AffectedOverLimit);
-        change.result = Some(RunResult {
+        let dry_run = RunResult {
             count: Some(report.affected),
             checksum: None,
             error_code: Some(AFFECTED_OVER_LIMIT.into()),
@@ -216,7 +226,12 @@ impl Worker {
                 sample(&report.newest)
             )),
             ..RunResult::default()
-        });
+        };
+        let holding = Transition::Hold {
+            reason: Reason::AffectedOverLimit,
+            result: Some(dry_run),
+        };
+        let change = RunChange::new(RunStatus::Running, run.lease_epoch, now, holding);
         match self.store.transition_run(&run.key, &change).await {
             Ok(held) => {
                 self.after_hold(stored, &held, now).await;
@@ -259,8 +274,7 @@ impl Worker {
         reason: Reason,
         now: DateTime<Utc>,
     ) -> Result<(), HandlerFailure> {
-        let mut change = RunChange::new(event, run.status, run.lease_epoch, now);
-        change.reason = Some(reason);
+        let change = RunChange::decide(event, run.status, run.lease_epoch, now, Some(reason));
         match self.store.transition_run(&run.key, &change).await {
             Ok(_) => Ok(()),
             Err(StoreError::StatusConflict { .. } | StoreError::LeaseLost { .. }) => Err(
@@ -299,26 +313,30 @@ impl Worker {
         let attempt = work.attempt(run);
         let last_attempt = attempt >= work.max_attempts;
         let (event, reason, result) = match &outcome {
-            Ok(s) if s.partial => (RunEvent::SucceedPartially, None, s.result.clone()),
-            Ok(s) => (RunEvent::Succeed, None, s.result.clone()),
+            Ok(s) if s.partial => (Ending::SucceedPartially, None, s.result.clone()),
+            Ok(s) => (Ending::Succeed, None, s.result.clone()),
             Err(f @ JobFailure::Retryable { .. }) if !last_attempt => {
-                (RunEvent::FailRetryable, None, failure_result(f))
+                (Ending::FailRetryable, None, failure_result(f))
             }
             Err(f @ JobFailure::Retryable { .. }) => (
-                RunEvent::Fail,
+                Ending::Fail,
                 Some(Reason::RetriesExhausted),
                 failure_result(f),
             ),
             Err(f @ JobFailure::Permanent { .. }) => (
-                RunEvent::Fail,
+                Ending::Fail,
                 Some(Reason::PermanentError),
                 failure_result(f),
             ),
         };
-        let mut change = RunChange::new(event, RunStatus::Running, run.lease_epoch, now);
-        change.reason = reason;
-        change.result = Some(result);
-        change.steps = checkpoints;
+        let end = Transition::End {
+            event,
+            reason,
+            result,
+            steps: checkpoints,
+        };
+        let change = RunChange::new(RunStatus::Running, run.lease_epoch, now, end);
+        let event = change.event();
         match self.store.transition_run(&run.key, &change).await {
             Ok(done) => {
                 let duration_ms = run.started_at.map(|s| (now - s).num_milliseconds());

@@ -13,8 +13,8 @@ use chrono::{DateTime, Utc};
 use cronledger_aws::lanes::HandlerFailure;
 use cronledger_aws::{LaneMessage, StoreError};
 use cronledger_core::steps::{self, AttemptBudget, StepCheckpoint};
-use cronledger_core::{IdempotencyKey, JobSpec, Run, RunEvent, RunStatus, ScheduleSpec, Span};
-use cronledger_ledger::ledger::{RunChange, StoredSchedule};
+use cronledger_core::{IdempotencyKey, JobSpec, Run, RunStatus, ScheduleSpec, Span};
+use cronledger_ledger::ledger::{LeaseGrant, RunChange, StoredSchedule, Transition};
 
 use super::{Delivery, Worker};
 use crate::faults::CrashPoint;
@@ -149,14 +149,11 @@ impl Worker {
         checkpoints: Vec<StepCheckpoint>,
     ) -> Result<(), HandlerFailure> {
         let now = self.clock.now();
-        let mut change = RunChange::new(
-            RunEvent::AdvanceStep,
-            RunStatus::Running,
-            run.lease_epoch,
-            now,
-        )
-        .with_lease(HANDOVER_OWNER, now + self.config.lease.as_delta());
-        change.steps = Some(checkpoints);
+        let hand_over = Transition::HandOver {
+            lease: LeaseGrant::new(HANDOVER_OWNER, now + self.config.lease.as_delta()),
+            steps: checkpoints,
+        };
+        let change = RunChange::new(RunStatus::Running, run.lease_epoch, now, hand_over);
         let handed = match self.store.transition_run(&run.key, &change).await {
             Ok(handed) => handed,
             Err(StoreError::LeaseLost { .. } | StoreError::StatusConflict { .. }) => {
