@@ -24,7 +24,6 @@
 //! The table's name and indexes come from [`crate::table::TableDefinition::bundled`], so a
 //! narrowed projection is charged as narrowed.
 
-use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
 use super::InMemoryStore;
@@ -123,47 +122,64 @@ fn index_keys(index: &IndexDef) -> impl Iterator<Item = &str> {
     index.key_schema.iter().map(|k| k.attribute_name.as_str())
 }
 
-/// `item` as `index` holds it, or `None` when the item lacks one of the index's keys (a
-/// sparse index leaves it out).
-pub fn projected(index: &IndexDef, item: &Item) -> Option<Item> {
+/// The attributes of `item` that `index` holds, by reference, or `None` when the item lacks
+/// one of the index's keys (a sparse index leaves it out). Named lookups for a narrowed
+/// projection, so an item's other attributes are never visited.
+fn projection<'a>(index: &'a IndexDef, item: &'a Item) -> Option<Vec<(&'a str, &'a Value)>> {
     if index_keys(index).any(|k| !item.contains_key(k)) {
         return None;
     }
-    let keep: Option<BTreeSet<&str>> = match index.projection.projection_type.as_str() {
-        "ALL" => None,
-        _ => Some(
-            [PK, SK]
-                .into_iter()
-                .chain(index_keys(index))
-                .chain(
-                    index
-                        .projection
-                        .non_key_attributes
-                        .iter()
-                        .map(String::as_str),
-                )
-                .collect(),
-        ),
-    };
-    Some(
-        item.iter()
-            .filter(|(name, _)| keep.as_ref().is_none_or(|k| k.contains(name.as_str())))
-            .map(|(name, value)| (name.clone(), value.clone()))
-            .collect(),
-    )
+    if index.projection.projection_type == "ALL" {
+        return Some(item.iter().map(|(n, v)| (n.as_str(), v)).collect());
+    }
+    let mut kept: Vec<(&str, &Value)> = [PK, SK]
+        .into_iter()
+        .chain(index_keys(index))
+        .chain(
+            index
+                .projection
+                .non_key_attributes
+                .iter()
+                .map(String::as_str),
+        )
+        .filter_map(|name| item.get_key_value(name).map(|(n, v)| (n.as_str(), v)))
+        .collect();
+    kept.sort_unstable_by_key(|(name, _)| *name);
+    kept.dedup_by_key(|(name, _)| *name);
+    Some(kept)
+}
+
+fn attribute<'a>(attributes: &[(&str, &'a Value)], name: &str) -> Option<&'a Value> {
+    attributes.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
+}
+
+fn projection_size(attributes: &[(&str, &Value)]) -> u64 {
+    attributes
+        .iter()
+        .map(|(name, value)| name.len() as u64 + value_size(value))
+        .sum()
+}
+
+/// `item` as `index` holds it, or `None` when the item lacks one of the index's keys.
+pub fn projected(index: &IndexDef, item: &Item) -> Option<Item> {
+    projection(index, item).map(|kept| {
+        kept.into_iter()
+            .map(|(name, value)| (name.to_string(), value.clone()))
+            .collect()
+    })
 }
 
 /// Write units one index is charged for an item going from `before` to `after`.
 fn index_write_units(index: &IndexDef, before: Option<&Item>, after: Option<&Item>) -> f64 {
-    let old = before.and_then(|b| projected(index, b));
-    let new = after.and_then(|a| projected(index, a));
-    let size = |i: &Option<Item>| i.as_ref().map(item_size).unwrap_or(0);
+    let old = before.and_then(|b| projection(index, b));
+    let new = after.and_then(|a| projection(index, a));
+    let size = |p: &Option<Vec<(&str, &Value)>>| p.as_deref().map(projection_size).unwrap_or(0);
     let one_write = || units(size(&old).max(size(&new)), WRITE_UNIT_BYTES);
     match (&old, &new) {
         (None, None) => 0.0,
         (Some(_), None) | (None, Some(_)) => one_write(),
         (Some(o), Some(n)) => {
-            let key_changed = index_keys(index).any(|k| o.get(k) != n.get(k));
+            let key_changed = index_keys(index).any(|k| attribute(o, k) != attribute(n, k));
             if key_changed {
                 // A delete of the old entry and a put of the new one.
                 units(size(&old), WRITE_UNIT_BYTES) + units(size(&new), WRITE_UNIT_BYTES)
@@ -181,8 +197,8 @@ pub fn stored_bytes(item: &Item) -> u64 {
     let own = item_size(item) + STORAGE_OVERHEAD_BYTES;
     let in_indexes: u64 = indexes()
         .iter()
-        .filter_map(|index| projected(index, item))
-        .map(|p| item_size(&p) + STORAGE_OVERHEAD_BYTES)
+        .filter_map(|index| projection(index, item))
+        .map(|p| projection_size(&p) + STORAGE_OVERHEAD_BYTES)
         .sum();
     own + in_indexes
 }
@@ -281,7 +297,10 @@ impl InMemoryStore {
     ) {
         let def = index.and_then(index_def);
         let size_in_place = |item: &Item| match def {
-            Some(def) => projected(def, item).as_ref().map(item_size).unwrap_or(0),
+            Some(def) => projection(def, item)
+                .as_deref()
+                .map(projection_size)
+                .unwrap_or(0),
             None => item_size(item),
         };
         // A get is charged per item, a query on the items' total.

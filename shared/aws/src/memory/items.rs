@@ -27,37 +27,30 @@ fn key_of(item: &Item) -> Result<(String, String), StoreError> {
     Ok((r.s(PK)?.to_string(), r.s(SK)?.to_string()))
 }
 
-/// One write checked against the table: where, the item before and the item it leaves
-/// (`None`: deleted or absent), and whether its condition held.
+/// One write checked against the table: where, whether its condition held, and the item it
+/// leaves there when it does (`None`: deleted). The item before stays in the table until
+/// the write is committed, so nothing is copied to check it.
 struct Checked {
     at: (String, String),
-    before: Option<Item>,
     after: Option<Item>,
     holds: bool,
 }
 
-fn check(items: &ItemTable, write: &Write) -> Result<Checked, StoreError> {
-    let (at, cond) = match write {
+fn check(items: &ItemTable, write: Write) -> Result<Checked, StoreError> {
+    let (at, cond) = match &write {
         Write::Put { item, cond } => (key_of(item)?, cond),
         Write::Update { key, expr } => (key_of(key)?, expr),
         Write::Delete { key, cond } => (key_of(key)?, cond),
     };
-    let before = items.get(&at).cloned();
-    let holds = eval::all_hold(&cond.conditions, before.as_ref());
+    let before = items.get(&at);
+    let holds = eval::all_hold(&cond.conditions, before);
     let after = match write {
-        _ if !holds => before.clone(),
-        Write::Put { item, .. } => Some(item.clone()),
-        Write::Update { key, expr } => {
-            Some(eval::apply(&expr.updates, before.as_ref().unwrap_or(key))?)
-        }
+        _ if !holds => None,
+        Write::Put { item, .. } => Some(item),
+        Write::Update { key, expr } => Some(eval::apply(&expr.updates, before.unwrap_or(&key))?),
         Write::Delete { .. } => None,
     };
-    Ok(Checked {
-        at,
-        before,
-        after,
-        holds,
-    })
+    Ok(Checked { at, after, holds })
 }
 
 fn operation(write: &Write) -> &'static str {
@@ -68,19 +61,21 @@ fn operation(write: &Write) -> &'static str {
     }
 }
 
-/// The attributes an update sets or adds, as written (`UPDATED_NEW`).
-fn updated_new(write: &Write, after: &Item) -> Item {
+/// The attributes an update sets or adds (what `UPDATED_NEW` answers); `None` for a put or
+/// a delete, which answer the whole item.
+fn updated_names(write: &Write) -> Option<Vec<String>> {
     let Write::Update { expr, .. } = write else {
-        return after.clone();
+        return None;
     };
-    expr.updates
-        .iter()
-        .filter_map(|u| match u {
-            Update::Set(attr, _) | Update::Add(attr, _) => Some(attr),
-            Update::Remove(_) => None,
-        })
-        .filter_map(|attr| after.get(attr).map(|v| (attr.clone(), v.clone())))
-        .collect()
+    Some(
+        expr.updates
+            .iter()
+            .filter_map(|u| match u {
+                Update::Set(attr, _) | Update::Add(attr, _) => Some(attr.clone()),
+                Update::Remove(_) => None,
+            })
+            .collect(),
+    )
 }
 
 /// The bounds a key condition puts on the sort attribute `range`, to range over instead of
@@ -147,39 +142,43 @@ fn after(s: &str) -> String {
 impl InMemoryStore {
     /// Applies checked writes that all held: items and index entries.
     fn commit(tables: &mut Tables, checked: Vec<Checked>) {
-        for Checked {
-            at, before, after, ..
-        } in checked
-        {
-            tables.indexes.item_changed(before.as_ref(), after.as_ref());
+        let Tables { items, indexes } = tables;
+        for Checked { at, after, .. } in checked {
+            indexes.item_changed(items.get(&at), after.as_ref());
             match after {
-                Some(item) => tables.items.insert(at, item),
-                None => tables.items.remove(&at),
+                Some(item) => items.insert(at, item),
+                None => items.remove(&at),
             };
         }
     }
 
-    /// Charges one write: what it wrote, or (refused) the stored item's size.
-    fn charge_checked(&self, operation: &'static str, checked: &Checked, request: Request) {
-        match (&checked.before, &checked.after, checked.holds) {
+    /// Charges one checked write: what it wrote, or (refused) the stored item's size.
+    fn charge_checked(
+        &self,
+        operation: &'static str,
+        items: &ItemTable,
+        checked: &Checked,
+        holds: bool,
+        request: Request,
+    ) {
+        let before = items.get(&checked.at);
+        match (before, &checked.after, holds) {
             (Some(before), None, true) => self.charge_delete(operation, before),
-            (before, after, true) => {
-                self.charge_write(operation, before.as_ref(), after.as_ref(), request)
-            }
-            (before, _, false) => self.charge_write(operation, before.as_ref(), None, request),
+            (before, after, true) => self.charge_write(operation, before, after.as_ref(), request),
+            (before, _, false) => self.charge_write(operation, before, None, request),
         }
     }
 
     /// A page of the table's partition or an index's, as Query reads it: the items read
     /// (filtered or not) and the last one's key when the page was full.
-    fn read_page(
-        tables: &Tables,
+    fn read_page<'t>(
+        tables: &'t Tables,
         index: Option<&str>,
         expr: &Expr,
         limit: usize,
         start: Option<&Item>,
         forward: bool,
-    ) -> Result<(Vec<Item>, Option<Item>), StoreError> {
+    ) -> Result<(Vec<&'t Item>, Option<Item>), StoreError> {
         let conditions = &expr.conditions;
         let last_key = |item: &Item, attrs: &[&str]| -> Item {
             attrs
@@ -233,7 +232,7 @@ impl InMemoryStore {
         let last = (read.len() == limit)
             .then(|| read.last().map(|item| last_key(item, &attrs)))
             .flatten();
-        Ok((read.into_iter().cloned().collect(), last))
+        Ok((read, last))
     }
 }
 
@@ -302,17 +301,27 @@ impl ItemEngine for InMemoryStore {
         old_on_refusal: bool,
     ) -> Result<Written, StoreError> {
         let operation = operation(&write);
+        let updated = updated_names(&write);
         let mut tables = self.tables();
         self.charge_call(operation);
-        let checked = check(&tables.items, &write)?;
-        self.charge_checked(operation, &checked, Request::Standard);
-        if !checked.holds {
-            return Ok(Written::Refused(checked.before.filter(|_| old_on_refusal)));
+        let checked = check(&tables.items, write)?;
+        let holds = checked.holds;
+        self.charge_checked(operation, &tables.items, &checked, holds, Request::Standard);
+        if !holds {
+            let old = old_on_refusal
+                .then(|| tables.items.get(&checked.at).cloned())
+                .flatten();
+            return Ok(Written::Refused(old));
         }
-        let answer = match (returning, &checked.after) {
-            (Returning::Nothing, _) | (_, None) => None,
-            (Returning::AllNew, Some(after)) => Some(after.clone()),
-            (Returning::UpdatedNew, Some(after)) => Some(updated_new(&write, after)),
+        let answer = match (returning, &checked.after, updated) {
+            (Returning::Nothing, _, _) | (_, None, _) => None,
+            (Returning::UpdatedNew, Some(after), Some(names)) => Some(
+                names
+                    .into_iter()
+                    .filter_map(|name| after.get(&name).map(|v| (name, v.clone())))
+                    .collect(),
+            ),
+            (_, Some(after), _) => Some(after.clone()),
         };
         Self::commit(&mut tables, vec![checked]);
         Ok(Written::Applied(answer))
@@ -321,7 +330,7 @@ impl ItemEngine for InMemoryStore {
     async fn transact(&self, writes: Vec<Write>) -> Result<bool, StoreError> {
         let mut tables = self.tables();
         let checked = writes
-            .iter()
+            .into_iter()
             .map(|w| check(&tables.items, w))
             .collect::<Result<Vec<_>, _>>()?;
         let mut keys: Vec<_> = checked.iter().map(|c| &c.at).collect();
@@ -335,13 +344,8 @@ impl ItemEngine for InMemoryStore {
         self.charge_call("TransactWriteItems");
         let holds = checked.iter().all(|c| c.holds);
         for c in &checked {
-            let c = Checked {
-                at: c.at.clone(),
-                before: c.before.clone(),
-                after: c.after.clone(),
-                holds,
-            };
-            self.charge_checked("TransactWriteItems", &c, Request::Transactional);
+            let request = Request::Transactional;
+            self.charge_checked("TransactWriteItems", &tables.items, c, holds, request);
         }
         if holds {
             Self::commit(&mut tables, checked);
@@ -365,17 +369,18 @@ impl ItemEngine for InMemoryStore {
         let index_name = index
             .and_then(|name| tables.indexes.named(name))
             .map(|i| i.def.index_name.as_str());
-        let refs: Vec<&Item> = read.iter().collect();
         self.charge_read(
             "Query",
             index_name,
-            &refs,
+            &read,
             index.is_none(),
             Request::Standard,
         );
+        // Only what the filter keeps is copied out.
         let items = read
             .into_iter()
             .filter(|item| eval::kept(&expr.filters, item))
+            .cloned()
             .collect();
         Ok(QueryPage { items, last_key })
     }
