@@ -253,6 +253,20 @@ fn print_cost(cost: &Costing) {
         println!("  {item:<28} {usd:>10.4}");
     }
     println!("  {:<28} {:>10.4}", "total", b.total);
+    let p = &cost.cost_detail.provisioned;
+    let provisioned = &cost.cost_per_million_runs_provisioned;
+    println!(
+        "provisioned instead: {:.2} WCU and {:.2} RCU over the table and its indexes \
+         (busiest second {:.1} WCU, {:.1} RCU; 300 s of burst, 70% target utilisation): \
+         DynamoDB writes {:.4}, reads {:.4}, total {:.4} per million runs",
+        p.wcu,
+        p.rcu,
+        p.peak_wcu_per_s,
+        p.peak_rcu_per_s,
+        provisioned.dynamodb_writes,
+        provisioned.dynamodb_reads,
+        provisioned.total
+    );
     println!(
         "fixed monthly cost (no runs): {:.2} USD",
         cost.monthly_fixed_usd.total_usd

@@ -184,11 +184,64 @@ pub struct RequestMeter {
     counts: Arc<Mutex<MeterSnapshot>>,
     /// Billed storage by item key (PK, SK).
     stored: Arc<Mutex<HashMap<(String, String), u64>>>,
+    /// Consumed capacity second by second, when a clock is attached ([`RequestMeter::timed_by`]).
+    timeline: Arc<Mutex<Option<Timeline>>>,
+}
+
+/// The current second as a number (Unix seconds, virtual or real).
+pub type SecondClock = Arc<dyn Fn() -> i64 + Send + Sync>;
+
+/// Units by target and by the second they were consumed in.
+struct Timeline {
+    clock: SecondClock,
+    seconds: BTreeMap<CapacityTarget, BTreeMap<i64, Units>>,
+}
+
+impl std::fmt::Debug for Timeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Timeline")
+            .field("targets", &self.seconds.len())
+            .finish()
+    }
 }
 
 impl RequestMeter {
     pub fn new() -> RequestMeter {
         RequestMeter::default()
+    }
+
+    /// From now on, also records each unit under the second `clock` says it is (the
+    /// simulator's virtual clock): what provisioned capacity is sized from.
+    pub fn timed_by(&self, clock: SecondClock) {
+        *self.timeline.lock().unwrap_or_else(PoisonError::into_inner) = Some(Timeline {
+            clock,
+            seconds: BTreeMap::new(),
+        });
+    }
+
+    /// The units recorded since [`RequestMeter::timed_by`], by target and second (empty when
+    /// no clock is attached).
+    pub fn units_by_second(&self) -> BTreeMap<CapacityTarget, BTreeMap<i64, Units>> {
+        self.timeline
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map(|t| t.seconds.clone())
+            .unwrap_or_default()
+    }
+
+    fn time(&self, target: &CapacityTarget, units: Units) {
+        let mut timeline = self.timeline.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(timeline) = timeline.as_mut() {
+            let second = (timeline.clock)();
+            timeline
+                .seconds
+                .entry(target.clone())
+                .or_default()
+                .entry(second)
+                .or_default()
+                .add(units);
+        }
     }
 
     pub fn snapshot(&self) -> MeterSnapshot {
@@ -260,8 +313,10 @@ impl RequestMeter {
         if total.read + total.write > 0.0 {
             usage.reported += 1;
         }
+        drop(counts);
         for (target, units) in parts {
-            counts.capacity.entry(target).or_default().add(units);
+            self.time(&target, units);
+            self.lock().capacity.entry(target).or_default().add(units);
         }
     }
 
@@ -282,7 +337,13 @@ impl RequestMeter {
         let usage = counts.usage.entry(key).or_default();
         usage.read_units += units.read;
         usage.write_units += units.write;
-        counts.capacity.entry(target).or_default().add(units);
+        counts
+            .capacity
+            .entry(target.clone())
+            .or_default()
+            .add(units);
+        drop(counts);
+        self.time(&target, units);
     }
 
     fn update(&self, operation: &str, f: impl FnOnce(&mut Usage)) {

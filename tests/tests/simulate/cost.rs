@@ -105,6 +105,8 @@ async fn a_small_simulation_reports_capacity_consistent_with_the_meter() {
         "log_bytes",
         "custom_metrics",
         "runs",
+        "peak_wcu_per_s",
+        "peak_rcu_per_s",
     ] {
         assert!(
             stats["capacity"].get(name).is_some(),
@@ -112,4 +114,43 @@ async fn a_small_simulation_reports_capacity_consistent_with_the_meter() {
         );
     }
     assert!(report.stats.cost.monthly_fixed_usd.total_usd > 0.0);
+
+    // Provisioned capacity, sized from the same units second by second: the profile holds
+    // every unit the meter recorded during the simulation (each target's mean over the
+    // stretch's seconds), each target is provisioned at least at its mean over the target
+    // utilisation and at most at its busiest second over it, and the provisioned bill swaps
+    // only DynamoDB's request charges.
+    let provisioned = &report.stats.cost.cost_detail.provisioned;
+    let seconds = report.stats.cost.cost_detail.hours * 3600.0 + 1.0;
+    let profiled: f64 = provisioned
+        .targets
+        .values()
+        .map(|p| p.mean_wcu_per_s * seconds)
+        .sum();
+    let all_writes = after.total().write_units
+        - before.total().write_units
+        - after.scope("create_schedule").write_units;
+    assert!(
+        (profiled - all_writes).abs() < 1e-3 * all_writes.max(1.0),
+        "{profiled} != {all_writes}"
+    );
+    for (target, p) in &provisioned.targets {
+        assert!(p.wcu + 1e-9 >= p.mean_wcu_per_s / 0.7, "{target}: {p:?}");
+        assert!(
+            p.wcu <= (p.peak_wcu_per_s / 0.7).max(0.01) + 0.01,
+            "{target}: {p:?}"
+        );
+    }
+    assert!(capacity.peak_wcu_per_s >= provisioned.targets["table"].peak_wcu_per_s);
+    let on_demand = &report.stats.cost.cost_per_million_runs;
+    let on_provisioned = &report.stats.cost.cost_per_million_runs_provisioned;
+    assert_eq!(on_provisioned.sqs, on_demand.sqs);
+    assert!(
+        (on_provisioned.total
+            - on_provisioned.dynamodb_writes
+            - on_provisioned.dynamodb_reads
+            - (on_demand.total - on_demand.dynamodb_writes - on_demand.dynamodb_reads))
+            .abs()
+            < 1e-9
+    );
 }

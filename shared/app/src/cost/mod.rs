@@ -4,6 +4,7 @@
 //! this prices.
 
 pub mod prices;
+pub mod provisioned;
 
 use serde::Serialize;
 
@@ -26,6 +27,10 @@ pub struct Capacity {
     pub custom_metrics: u64,
     /// Job runs executed.
     pub runs: u64,
+    /// The busiest simulated second's write units, table and indexes together.
+    pub peak_wcu_per_s: f64,
+    /// The busiest simulated second's read units, table and indexes together.
+    pub peak_rcu_per_s: f64,
 }
 
 /// Where the emulator's consumed capacity is known to differ from DynamoDB's, and what the
@@ -128,6 +133,30 @@ pub fn cost_per_million_runs(measured: &Measured, prices: &Prices) -> CostPerMil
     bill
 }
 
+/// `on_demand` with DynamoDB's request charges replaced by `plan`'s provisioned capacity held
+/// for `hours` (see [`provisioned`]): the bill per million runs of the same fleet on a
+/// provisioned table.
+pub fn provisioned_per_million_runs(
+    on_demand: &CostPerMillionRuns,
+    plan: &provisioned::Provisioned,
+    runs: u64,
+    hours: f64,
+    prices: &Prices,
+) -> CostPerMillionRuns {
+    if runs == 0 {
+        return CostPerMillionRuns::default();
+    }
+    let per_million = 1e6 / runs as f64;
+    let mut bill = on_demand.clone();
+    bill.dynamodb_writes =
+        plan.wcu * hours * prices.dynamodb_provisioned_wcu_hour.usd * per_million;
+    bill.dynamodb_reads = plan.rcu * hours * prices.dynamodb_provisioned_rcu_hour.usd * per_million;
+    bill.total = on_demand.total - on_demand.dynamodb_writes - on_demand.dynamodb_reads
+        + bill.dynamodb_writes
+        + bill.dynamodb_reads;
+    bill
+}
+
 /// What the deployment costs a month with no run at all: the ticker every minute per ticker
 /// schedule and the reconciler every 5 minutes (Scheduler, Lambda requests and compute),
 /// the event source's empty long polls on the lanes, and the template's alarms.
@@ -201,6 +230,7 @@ mod tests {
                 log_bytes: 2048,
                 custom_metrics: 10,
                 runs: 1,
+                ..Capacity::default()
             },
             stored_bytes_per_run: 4096.0,
             hours: 730.0,

@@ -17,6 +17,8 @@ pub const PRICES_AS_OF: &str = "2026-12-01";
 
 const DYNAMODB: &str =
     "https://aws.amazon.com/dynamodb/pricing/on-demand/ (us-east-1; on-demand halved 2024-11-01)";
+const DYNAMODB_PROVISIONED: &str =
+    "https://aws.amazon.com/dynamodb/pricing/provisioned/ (us-east-1, standard table class)";
 const SQS: &str = "https://aws.amazon.com/sqs/pricing/ (standard queues, us-east-1)";
 const LAMBDA: &str = "https://aws.amazon.com/lambda/pricing/ (us-east-1, arm64, first tier)";
 const CLOUDWATCH: &str =
@@ -30,6 +32,10 @@ pub struct Prices {
     pub dynamodb_write_request_unit: Price,
     pub dynamodb_read_request_unit: Price,
     pub dynamodb_storage: Price,
+    /// A write capacity unit provisioned for an hour (table or index).
+    pub dynamodb_provisioned_wcu_hour: Price,
+    /// A read capacity unit provisioned for an hour (table or index).
+    pub dynamodb_provisioned_rcu_hour: Price,
     pub sqs_request: Price,
     pub lambda_request: Price,
     pub lambda_gb_second: Price,
@@ -49,6 +55,8 @@ impl Prices {
             dynamodb_write_request_unit: price(0.625e-6, "write request unit", DYNAMODB),
             dynamodb_read_request_unit: price(0.125e-6, "read request unit", DYNAMODB),
             dynamodb_storage: price(0.25, "GB-month", DYNAMODB),
+            dynamodb_provisioned_wcu_hour: price(0.00065, "WCU-hour", DYNAMODB_PROVISIONED),
+            dynamodb_provisioned_rcu_hour: price(0.00013, "RCU-hour", DYNAMODB_PROVISIONED),
             sqs_request: price(0.40e-6, "request (64 KB chunk)", SQS),
             lambda_request: price(0.20e-6, "invocation", LAMBDA),
             lambda_gb_second: price(0.0000133334, "GB-second", LAMBDA),

@@ -180,6 +180,9 @@ impl Bill {
                 .unwrap_or_else(PoisonError::into_inner)
                 .len() as u64,
             runs,
+            // Set from the second-by-second profile (see `costing`).
+            peak_wcu_per_s: 0.0,
+            peak_rcu_per_s: 0.0,
         };
         (capacity, corrections)
     }

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use cronledger_aws::{MeterSnapshot, Units};
+use cronledger_aws::{CapacityTarget, MeterSnapshot, Units};
 use serde::Serialize;
 
 use super::bill::{Bill, FunctionUsage};
@@ -31,6 +31,8 @@ pub struct CostDetail {
     /// Simulated hours the figures cover.
     pub hours: f64,
     pub scheduler_invocations: u64,
+    /// What the fleet's second-by-second profile needs provisioned, by table and index.
+    pub provisioned: cost::provisioned::Provisioned,
 }
 
 /// Everything the report says about cost.
@@ -38,6 +40,8 @@ pub struct CostDetail {
 pub struct Costing {
     pub capacity: Capacity,
     pub cost_per_million_runs: CostPerMillionRuns,
+    /// The same bill on a provisioned table sized by `cost_detail.provisioned`.
+    pub cost_per_million_runs_provisioned: CostPerMillionRuns,
     pub prices: Option<Prices>,
     pub monthly_fixed_usd: MonthlyFixed,
     pub cost_detail: CostDetail,
@@ -74,11 +78,15 @@ pub fn costing(
     after: &MeterSnapshot,
     runs: u64,
     hours: f64,
+    profile: &Profile,
 ) -> Costing {
     let used = since(before, after);
     // Only SDK responses report capacity: a meter with none is the in-memory store's.
     let emulator = used.usage.values().any(|u| u.reported > 0);
-    let (capacity, corrections) = bill.capacity(&used, emulator, runs);
+    let (mut capacity, corrections) = bill.capacity(&used, emulator, runs);
+    let provisioned = cost::provisioned::provision(profile.dense());
+    capacity.peak_wcu_per_s = provisioned.peak_wcu_per_s;
+    capacity.peak_rcu_per_s = provisioned.peak_rcu_per_s;
     let stored_bytes_per_run = if runs == 0 {
         0.0
     } else {
@@ -110,8 +118,12 @@ pub fn costing(
         },
         &prices,
     );
+    let on_demand = cost::cost_per_million_runs(&measured, &prices);
+    let cost_per_million_runs_provisioned =
+        cost::provisioned_per_million_runs(&on_demand, &provisioned, runs, hours, &prices);
     Costing {
-        cost_per_million_runs: cost::cost_per_million_runs(&measured, &prices),
+        cost_per_million_runs: on_demand,
+        cost_per_million_runs_provisioned,
         capacity,
         prices: Some(prices),
         monthly_fixed_usd,
@@ -123,7 +135,37 @@ pub fn costing(
             stored_bytes_per_run,
             hours,
             scheduler_invocations,
+            provisioned,
         },
+    }
+}
+
+/// The units the meter recorded second by second, by target, over the simulated stretch.
+#[derive(Debug, Clone, Default)]
+pub struct Profile {
+    pub from: i64,
+    pub to: i64,
+    pub seconds: BTreeMap<CapacityTarget, BTreeMap<i64, Units>>,
+}
+
+impl Profile {
+    /// Each target's `(write, read)` units for every second of the stretch, idle ones
+    /// included (they refill the burst bucket).
+    fn dense(&self) -> BTreeMap<String, Vec<(f64, f64)>> {
+        let len = (self.to - self.from).max(0) as usize + 1;
+        self.seconds
+            .iter()
+            .map(|(target, by_second)| {
+                let mut profile = vec![(0.0, 0.0); len];
+                for (second, units) in by_second {
+                    let at = (second - self.from).clamp(0, len as i64 - 1) as usize;
+                    profile[at].0 += units.write;
+                    profile[at].1 += units.read;
+                }
+                let name = target.index.clone().unwrap_or_else(|| "table".into());
+                (name, profile)
+            })
+            .collect()
     }
 }
 

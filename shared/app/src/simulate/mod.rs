@@ -223,7 +223,8 @@ pub struct SimulationStats {
     /// Emulator calls by store or lane operation (empty without a meter).
     pub calls: BTreeMap<String, u64>,
     pub wall_ms: u64,
-    /// `capacity`, `cost_per_million_runs`, `prices`, `monthly_fixed_usd`, `cost_detail`.
+    /// `capacity`, `cost_per_million_runs`, `cost_per_million_runs_provisioned`, `prices`,
+    /// `monthly_fixed_usd`, `cost_detail`.
     #[serde(flatten)]
     pub cost: Costing,
 }
@@ -425,6 +426,11 @@ pub async fn simulate(
         cost: Costing::default(),
     };
     let calls_before = env.meter.as_ref().map(RequestMeter::snapshot);
+    if let Some(meter) = &env.meter {
+        // Units by virtual second, for the provisioned-capacity plan.
+        let clock = time.clock();
+        meter.timed_by(Arc::new(move || clock.now().timestamp()));
+    }
     let mut errors: Vec<String> = Vec::new();
     let mut tasks: JoinSet<()> = JoinSet::new();
     let bill = lanes.counters.bill.clone();
@@ -576,7 +582,12 @@ pub async fn simulate(
         stats.calls = calls_since(&before, &after);
         let runs = executions.values().map(|e| e.len() as u64).sum();
         let hours = (time.now() - config.from).num_seconds().max(0) as f64 / 3600.0;
-        stats.cost = costing::costing(&bill, &before, &after, runs, hours);
+        let profile = costing::Profile {
+            from: config.from.timestamp(),
+            to: time.now().timestamp(),
+            seconds: meter.units_by_second(),
+        };
+        stats.cost = costing::costing(&bill, &before, &after, runs, hours, &profile);
     }
     stats.levers = levers.pulled;
     // After the call count: the report's own reads are not the simulation's.
