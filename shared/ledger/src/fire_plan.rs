@@ -1,4 +1,4 @@
-//! The ticker's writes, planned once (see `dynamo::fire` for why they are two plain writes):
+//! The ticker's writes, planned once (see `subjects::fire` for why they are two plain writes):
 //! the run put where no item is, the schedule's `next_run_at` moved on, and the run taken
 //! back when an edit, a pause or an archive got between them. Both stores apply these
 //! [`Expr`]s: DynamoDB renders them, the memory store evaluates them on its items.

@@ -123,7 +123,7 @@ store_trait! {
     /// The ticker's write: the run (if absent), then the advanced `next_run_at` (if
     /// unchanged and the schedule still at the run's version). Two plain conditional writes,
     /// run first; a run whose schedule was edited, paused or archived between them is taken
-    /// back, so the outcome is as one transaction's (see `dynamo::fire`).
+    /// back, so the outcome is as one transaction's (see `crate::subjects::fire`).
     async fn fire(&self, fire: &Fire) -> Result<FireOutcome, StoreError>;
 
     /// Several fires, each for a different schedule (at most [`MAX_FIRES_PER_TRANSACTION`](crate::ledger::MAX_FIRES_PER_TRANSACTION)),
