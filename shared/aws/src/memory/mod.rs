@@ -1,13 +1,15 @@
-//! The ledger in process memory, with DynamoDB's conditional semantics: what `cronledger
-//! simulate` runs on by default (the emulator serves one request at a time, so a fleet's day
-//! would take hours), held to [`crate::dynamo::DynamoStore`] by one conformance suite that
-//! runs every store test against both.
+//! The ledger in process memory: an item table that answers the item engine's requests with
+//! DynamoDB's rules (`items.rs`), its global secondary indexes derived from the table
+//! definition (`index.rs`), each request charged by DynamoDB's published rules (`capacity`).
+//! What `cronledger simulate` runs on by default (the emulator serves one request at a time, so
+//! a fleet's day would take hours). Every store operation is written once over the engine
+//! (`cronledger_ledger::subjects`), so this store and [`crate::dynamo::DynamoStore`] send the
+//! same requests; the conformance suite and the differential test hold their answers equal.
 //!
-//! Every operation takes the one lock, checks its conditions and applies all its writes
-//! before releasing it: a transaction is all-or-nothing and every read is strongly
-//! consistent (reads DynamoDB serves eventually consistent may only be fresher here).
-//! Consumed capacity is charged by DynamoDB's published rules (see [`capacity`]), so the
-//! request meter means the same on both stores.
+//! Every request takes the one lock, checks its conditions and applies all its writes before
+//! releasing it: a transaction is all-or-nothing, and a table read is strongly consistent.
+//! Index reads are as fresh as the index: current, or trailing by an [`IndexLag`] as
+//! DynamoDB's global secondary indexes trail their table.
 
 mod capacity;
 mod index;
