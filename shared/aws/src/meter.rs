@@ -313,10 +313,10 @@ impl RequestMeter {
         if total.read + total.write > 0.0 {
             usage.reported += 1;
         }
-        drop(counts);
+        // The timeline has a lock of its own, only ever taken after this one.
         for (target, units) in parts {
             self.time(&target, units);
-            self.lock().capacity.entry(target).or_default().add(units);
+            counts.capacity.entry(target).or_default().add(units);
         }
     }
 
@@ -337,13 +337,8 @@ impl RequestMeter {
         let usage = counts.usage.entry(key).or_default();
         usage.read_units += units.read;
         usage.write_units += units.write;
-        counts
-            .capacity
-            .entry(target.clone())
-            .or_default()
-            .add(units);
-        drop(counts);
         self.time(&target, units);
+        counts.capacity.entry(target).or_default().add(units);
     }
 
     fn update(&self, operation: &str, f: impl FnOnce(&mut Usage)) {

@@ -273,3 +273,9 @@ pub fn n(value: impl ToString) -> Value {
 pub fn key(pk: String, sk: impl Into<String>) -> Item {
     HashMap::from([(PK.to_string(), s(pk)), (SK.to_string(), s(sk))])
 }
+
+/// The table key (PK, SK) of an item, an index entry or a key.
+pub fn table_key(item: &Item) -> Result<(String, String), StoreError> {
+    let r = ItemReader::new(item);
+    Ok((r.s(PK)?.to_string(), r.s(SK)?.to_string()))
+}

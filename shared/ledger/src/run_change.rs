@@ -375,12 +375,6 @@ impl RunChange {
         self.transition.event()
     }
 
-    /// The same change, conditioned on the run being `from` instead.
-    pub fn from(mut self, from: RunStatus) -> RunChange {
-        self.from = from;
-        self
-    }
-
     pub fn opens_epoch(&self) -> bool {
         self.transition.opens_epoch()
     }

@@ -37,13 +37,12 @@ pub fn serves(per_second: &[f64], provisioned: f64, burst_seconds: f64) -> bool 
 /// The least units a second that serve `per_second` (see [`serves`]), to a hundredth of a
 /// unit; 0 for an empty or idle profile.
 pub fn needed(per_second: &[f64], burst_seconds: f64) -> f64 {
-    let peak = per_second.iter().copied().fold(0.0_f64, f64::max);
+    let peak = peak(per_second);
     if peak <= 0.0 {
         return 0.0;
     }
     // The peak always serves; below the mean nothing can (the bucket drains on average).
-    let mean = per_second.iter().sum::<f64>() / per_second.len() as f64;
-    let (mut low, mut high) = (mean.max(0.0), peak);
+    let (mut low, mut high) = (mean(per_second).max(0.0), peak);
     if serves(per_second, low, burst_seconds) {
         return round_up(low);
     }
@@ -56,6 +55,18 @@ pub fn needed(per_second: &[f64], burst_seconds: f64) -> f64 {
         }
     }
     round_up(high)
+}
+
+fn peak(per_second: &[f64]) -> f64 {
+    per_second.iter().copied().fold(0.0_f64, f64::max)
+}
+
+fn mean(per_second: &[f64]) -> f64 {
+    if per_second.is_empty() {
+        0.0
+    } else {
+        per_second.iter().sum::<f64>() / per_second.len() as f64
+    }
 }
 
 fn round_up(units: f64) -> f64 {
@@ -110,21 +121,15 @@ pub fn provision(profiles: std::collections::BTreeMap<String, Vec<(f64, f64)>>) 
         }
         total.targets.insert(target, p);
     }
-    total.peak_wcu_per_s = together.iter().map(|(w, _)| *w).fold(0.0, f64::max);
-    total.peak_rcu_per_s = together.iter().map(|(_, r)| *r).fold(0.0, f64::max);
+    let writes: Vec<f64> = together.iter().map(|(w, _)| *w).collect();
+    let reads: Vec<f64> = together.iter().map(|(_, r)| *r).collect();
+    total.peak_wcu_per_s = peak(&writes);
+    total.peak_rcu_per_s = peak(&reads);
     total
 }
 
 /// The plan for `writes` and `reads`, units consumed in each second of the profile.
 pub fn plan(writes: &[f64], reads: &[f64]) -> Plan {
-    let peak = |s: &[f64]| s.iter().copied().fold(0.0_f64, f64::max);
-    let mean = |s: &[f64]| {
-        if s.is_empty() {
-            0.0
-        } else {
-            s.iter().sum::<f64>() / s.len() as f64
-        }
-    };
     let provision =
         |s: &[f64]| round_up(needed(s, BURST_SECONDS).max(mean(s) / TARGET_UTILIZATION));
     Plan {

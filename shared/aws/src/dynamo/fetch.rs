@@ -11,18 +11,12 @@ use aws_sdk_dynamodb::types::{KeysAndAttributes, ReturnConsumedCapacity};
 use super::values::{item_from_sdk, item_to_sdk, items_from_sdk};
 use super::DynamoStore;
 use crate::error::StoreError;
-use crate::item::{key, Item, ItemReader};
-use crate::keys::{PK, SK};
+use crate::item::{key, table_key, Item};
 
 /// Keys DynamoDB takes in one `BatchGetItem`.
 pub(crate) const BATCH_GET_KEYS: usize = 100;
 /// Requests for the keys DynamoDB left unprocessed (throttling) before giving up.
 const UNPROCESSED_TRIES: u32 = 8;
-
-fn table_key(entry: &Item) -> Result<(String, String), StoreError> {
-    let r = ItemReader::new(entry);
-    Ok((r.s(PK)?.to_string(), r.s(SK)?.to_string()))
-}
 
 impl DynamoStore {
     /// The table's items for `entries` (index entries or anything with the table's keys), in

@@ -93,13 +93,17 @@ impl Index {
     /// `item`'s entry in this index, if it has the index's keys.
     fn entry(&self, item: &Item) -> Option<(EntryKey, Item)> {
         let entry = projected(self.def, item)?;
-        let key = (
-            text(&entry, self.hash),
-            self.range.map(|r| text(&entry, r)).unwrap_or_default(),
-            text(&entry, PK),
-            text(&entry, SK),
-        );
-        Some((key, entry))
+        Some((self.entry_key(&entry), entry))
+    }
+
+    /// Where an entry (or a page's last key) sorts in this index.
+    pub fn entry_key(&self, entry: &Item) -> EntryKey {
+        (
+            text(entry, self.hash),
+            self.range.map(|r| text(entry, r)).unwrap_or_default(),
+            text(entry, PK),
+            text(entry, SK),
+        )
     }
 
     /// The attributes a page's last key holds: the table's keys and the index's.

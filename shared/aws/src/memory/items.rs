@@ -13,7 +13,7 @@ use super::{InMemoryStore, Tables};
 use crate::engine::{ItemEngine, QueryPage, Returning, Write, Written};
 use crate::error::StoreError;
 use crate::expr::{eval, Comparison, Cond, Expr, Update};
-use crate::item::{Item, ItemReader, Value};
+use crate::item::{table_key, Item, Value};
 use crate::keys::{PK, SK};
 
 /// Items by (PK, SK).
@@ -21,11 +21,6 @@ pub(crate) type ItemTable = BTreeMap<(String, String), Item>;
 
 /// Items a Query page reads at most (the store asks for no more).
 const QUERY_PAGE: u32 = 1000;
-
-fn key_of(item: &Item) -> Result<(String, String), StoreError> {
-    let r = ItemReader::new(item);
-    Ok((r.s(PK)?.to_string(), r.s(SK)?.to_string()))
-}
 
 /// One write checked against the table: where, whether its condition held, and the item it
 /// leaves there when it does (`None`: deleted). The item before stays in the table until
@@ -38,9 +33,9 @@ struct Checked {
 
 fn check(items: &ItemTable, write: Write) -> Result<Checked, StoreError> {
     let (at, cond) = match &write {
-        Write::Put { item, cond } => (key_of(item)?, cond),
-        Write::Update { key, expr } => (key_of(key)?, expr),
-        Write::Delete { key, cond } => (key_of(key)?, cond),
+        Write::Put { item, cond } => (table_key(item)?, cond),
+        Write::Update { key, expr } => (table_key(key)?, expr),
+        Write::Delete { key, cond } => (table_key(key)?, cond),
     };
     let before = items.get(&at);
     let holds = eval::all_hold(&cond.conditions, before);
@@ -199,7 +194,7 @@ impl InMemoryStore {
                     Excluded(sk) => Excluded((pk.clone(), sk)),
                     Unbounded => Excluded((after(&pk), String::new())),
                 };
-                let start = start.map(key_of).transpose()?;
+                let start = start.map(table_key).transpose()?;
                 let range = tables.items.range((low, high));
                 let read = page(range, start, forward, conditions, limit);
                 (read, vec![PK, SK])
@@ -223,7 +218,7 @@ impl InMemoryStore {
                     Excluded(sk) => Excluded((part.clone(), sk, empty(), empty())),
                     Unbounded => Excluded((after(&part), empty(), empty(), empty())),
                 };
-                let start = start.map(|s| entry_key(s, index.hash, index.range));
+                let start = start.map(|s| index.entry_key(s));
                 let range = index.entries.range((low, high));
                 let read = page(range, start, forward, conditions, limit);
                 (read, index.key_attributes())
@@ -263,21 +258,6 @@ fn page<'a, K: Ord + 'a>(
         .collect()
 }
 
-fn entry_key(item: &Item, hash: &str, range: Option<&str>) -> EntryKey {
-    let text = |a: &str| {
-        item.get(a)
-            .and_then(|v| v.as_s().ok())
-            .cloned()
-            .unwrap_or_default()
-    };
-    (
-        text(hash),
-        range.map(text).unwrap_or_default(),
-        text(PK),
-        text(SK),
-    )
-}
-
 #[async_trait]
 impl ItemEngine for InMemoryStore {
     fn shards(&self) -> u32 {
@@ -285,7 +265,7 @@ impl ItemEngine for InMemoryStore {
     }
 
     async fn get_item(&self, key: Item) -> Result<Option<Item>, StoreError> {
-        let at = key_of(&key)?;
+        let at = table_key(&key)?;
         let tables = self.tables();
         self.charge_call("GetItem");
         let found = tables.items.get(&at).cloned();
@@ -388,7 +368,10 @@ impl ItemEngine for InMemoryStore {
     /// `BatchGetItem`s of up to 100 keys, eventually consistent, as the DynamoDB store
     /// sends them.
     async fn fetch_items(&self, entries: &[Item]) -> Result<Vec<Item>, StoreError> {
-        let keys = entries.iter().map(key_of).collect::<Result<Vec<_>, _>>()?;
+        let keys = entries
+            .iter()
+            .map(table_key)
+            .collect::<Result<Vec<_>, _>>()?;
         let tables = self.tables();
         let mut found = Vec::with_capacity(keys.len());
         for chunk in keys.chunks(crate::dynamo::BATCH_GET_KEYS) {
