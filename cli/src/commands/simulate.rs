@@ -245,8 +245,6 @@ fn print_cost(cost: &Costing) {
         ("Lambda compute (arm64)", b.lambda_compute),
         ("Logs ingestion", b.logs_ingestion),
         ("Logs storage", b.logs_storage),
-        ("Custom metrics", b.custom_metrics),
-        ("EventBridge Scheduler", b.scheduler),
     ];
     println!("cost per million runs (USD, us-east-1 on-demand prices):");
     for (item, usd) in items {
@@ -267,8 +265,16 @@ fn print_cost(cost: &Costing) {
         provisioned.dynamodb_reads,
         provisioned.total
     );
+    let fixed = &cost.monthly_fixed_usd;
     println!(
-        "fixed monthly cost (no runs): {:.2} USD",
-        cost.monthly_fixed_usd.total_usd
+        "fixed monthly cost (whatever runs): {:.2} USD (EventBridge Scheduler {:.2}, idle ticks \
+         and passes {:.2}, idle lane polls {:.2}, alarms {:.2}, {} custom metrics {:.2})",
+        fixed.total_usd,
+        fixed.scheduler_usd,
+        fixed.lambda_usd,
+        fixed.sqs_polling_usd,
+        fixed.alarms_usd,
+        c.custom_metrics,
+        fixed.custom_metrics_usd
     );
 }

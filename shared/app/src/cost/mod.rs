@@ -74,8 +74,6 @@ pub struct CostPerMillionRuns {
     pub logs_ingestion: f64,
     /// Ingested logs kept for the template's default `LogRetentionDays`.
     pub logs_storage: f64,
-    pub custom_metrics: f64,
-    pub scheduler: f64,
     pub total: f64,
 }
 
@@ -84,11 +82,14 @@ pub const STORAGE_DAYS: f64 = 30.0;
 /// The template's default `LogRetentionDays`.
 pub const LOG_RETENTION_DAYS: f64 = 30.0;
 const GB: f64 = 1024.0 * 1024.0 * 1024.0;
-const HOURS_PER_MONTH: f64 = 730.0;
 const DAYS_PER_MONTH: f64 = 30.0;
 const MINUTES_PER_MONTH: f64 = 43_200.0;
 
-/// Prices `measured` per million runs (all zero when nothing ran).
+/// Prices `measured` per million runs (all zero when nothing ran): what grows with the work.
+/// Custom metrics and the Scheduler's invocations do not (a bounded set of metric names, a
+/// ticker every minute and a reconciler every 5 minutes whatever is due): they are in
+/// [`monthly_fixed`], not spread over the runs, where they would make a small or sparse
+/// fleet look expensive per run and the Scheduler would be counted twice.
 pub fn cost_per_million_runs(measured: &Measured, prices: &Prices) -> CostPerMillionRuns {
     let c = &measured.capacity;
     if c.runs == 0 {
@@ -111,13 +112,6 @@ pub fn cost_per_million_runs(measured: &Measured, prices: &Prices) -> CostPerMil
             * prices.logs_storage.usd
             * (LOG_RETENTION_DAYS / DAYS_PER_MONTH)
             * per_million,
-        custom_metrics: c.custom_metrics as f64
-            * prices.custom_metric.usd
-            * (measured.hours / HOURS_PER_MONTH)
-            * per_million,
-        scheduler: measured.scheduler_invocations as f64
-            * prices.scheduler_invocation.usd
-            * per_million,
         total: 0.0,
     };
     bill.total = bill.dynamodb_writes
@@ -127,9 +121,7 @@ pub fn cost_per_million_runs(measured: &Measured, prices: &Prices) -> CostPerMil
         + bill.lambda_requests
         + bill.lambda_compute
         + bill.logs_ingestion
-        + bill.logs_storage
-        + bill.custom_metrics
-        + bill.scheduler;
+        + bill.logs_storage;
     bill
 }
 
@@ -166,6 +158,9 @@ pub struct MonthlyFixed {
     pub lambda_usd: f64,
     pub sqs_polling_usd: f64,
     pub alarms_usd: f64,
+    /// The custom metrics the functions publish (a fixed set of names and dimensions, each
+    /// billed per metric-month once it is published at all).
+    pub custom_metrics_usd: f64,
     pub total_usd: f64,
 }
 
@@ -180,6 +175,8 @@ pub struct Deployment {
     /// Queues an SQS event source polls (the lanes; DLQs are not polled).
     pub polled_queues: u32,
     pub alarms: u32,
+    /// Distinct custom metrics published.
+    pub custom_metrics: u64,
 }
 
 /// Lambda's SQS event source keeps 5 pollers per queue long-polling (20 s) while the queue
@@ -203,10 +200,14 @@ pub fn monthly_fixed(d: &Deployment, prices: &Prices) -> MonthlyFixed {
             + gb_seconds * prices.lambda_gb_second.usd,
         sqs_polling_usd: receives * prices.sqs_request.usd,
         alarms_usd: d.alarms as f64 * prices.alarm.usd,
+        custom_metrics_usd: d.custom_metrics as f64 * prices.custom_metric.usd,
         total_usd: 0.0,
     };
-    fixed.total_usd =
-        fixed.scheduler_usd + fixed.lambda_usd + fixed.sqs_polling_usd + fixed.alarms_usd;
+    fixed.total_usd = fixed.scheduler_usd
+        + fixed.lambda_usd
+        + fixed.sqs_polling_usd
+        + fixed.alarms_usd
+        + fixed.custom_metrics_usd;
     fixed
 }
 
@@ -248,11 +249,6 @@ mod tests {
         assert!(close(bill.dynamodb_storage, 4096.0 / GB * 0.25 * 1e6));
         assert!(close(bill.logs_ingestion, 2048.0 / GB * 0.5 * 1e6));
         assert!(close(bill.logs_storage, 2048.0 / GB * 0.03 * 1e6));
-        assert!(
-            close(bill.custom_metrics, 10.0 * 0.30 * 1e6),
-            "a month of 10 metrics per run"
-        );
-        assert!(close(bill.scheduler, 2.0));
         let sum = bill.dynamodb_writes
             + bill.dynamodb_reads
             + bill.dynamodb_storage
@@ -260,9 +256,7 @@ mod tests {
             + bill.lambda_requests
             + bill.lambda_compute
             + bill.logs_ingestion
-            + bill.logs_storage
-            + bill.custom_metrics
-            + bill.scheduler;
+            + bill.logs_storage;
         assert!(close(bill.total, sum));
     }
 
@@ -280,7 +274,6 @@ mod tests {
         };
         let bill = cost_per_million_runs(&one, &Prices::us_east_1());
         assert!(close(bill.dynamodb_writes, 0.625), "1 WRU per run");
-        assert!(close(bill.custom_metrics, 4.0 * 0.30 / 730.0 / 10.0 * 1e6));
         let none = Measured::default();
         assert_eq!(
             cost_per_million_runs(&none, &Prices::us_east_1()),
@@ -297,6 +290,7 @@ mod tests {
                 reconciler_gb_seconds: 0.0,
                 polled_queues: 5,
                 alarms: 14,
+                custom_metrics: 45,
             },
             &Prices::us_east_1(),
         );
@@ -306,9 +300,14 @@ mod tests {
         // 5 queues × 5 pollers × 3 a minute × 43,200 minutes.
         assert!(close(fixed.sqs_polling_usd, 3_240_000.0 * 0.4e-6));
         assert!(close(fixed.alarms_usd, 1.4));
+        assert!(close(fixed.custom_metrics_usd, 45.0 * 0.30));
         assert!(close(
             fixed.total_usd,
-            fixed.scheduler_usd + fixed.lambda_usd + fixed.sqs_polling_usd + fixed.alarms_usd
+            fixed.scheduler_usd
+                + fixed.lambda_usd
+                + fixed.sqs_polling_usd
+                + fixed.alarms_usd
+                + fixed.custom_metrics_usd
         ));
     }
 }

@@ -96,6 +96,23 @@ fn watermark_due(watermark: DateTime<Utc>, through: DateTime<Utc>, runs_read: us
     through - watermark >= WATERMARK_LAG || runs_read >= WATERMARK_RUNS
 }
 
+/// Whether a pass has nothing to judge for the schedule: no window of its current expression
+/// fell in (watermark, `horizon`], no earlier expression has windows left to judge, and no
+/// ticker position needs fencing. Then the pass reads none of its runs and writes nothing;
+/// the watermark stays where it is until a window falls due (a sparse fleet's passes then
+/// cost what is due, not the fleet's size).
+fn nothing_fell_due(stored: &StoredSchedule, schedule: &Schedule, horizon: DateTime<Utc>) -> bool {
+    let window_due = schedule
+        .timing()
+        .next_after(stored.reconciled_through)
+        .is_some_and(|window| window <= horizon);
+    let fence_due = stored.state == ScheduleState::Active
+        && stored
+            .next_run_at
+            .is_some_and(|next| next <= schedule.fire_time(horizon));
+    !window_due && !fence_due && stored.past_timings_ahead().next().is_none()
+}
+
 /// What writing one plan learned.
 #[derive(Default)]
 struct Written {
@@ -163,6 +180,10 @@ impl Reconciler {
         // A jittered window is judged from its fire time (the planner does the same).
         let horizon = schedule.nominal_now(now) - hold_back.as_delta();
         if horizon <= stored.reconciled_through {
+            return Ok(Vec::new());
+        }
+        if nothing_fell_due(&stored, &schedule, horizon) {
+            report.schedules_idle += 1;
             return Ok(Vec::new());
         }
         let stored = self.fence(stored, &schedule, horizon, report).await?;

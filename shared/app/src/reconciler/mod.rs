@@ -145,6 +145,9 @@ pub struct ReconcileReport {
     /// Watermarks left where they were: nothing to write, and not far behind (see
     /// `missed::watermark_due`).
     pub watermarks_deferred: u32,
+    /// Schedules with no window due for judgement since their watermark: none of their runs
+    /// read, nothing written.
+    pub schedules_idle: u32,
     /// Schedules whose `next_run_at` was moved past the judged windows, so no lagging
     /// ticker can fire them after they were judged.
     pub fenced: u32,
@@ -192,6 +195,7 @@ impl ReconcileReport {
         self.watermarks_advanced += o.watermarks_advanced;
         self.watermark_races += o.watermark_races;
         self.watermarks_deferred += o.watermarks_deferred;
+        self.schedules_idle += o.schedules_idle;
         self.fenced += o.fenced;
         self.released += o.released;
         self.backfills_proposed.extend(o.backfills_proposed);

@@ -33,6 +33,33 @@ pub struct CostDetail {
     pub scheduler_invocations: u64,
     /// What the fleet's second-by-second profile needs provisioned, by table and index.
     pub provisioned: cost::provisioned::Provisioned,
+    /// DynamoDB units and calls per run, by the store operation that made them: where a
+    /// run's write units go.
+    pub per_run_by_operation: BTreeMap<String, OperationShare>,
+}
+
+/// One store operation's share of a run's DynamoDB bill.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct OperationShare {
+    pub calls: f64,
+    pub wru: f64,
+    pub rru: f64,
+}
+
+/// [`OperationShare`]s of the DynamoDB usage in `used`, per run.
+fn per_run_by_operation(used: &MeterSnapshot, runs: u64) -> BTreeMap<String, OperationShare> {
+    let runs = runs.max(1) as f64;
+    let mut out: BTreeMap<String, OperationShare> = BTreeMap::new();
+    for ((scope, operation), usage) in &used.usage {
+        if !operation.starts_with("DynamoDB.") {
+            continue;
+        }
+        let share = out.entry(scope.clone()).or_default();
+        share.calls += usage.calls as f64 / runs;
+        share.wru += usage.write_units / runs;
+        share.rru += usage.read_units / runs;
+    }
+    out
 }
 
 /// Everything the report says about cost.
@@ -115,6 +142,7 @@ pub fn costing(
             reconciler_gb_seconds: gb_seconds_each("reconciler"),
             polled_queues: POLLED_LANES,
             alarms: TEMPLATE_ALARMS,
+            custom_metrics: capacity.custom_metrics,
         },
         &prices,
     );
@@ -136,6 +164,7 @@ pub fn costing(
             hours,
             scheduler_invocations,
             provisioned,
+            per_run_by_operation: per_run_by_operation(&used, runs),
         },
     }
 }
