@@ -193,12 +193,28 @@ async fn functions_from_tick_and_api_to_webhook_ledger_and_dlq() {
             .expect("the schedule is stored");
         let next = stored.next_run_at.expect("a next run");
         assert_eq!(next, hour + TimeDelta::hours(1), "{id}");
+        // The schedule and its shard's catalog copy (what the ticker reads) both say so.
         let moved = stack
             .ledger
             .ledger
             .advance_next_run(id, next, Some(hour))
             .await
             .expect("next run moved");
+        let backdated = cronledger_aws::ledger::StoredSchedule {
+            next_run_at: Some(hour),
+            ..stored
+        };
+        let copy = cronledger_aws::fire_mark::encode_catalog_entry(&backdated).expect("copy");
+        use cronledger_aws::engine::ItemEngine;
+        use cronledger_aws::layer::Layer;
+        let written = stack
+            .ledger
+            .ledger
+            .inner()
+            .put_if(copy, &cronledger_aws::expr::Expr::new())
+            .await
+            .expect("catalog copy");
+        assert!(written);
         assert!(moved, "{id}: next run not moved");
     }
 

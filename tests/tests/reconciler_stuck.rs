@@ -7,7 +7,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use cronledger_app::alerting::Alerter;
-use cronledger_app::faults::CrashPoint;
 use cronledger_aws::lanes::LaneSettings;
 use cronledger_aws::ledger::RunChange;
 use cronledger_aws::notify::{MemoryNotifier, Tee};
@@ -15,7 +14,7 @@ use cronledger_aws::ReleaseStateStore;
 use cronledger_aws::SnsNotifier;
 use cronledger_core::alerts::{Alert, AlertKind};
 use cronledger_core::{Lane, Reason, RunEvent, RunKey, RunStatus, Schedule};
-use cronledger_tests::app::{AppEnv, CrashAt, LaneCall};
+use cronledger_tests::app::{AppEnv, LaneCall};
 use cronledger_tests::reconcile::{
     assert_every_window_once, reconcile, reconciler, reconciler_config, FakeSignals,
 };
@@ -42,17 +41,13 @@ async fn every_stuck_run_is_resolved_by_its_rule_and_nothing_else() {
         env.create(spec_with(id, "0 * * * *", fields), created)
             .await;
     }
-    // The ticker dies after every run write: seven PENDING runs, no messages.
-    let crashing = env
-        .ticker()
-        .with_faults(CrashAt::new(CrashPoint::AfterRunWrite, 100));
-    let tick = crashing
-        .tick(&cronledger_app::ticker::TickEvent {
-            time: ten,
-            shards: None,
-        })
-        .await;
-    assert_eq!((tick.created, tick.sent), (7, 0));
+    // Seven live runs written and never sent (PENDING, no message; a path that sends after
+    // writing died in between): the rules' common start.
+    for (id, _, _) in cases {
+        let spec = env.store.get_schedule(id).await.expect("schedule").spec;
+        let run = cronledger_tests::scheduled_run(&spec, ten, ten, "ticker");
+        env.store.create_run(&run).await.expect("run");
+    }
     let key = |id: &str| RunKey::expected(id, ten);
     let apply = |id: &'static str, change: RunChange| {
         let store = env.store.clone();
@@ -443,6 +438,41 @@ async fn queued_runs_are_not_resent_while_the_lane_has_not_reached_them() {
         moved_on.stuck
     );
     assert_eq!(env.queue.sends()[sent..], [key]);
+}
+
+/// The ticker writes a run QUEUED ahead of its fire time: a successor whose message is not
+/// due yet says nothing about the lane, and a lost message is sent again however busy the
+/// lane looks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_successor_written_ahead_of_its_fire_time_does_not_hold_back_a_lost_message() {
+    let ten = t("2026-03-08T10:00:00Z");
+    let env = AppEnv::new(LaneSettings::default(), ten).await;
+    env.create(
+        spec_with("hourly", "0 * * * *", json!({"overlap": "ALLOW"})),
+        t("2026-03-08T09:59:00Z"),
+    )
+    .await;
+    assert_eq!(env.tick(ten).await.sent, 1);
+    // 11:00 is written and sent within the 10:59 tick's lookahead, due at 11:00.
+    assert_eq!(env.tick(t("2026-03-08T10:59:00Z")).await.sent, 1);
+    let ahead = env
+        .run(&RunKey::expected("hourly", t("2026-03-08T11:00:00Z")))
+        .await;
+    assert_eq!((ahead.status, ahead.attempts), (RunStatus::Queued, 0));
+    let signals = Arc::new(FakeSignals::default());
+    signals.backlog.store(40, Ordering::SeqCst);
+    let r = reconciler(&env, signals, reconciler_config());
+    let sent = env.queue.sends().len();
+
+    // 10:00's message was lost an hour ago; 11:00's is not due: 10:00 is sent again.
+    let pass = reconcile(&r, t("2026-03-08T10:59:10Z")).await;
+    assert_eq!(
+        (pass.stuck.queued_resent, pass.stuck.resend_deferred),
+        (1, 0),
+        "{:?}",
+        pass.stuck
+    );
+    assert_eq!(env.queue.sends()[sent..], [RunKey::expected("hourly", ten)]);
 }
 
 /// A shard's active index sorts by status: QUEUED entries come before RUNNING ones, so a

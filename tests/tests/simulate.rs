@@ -176,9 +176,8 @@ async fn six_hour_outage_accounts_for_every_window_once() {
     // it as the planner judges a missed window of that age (see `first_windows_late`).
     // The first pass after the outage (08:00, horizon 07:58) plans the windows in between.
     //
-    // SKIP: 02:00 SKIPPED (GRACE_EXPIRED), 02:05..07:55 (71 = inside) SKIPPED (MISSED). The
-    // ticker, 71 windows behind, moves past at most 10 per tick, so 08:00 is only fired at
-    // 08:01 (inside its grace): nothing overlaps it.
+    // SKIP: 02:00 SKIPPED (GRACE_EXPIRED), 02:05..07:55 (71 = inside) SKIPPED (MISSED); 08:00
+    // is fired by the 08:00 tick, nothing overlaps it.
     assert_eq!(counts(&report, "every-5-skip"), [90, 18, 0, 72, 0, 0, 0]);
     assert_eq!(inside(&report, 5), 71);
     // RUN_ONCE, side effects, a 5h50m gap (1h-24h tier): the latest missed window (07:50)
@@ -236,13 +235,15 @@ async fn six_hour_outage_accounts_for_every_window_once() {
     // MANUAL: 02:00 (late) and 02:15..07:45 (23 = inside) await an operator.
     assert_eq!(counts(&report, "quarter-manual"), [30, 6, 0, 0, 0, 24, 0]);
     assert_eq!(inside(&report, 15), 23);
-    // SKIP, minutely: 02:00 SKIPPED (GRACE_EXPIRED), 02:01..07:58 (358) SKIPPED (MISSED) by
-    // the 08:00 pass, whose fence moves next_run_at to 07:59; the 08:01 tick fires 07:59
-    // (inside its grace), and 08:00 and 08:01, due behind it while it is only QUEUED (not
-    // running), run too: SKIP_NEW skips nothing behind a waiting run (issue 17).
+    // SKIP, minutely: 02:00 SKIPPED (GRACE_EXPIRED), 02:01..07:57 (357) SKIPPED (MISSED) by
+    // the 08:00 pass; the 08:00 tick fires the windows inside their grace from its shard's
+    // mark, 07:58 (exactly 2 minutes late) through 08:01, and those due behind a run that is
+    // only QUEUED (not running) run too: SKIP_NEW skips nothing behind a waiting run (issue
+    // 17). (The ticker used to walk each schedule's windows 10 at a time from its
+    // `next_run_at`, so 07:58 was still behind it when the pass judged it.)
     assert_eq!(
         counts(&report, "minutely-flaky"),
-        [450, 91, 0, 359, 0, 0, 0]
+        [450, 92, 0, 358, 0, 0, 0]
     );
     // The 02:00 windows, fired before the outage and delivered after it.
     assert_eq!(

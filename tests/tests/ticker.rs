@@ -1,5 +1,5 @@
-//! The ticker against the emulator: racing tickers fire each window once, and a ticker that
-//! dies between its writes leaves a state nothing loses.
+//! The ticker against the emulator: racing tickers fire each window once and send it once,
+//! and a ticker that dies between its writes leaves a state nothing loses.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -22,14 +22,13 @@ const TICKERS: usize = 8;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn eight_tickers_on_the_same_minute_fire_each_window_exactly_once() {
-    // The windows are due: each is fired in a transaction of its own.
+    // The windows are due: each is checked against its schedule's running work.
     race_for_the_hour(t("2026-03-01T10:00:00Z")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn eight_tickers_batching_windows_in_their_lookahead_fire_each_window_exactly_once() {
-    // The windows are 30 s ahead: fired 50 schedules to a transaction, and a refused batch
-    // falls back to one by one.
+    // The windows are 30 s ahead: sent with an SQS delay to their second.
     race_for_the_hour(t("2026-03-01T09:59:30Z")).await;
 }
 
@@ -85,8 +84,11 @@ async fn race_for_the_hour(tick_at: chrono::DateTime<chrono::Utc>) {
             "every due schedule a ticker saw it either fired or lost: {r:?}"
         );
         assert_eq!((r.unsent, r.left_for_reconciler), (0, 0), "{r:?}");
-        assert_eq!(r.sent, r.created);
     }
+    // Whoever moved the shard's mark over the window sent it: the ticker that wrote it, or
+    // the one that found it written and never started (its writer lost the move).
+    let sends: u32 = reports.iter().map(|r| r.sent + r.redispatched).sum();
+    assert_eq!(sends as usize, SCHEDULES, "{reports:?}");
     let created: u32 = reports.iter().map(|r| r.created).sum();
     let lost: u32 = reports.iter().map(|r| r.lost_race).sum();
     let seen: u32 = reports.iter().map(|r| r.due_schedules).sum();
@@ -99,17 +101,21 @@ async fn race_for_the_hour(tick_at: chrono::DateTime<chrono::Utc>) {
         reports.iter().map(|r| r.lost_race).collect::<Vec<_>>()
     );
 
-    // One message per window, and each schedule moved on exactly once, with one run.
+    // One message per window, one run per schedule, and no schedule item written by a fire.
     let sent = env.queue.sends();
     let distinct: BTreeSet<&RunKey> = sent.iter().collect();
     assert_eq!((sent.len(), distinct.len()), (SCHEDULES, SCHEDULES));
-    let next_hour = minute + Delta::hours(1);
+    for shard in 0..SHARDS {
+        let mark = env.store.fire_mark(shard).await.expect("mark");
+        assert_eq!(mark.fired_through, Some(tick_at + Delta::seconds(60)));
+        assert_eq!(mark.sent_through, mark.fired_through, "shard {shard}");
+    }
     stream::iter(&ids)
         .for_each_concurrent(16, |id| {
             let store = env.store.clone();
             async move {
                 let schedule = store.get_schedule(id).await.expect("get schedule");
-                assert_eq!(schedule.next_run_at, Some(next_hour), "{id}");
+                assert_eq!(schedule.version, 1, "{id}");
                 let runs = store
                     .run_history(id, 10, None)
                     .await
@@ -119,7 +125,6 @@ async fn race_for_the_hour(tick_at: chrono::DateTime<chrono::Utc>) {
                 assert_eq!(runs[0].key, RunKey::expected(id.as_str(), minute));
                 assert_eq!(runs[0].status, RunStatus::Queued, "{id}");
                 assert_eq!(runs[0].attempts, 0);
-                assert!(runs[0].job_id.is_some());
             }
         })
         .await;
@@ -143,57 +148,42 @@ async fn a_crash_between_the_run_write_and_the_send_is_recovered_by_the_next_tic
         shards: None,
     };
     let report = ticker.tick(&event).await;
-    assert_eq!((report.created, report.sent, report.unsent), (1, 0, 1));
+    assert_eq!((report.created, report.sent), (1, 0));
 
-    // The run is written, PENDING, with no message anywhere; the schedule moved on.
+    // The run is written QUEUED, with no message anywhere; the shard's mark moved over it
+    // but `sent_through` stayed behind.
     let key = RunKey::expected(id, minute);
     let run = env.run(&key).await;
-    assert_eq!(
-        (run.status, run.job_id.as_deref()),
-        (RunStatus::Pending, None)
-    );
+    assert_eq!((run.status, run.attempts), (RunStatus::Queued, 0));
     assert!(env.queue.sends().is_empty());
     assert!(env
         .receive(Lane::Normal, false, 1, Duration::from_secs(1))
         .await
         .is_empty());
-    let schedule = env.store.get_schedule(id).await.expect("schedule");
-    assert_eq!(schedule.next_run_at, Some(minute + Delta::hours(1)));
-    // The same event again (EventBridge retries) does not fire the window again.
+    let shard = shard_of(id, SHARDS);
+    let mark = env.store.fire_mark(shard).await.expect("mark");
+    assert!(mark.sent_through < mark.fired_through, "{mark:?}");
+
+    // The same event again (EventBridge retries the failed tick) writes nothing twice and
+    // sends nothing yet: a run sent with a delay may simply not be due. The next tick finds
+    // it never started 30 s past its fire time and sends it, `sent_through` follows, and a
+    // racing ticker on that minute finds nothing left to send.
     let again = env.ticker().tick(&event).await;
-    assert_eq!((again.due_schedules, again.created), (0, 0));
-
-    // The reconciler's view: PENDING runs of the shard, found through the active index.
-    let pending = env
-        .store
-        .active_runs(shard_of(id, SHARDS), Some(RunStatus::Pending), 100, None)
-        .await
-        .expect("active runs");
-    assert_eq!(
-        pending.items.iter().map(|r| &r.key).collect::<Vec<_>>(),
-        [&key]
-    );
-
-    // The next tick finds it PENDING past its send deadline and sends it (once, however
-    // many tickers look), so it starts within its 2-minute grace rather than at the
-    // reconciler's 5-minute stuck-run pass.
+    assert_eq!((again.created, again.redispatched), (0, 0), "{again:?}");
     let next = minute + Delta::minutes(1);
-    let tick = env
-        .ticker()
-        .tick(&TickEvent {
-            time: next,
-            shards: None,
-        })
-        .await;
-    assert_eq!(tick.redispatched, 1, "{tick:?}");
-    let racing = env
-        .ticker()
-        .tick(&TickEvent {
-            time: next,
-            shards: None,
-        })
-        .await;
-    assert_eq!(racing.redispatched, 0, "claimed once: {racing:?}");
+    let next_event = TickEvent {
+        time: next,
+        shards: None,
+    };
+    let resent = env.ticker().tick(&next_event).await;
+    assert_eq!(resent.redispatched, 1, "{resent:?}");
+    let after = env.store.fire_mark(shard).await.expect("mark");
+    assert_eq!(
+        after.sent_through, after.fired_through,
+        "{mark:?} -> {after:?}"
+    );
+    let racing = env.ticker().tick(&next_event).await;
+    assert_eq!(racing.redispatched, 0, "{racing:?}");
     let received = env
         .receive(Lane::Normal, false, 1, Duration::from_secs(5))
         .await;
@@ -208,7 +198,7 @@ async fn a_crash_between_the_run_write_and_the_send_is_recovered_by_the_next_tic
 }
 
 #[tokio::test]
-async fn a_crash_after_the_send_leaves_a_pending_run_with_a_message_that_runs_once() {
+async fn a_crash_after_the_send_is_sent_again_by_the_next_tick_and_runs_once() {
     let t0 = t("2026-03-01T09:59:30Z");
     let minute = t("2026-03-01T10:00:00Z");
     let env = AppEnv::new(LaneSettings::default(), minute).await;
@@ -229,18 +219,26 @@ async fn a_crash_after_the_send_leaves_a_pending_run_with_a_message_that_runs_on
     assert_eq!((report.created, report.sent, report.unsent), (1, 1, 0));
     let key = RunKey::expected(id, minute);
     let run = env.run(&key).await;
-    assert_eq!(run.status, RunStatus::Pending, "never marked QUEUED");
+    assert_eq!(run.status, RunStatus::Queued);
     assert_eq!(env.queue.sends(), std::slice::from_ref(&key));
-    let pending = env
+    // The ticker died before `sent_through` followed `fired_through`.
+    let mark = env
         .store
-        .active_runs(shard_of(id, SHARDS), Some(RunStatus::Pending), 100, None)
+        .fire_mark(shard_of(id, SHARDS))
         .await
-        .expect("active runs");
-    assert_eq!(pending.items.len(), 1);
+        .expect("mark");
+    assert!(mark.sent_through < mark.fired_through, "{mark:?}");
 
-    // The reconciler cannot tell this PENDING run from an unsent one and sends it again:
-    // the worker gets two messages for it and runs the job once.
-    env.resend(&run).await;
+    // The next tick cannot tell whether the send went out and sends the never-started run
+    // again: the worker gets two messages for it and runs the job once.
+    let next = env
+        .ticker()
+        .tick(&TickEvent {
+            time: minute + Delta::minutes(1),
+            shards: None,
+        })
+        .await;
+    assert_eq!(next.redispatched, 1, "{next:?}");
     let received = env
         .receive(Lane::Normal, false, 2, Duration::from_secs(5))
         .await;
@@ -264,8 +262,8 @@ async fn one_tick_fires_every_due_schedule_of_a_shard_however_many_pages_they_ta
     let tick = t("2026-03-01T09:59:30Z");
     let minute = t("2026-03-01T10:00:00Z");
     let env = AppEnv::new(LaneSettings::default(), minute).await;
-    // Eleven schedules in one shard: six pages of two, the old read limit's case in small
-    // (it read one page per shard and left the rest for later ticks).
+    // Eleven schedules in one shard, all read from its catalog (a query that follows its
+    // pages; the `due` index's read limit once left the rest for later ticks).
     let ids: Vec<String> = (0..)
         .map(|i| format!("paged-{i}"))
         .filter(|id| shard_of(id, SHARDS) == 0)
@@ -276,10 +274,7 @@ async fn one_tick_fires_every_due_schedule_of_a_shard_however_many_pages_they_ta
         env.create(spec_with(id, "* * * * *", grace.clone()), t0)
             .await;
     }
-    let ticker = env.ticker_with(cronledger_app::ticker::TickerConfig {
-        due_page_size: 2,
-        ..ticker_config()
-    });
+    let ticker = env.ticker_with(ticker_config());
     let report = env.tick_with(&ticker, tick).await;
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     assert_eq!((report.due_schedules, report.created), (11, 11));

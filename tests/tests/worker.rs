@@ -12,7 +12,7 @@ use cronledger_app::ticker::{TickEvent, Ticker, TickerConfig};
 use cronledger_app::worker::{Worker, WorkerConfig};
 use cronledger_aws::lanes::sqs::ERROR_CODE_ATTRIBUTE;
 use cronledger_aws::lanes::{BatchReport, LaneSettings, MessageOutcome, Received};
-use cronledger_aws::{LaneMessage, MeterSnapshot, RunChange, Usage};
+use cronledger_aws::{LaneMessage, MeterSnapshot, Usage};
 use cronledger_core::{Lane, Reason, Run, RunEvent, RunKey, RunStatus, Span};
 use cronledger_tests::app::{
     spawn_poller, ticker_config, worker_config, AppEnv, CrashAt, ObservedStore,
@@ -226,40 +226,30 @@ async fn duplicates_are_acknowledged_and_a_stale_worker_cannot_complete_the_run(
 }
 
 #[tokio::test]
-async fn a_run_marked_queued_while_the_worker_starts_it_still_runs() {
+async fn a_run_is_queued_before_its_message_exists_so_a_fast_worker_starts_it_at_once() {
     let env = AppEnv::new(LaneSettings::default(), minute(0)).await;
     let hook = Webhook::start(Answer::Succeed).await;
     http_schedule(&env, &hook, "fast", "0 * * * *", json!({})).await;
-    // The ticker has sent the message and not yet marked the run QUEUED...
-    let ticker = env
-        .ticker()
-        .with_faults(CrashAt::new(CrashPoint::AfterSend, 1));
-    assert_eq!(env.tick_with(&ticker, minute(0)).await.sent, 1);
+    // The ticker writes the run QUEUED and only then sends its message: no mark follows the
+    // send for a fast worker to race (that race existed while runs were written PENDING).
+    assert_eq!(env.tick(minute(0)).await.sent, 1);
     let key = RunKey::expected("fast", minute(0));
-    assert_eq!(env.run(&key).await.status, RunStatus::Pending);
+    assert_eq!(env.run(&key).await.status, RunStatus::Queued);
 
-    // ...and marks it while a fast worker, which read it PENDING, starts it.
     let store = ObservedStore::new(env.store.clone());
-    store.before_next_start(RunChange::enqueue(RunStatus::Pending, 0, minute(0)));
     let worker = env.worker_on(store.clone(), worker_config("w"));
     let report = env.deliver(&worker, LANE, &[one_message(&env).await]).await;
     assert_eq!(outcomes(&report), [MessageOutcome::Done]);
     let done = env.run(&key).await;
     assert_eq!((done.status, done.attempts), (RunStatus::Success, 1));
-    assert_eq!(hook.calls().len(), 1, "the only message was not dropped");
+    assert_eq!(hook.calls().len(), 1);
     let starts: Vec<_> = store
         .transitions()
         .into_iter()
         .filter(|t| t.event == RunEvent::Start)
         .map(|t| (t.from, t.outcome))
         .collect();
-    assert_eq!(
-        starts,
-        [
-            (RunStatus::Pending, Err("RUN_STATUS_CONFLICT".to_string())),
-            (RunStatus::Queued, Ok(())),
-        ]
-    );
+    assert_eq!(starts, [(RunStatus::Queued, Ok(()))]);
 }
 
 /// A worker whose lease outlasts the virtual minutes the test ticks through.

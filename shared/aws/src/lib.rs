@@ -15,8 +15,8 @@ pub mod table;
 
 // The port this crate implements, under the paths its users and its own modules name.
 pub use cronledger_ledger::{
-    alerts, child_plan, codec, control, cursor, engine, expr, fire_plan, health, item, keys, layer,
-    ledger, ops, prelude, run_plan, schedule_change, schedule_marks, store, subjects,
+    alerts, child_plan, codec, control, cursor, engine, expr, fire_mark, fire_plan, health, item,
+    keys, layer, ledger, ops, prelude, run_plan, schedule_change, schedule_marks, store, subjects,
 };
 
 pub use alerts::{AlertStore, Awaiting, HeldWork, Notifier, NotifyError, RecordedAlert};

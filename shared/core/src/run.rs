@@ -254,11 +254,17 @@ pub fn transition(from: RunStatus, event: RunEvent) -> Result<RunStatus, Transit
     Ok(to)
 }
 
-/// The statuses a run may be created in.
+/// The statuses a run may be created in. QUEUED: the ticker writes a run it is about to
+/// send QUEUED, so its send needs no second write (a lost send is found by the shard's
+/// `sent_through`, see the ticker).
 pub fn is_initial(status: RunStatus) -> bool {
     matches!(
         status,
-        RunStatus::Pending | RunStatus::Skipped | RunStatus::Coalesced | RunStatus::ManualRequired
+        RunStatus::Pending
+            | RunStatus::Queued
+            | RunStatus::Skipped
+            | RunStatus::Coalesced
+            | RunStatus::ManualRequired
     )
 }
 

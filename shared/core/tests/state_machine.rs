@@ -237,7 +237,13 @@ fn initial_statuses() {
     let initial: Vec<_> = S::ALL.iter().copied().filter(|s| is_initial(*s)).collect();
     assert_eq!(
         initial,
-        [S::Pending, S::Skipped, S::Coalesced, S::ManualRequired]
+        [
+            S::Pending,
+            S::Queued,
+            S::Skipped,
+            S::Coalesced,
+            S::ManualRequired
+        ]
     );
 }
 

@@ -4,7 +4,7 @@
 //! [`Expr`]s: DynamoDB renders them, the memory store evaluates them on its items.
 
 use chrono::{DateTime, Utc};
-use cronledger_core::{Run, RunStatus};
+use cronledger_core::Run;
 
 use crate::codec::run as run_codec;
 use crate::codec::schedule as codec;
@@ -63,11 +63,11 @@ pub fn advance_fired(fire: &Fire, shards: u32) -> Expr {
     expr
 }
 
-/// The delete that takes a fire's run back: only while it is as the fire wrote it (PENDING,
-/// never leased, at the fire's version).
+/// The delete that takes a fire's run back: only while it is as the fire wrote it (its
+/// status, never leased, at the fire's version).
 pub fn take_back(run: &Run) -> Expr {
     let mut cond = Expr::new();
-    cond.eq(run_codec::STATUS, s(RunStatus::Pending.as_str()))
+    cond.eq(run_codec::STATUS, s(run.status.as_str()))
         .eq(run_codec::LEASE_EPOCH, n(0))
         .eq(run_codec::SCHEDULE_VERSION, n(run.schedule_version));
     cond

@@ -1,7 +1,7 @@
 //! Key layout of the single table (DESIGN "Data model"). Every key string is built here.
 
 use chrono::{DateTime, NaiveDate, Utc};
-use cronledger_core::{RunKey, RunStatus};
+use cronledger_core::RunKey;
 
 pub const PK: &str = "PK";
 pub const SK: &str = "SK";
@@ -139,6 +139,18 @@ pub fn idempotency_pk(key: &str) -> String {
     format!("IDEM#{key}")
 }
 
+/// A shard's own partition: its fire mark and its catalog (see [`crate::fire_mark`]).
+pub fn shard_pk(shard: u32) -> String {
+    format!("SHARD#{shard}")
+}
+
+pub const FIRE_MARK_SK: &str = "FIRE";
+pub const CATALOG_ENTRY_PREFIX: &str = "SCHEDULE#";
+
+pub fn catalog_entry_sk(id: &str) -> String {
+    format!("{CATALOG_ENTRY_PREFIX}{id}")
+}
+
 pub fn due_pk(shard: u32) -> String {
     format!("DUE#{shard}")
 }
@@ -157,32 +169,18 @@ pub fn active_pk(shard: u32) -> String {
     format!("ACTIVE#{shard}")
 }
 
-/// The run's class first (RUNNING or WAITING), so the overlap check and the stuck scan can
-/// ask for RUNNING runs with `begins_with`. Only the class, not the status: an update that
-/// changes no key or projected attribute writes nothing to an index, so PENDING -> QUEUED
-/// (and every other move between waiting statuses) leaves the entry alone. Readers of one
-/// waiting status filter the class's entries by the run's status.
-pub fn active_sk(status: RunStatus, key: &RunKey) -> String {
+/// A live run's entry, by window: nothing about its status, so no status change moves it.
+/// A run enters the index once when it is created live (or first becomes live) and leaves it
+/// once at its end: two index writes a run, however many statuses it passes through (an
+/// update that changes no key or projected attribute writes nothing to an index). Readers
+/// that want one status filter the entries' runs by it.
+pub fn active_sk(key: &RunKey) -> String {
     format!(
-        "{}#{}#{}#{}",
-        active_class(status),
+        "{}#{}#{}",
         index_time(key.scheduled_for),
         key.schedule_id,
         key.sort_key()
     )
-}
-
-/// The `active` sort key prefix of `status`'s class (shared by every waiting status).
-pub fn active_status_prefix(status: RunStatus) -> String {
-    format!("{}#", active_class(status))
-}
-
-fn active_class(status: RunStatus) -> &'static str {
-    if status == RunStatus::Running {
-        "RUNNING"
-    } else {
-        "WAITING"
-    }
 }
 
 /// Index sort keys need one fixed width so text order is time order: whole seconds

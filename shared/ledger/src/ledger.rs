@@ -95,7 +95,20 @@ impl StoredSchedule {
             .filter(|p| p.until > self.reconciled_through)
     }
 
-    /// Whether the ticker should see it (it is in the sparse `due` index).
+    /// The next fire time after `now`, what people are shown: `next_run_at` is the first fire
+    /// time of the current definition, and no fire moves it (see [`crate::fire_mark`]).
+    pub fn next_fire_after(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let first = self.next_run_at?;
+        if first > now {
+            return Some(first);
+        }
+        let schedule = cronledger_core::Schedule::new(self.spec.clone()).ok()?;
+        schedule
+            .next_fire_after(schedule.occurrence_at(now))
+            .map(|next| next.max(first))
+    }
+
+    /// Whether the ticker fires it (active, enabled, with a first fire time).
     pub fn fires(&self) -> bool {
         self.state == ScheduleState::Active && self.spec.enabled && self.next_run_at.is_some()
     }

@@ -13,6 +13,7 @@ pub mod cursor;
 pub mod engine;
 pub mod error;
 pub mod expr;
+pub mod fire_mark;
 pub mod fire_plan;
 pub mod health;
 pub mod item;

@@ -36,7 +36,7 @@ pub fn transition(
     if to.is_active() {
         let shard = keys::shard_of(&run_key.schedule_id, shards);
         e.set(GSI2PK, s(keys::active_pk(shard)))
-            .set(GSI2SK, s(keys::active_sk(to, run_key)));
+            .set(GSI2SK, s(keys::active_sk(run_key)));
     } else {
         // Terminal (or waiting for an operator): out of the stuck-run scan.
         e.remove(GSI2PK).remove(GSI2SK);

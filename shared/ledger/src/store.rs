@@ -7,6 +7,7 @@ use cronledger_core::children::Child;
 use cronledger_core::{Attempt, Run, RunKey, RunStatus, ScheduleSpec};
 
 use crate::error::StoreError;
+use crate::fire_mark::FireMark;
 use crate::layer::store_trait;
 use crate::ledger::{
     AuditEntry, ChangeMeta, ChildChange, Created, Fire, FireOutcome, OperatorAction, Page,
@@ -96,6 +97,42 @@ store_trait! {
         limit: u32,
         cursor: Option<&str>,
     ) -> Result<Page<StoredSchedule>, StoreError>;
+
+    /// The shard's fire mark, read strongly consistent (empty before its first tick and
+    /// change; see [`crate::fire_mark`]).
+    async fn fire_mark(&self, shard: u32) -> Result<FireMark, StoreError>;
+
+    /// Moves the shard's `fired_through` from `from` (the tick's range start) to `to` if the
+    /// mark and its catalog version are as `read`. `false` when another ticker, the
+    /// reconciler's fence or a schedule change moved it.
+    async fn move_fired_mark(
+        &self,
+        read: &FireMark,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<bool, StoreError>;
+
+    /// Moves the shard's `sent_through` from `from` to `to`, if it is still `from`.
+    async fn move_sent_mark(
+        &self,
+        shard: u32,
+        from: Option<DateTime<Utc>>,
+        to: DateTime<Utc>,
+    ) -> Result<bool, StoreError>;
+
+    /// Moves the shard's `fired_through` to `at` if it is before it (the reconciler's fence).
+    async fn fence_fire_mark(&self, shard: u32, at: DateTime<Utc>) -> Result<bool, StoreError>;
+
+    /// The shard's catalog: a copy of each of its schedules, read strongly consistent.
+    async fn shard_catalog(&self, shard: u32) -> Result<Vec<StoredSchedule>, StoreError>;
+
+    /// Writes the shard's catalog from its schedules (a table older than catalogs) and moves
+    /// its version. Returns the copies written.
+    async fn seed_catalog(&self, shard: u32) -> Result<u32, StoreError>;
+
+    /// Deletes a run a tick wrote if it is still as written (its status, never leased, at
+    /// its version): the tick learned its schedule changed under it. `false` when it moved on.
+    async fn take_back_run(&self, run: &Run) -> Result<bool, StoreError>;
 
     /// Moves the reconciler's watermark forward, if unchanged.
     async fn advance_watermark(

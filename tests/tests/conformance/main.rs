@@ -11,6 +11,7 @@ mod attempts;
 mod awaiting;
 mod capacity;
 mod children;
+mod fire_marks;
 mod health;
 mod ops;
 mod pinned_version;

@@ -154,3 +154,47 @@ async fn a_small_simulation_reports_capacity_consistent_with_the_meter() {
             < 1e-9
     );
 }
+
+/// A sparse fleet's reconciler passes cost what is due, not the fleet's size: a warm
+/// reconciler lists the schedules again only when a shard's catalog moved (here: the pause
+/// and the resume), and reads a schedule again only when its copy shows a window due.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sparse_fleets_passes_list_the_schedules_only_when_the_catalog_moves() {
+    let specs: Vec<_> = (0..20)
+        .map(|i| spec_with(&format!("daily-{i}"), "0 3 * * *", json!({})))
+        .collect();
+    let mut config = SimulationConfig::new(t("2026-03-01T00:00:00Z"), t("2026-03-01T06:00:00Z"));
+    config.pauses = vec![cronledger_app::simulate::ScheduleAt::parse(
+        "--pause",
+        "daily-0@2026-03-01T04:00:00Z",
+    )
+    .expect("pause")];
+    config.resumes = vec![cronledger_app::simulate::ScheduleAt::parse(
+        "--resume",
+        "daily-0@2026-03-01T04:30:00Z",
+    )
+    .expect("resume")];
+    let report = super::stores::on_memory(specs, &config).await;
+    println!("{:?}", report.stats.calls);
+    let calls = |operation: &str| report.stats.calls.get(operation).copied().unwrap_or(0);
+    let passes = report.stats.reconciler_passes;
+    assert!(passes >= 70, "six hours of passes: {passes}");
+    // Three listings (the first pass, one after the pause, one after the resume), each a
+    // query of the keys-only catalog index and one batch read of the items.
+    assert!(
+        calls("list_schedules") <= 6,
+        "listed {} times in {passes} passes",
+        calls("list_schedules")
+    );
+    // Each schedule is read again once, when its copy shows its 03:00 window due; the copy
+    // then follows the pass's own watermark move.
+    assert!(
+        calls("get_schedule") <= 20 + 2,
+        "{} schedule reads in {passes} passes",
+        calls("get_schedule")
+    );
+    assert!(report
+        .summary
+        .iter()
+        .all(|s| s.unaccounted == 0 && s.unfinished == 0));
+}

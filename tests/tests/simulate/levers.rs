@@ -159,9 +159,11 @@ async fn the_kill_switch_starts_nothing_and_loses_nothing() {
             "2026-03-01T00:25:00Z kill switch off"
         ]
     );
-    // The windows due inside it were judged afterwards: SKIP skipped them.
+    // The windows due inside it were judged afterwards: SKIP skipped them, all but the two
+    // still inside their grace when it went off (00:23 and 00:24, fired late by the 00:25
+    // tick, as `grace` says).
     let skip = summary(&report, "minutely-skip");
-    assert!(skip.skipped >= 14, "{skip:?}");
+    assert!(skip.skipped >= 13, "{skip:?}");
     // CATCH_UP_ALL caught up the windows the reconciler found missed (00:15, 00:20).
     let catch_up = summary(&report, "five-minutely-catch-up");
     assert_eq!(catch_up.caught_up, 2, "{catch_up:?}");

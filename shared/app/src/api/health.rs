@@ -68,7 +68,7 @@ impl Api {
             tallies: &tallies,
             newest_runs: &runs.items,
             failure_streak: schedule.failure_streak,
-            next_run_at: schedule.next_run_at,
+            next_run_at: schedule.next_fire_after(now),
             now,
         })))
     }

@@ -114,6 +114,12 @@ fn header_note(headers: &HeaderMap, default: &str) -> String {
     .text(default)
 }
 
+/// `stored` as people see it: its next fire time after `now` (no fire moves the stored one).
+fn as_shown(mut stored: StoredSchedule, now: chrono::DateTime<chrono::Utc>) -> StoredSchedule {
+    stored.next_run_at = stored.next_fire_after(now);
+    stored
+}
+
 /// A schedule with `ETag: "{version}"`.
 fn with_etag(status: StatusCode, s: &StoredSchedule) -> Response {
     etagged(status, s.version, views::schedule(s))
@@ -182,7 +188,9 @@ pub async fn list(
             })
         }
     };
+    let now = api.now();
     let view = |(s, health): &(StoredSchedule, Option<Health>)| {
+        let s = &as_shown(s.clone(), now);
         if with_health {
             views::schedule_with_health(s, health.as_ref())
         } else {
@@ -199,7 +207,7 @@ pub async fn list(
 pub async fn get(State(api): State<Api>, ApiPath(id): ApiPath<String>) -> ApiResult<Response> {
     let stored = api.deps().store.get_schedule(&id).await?;
     let health = api.health_of(&stored).await?;
-    let body = views::schedule_with_health(&stored, health.as_ref());
+    let body = views::schedule_with_health(&as_shown(stored.clone(), api.now()), health.as_ref());
     Ok(etagged(StatusCode::OK, stored.version, body))
 }
 

@@ -129,6 +129,8 @@ impl Reconciler {
                 .await?
             {
                 report.watermarks_advanced += 1;
+                self.listing
+                    .update(stored.id(), |kept| kept.reconciled_through = through);
             } else {
                 report.watermark_races += 1;
             }
@@ -191,6 +193,8 @@ impl Reconciler {
             }
             match self.store.set_downstream(id, &wanted).await {
                 Ok(()) => {
+                    // Written beside the catalog, not through it: the kept listing is stale.
+                    self.listing.clear();
                     tracing::info!(schedule = %id, downstream = ?wanted, "downstream list updated")
                 }
                 Err(e) => report.error(&format!("downstream of {id}"), &e.into()),

@@ -1,12 +1,16 @@
 //! Missed windows of one schedule: fence, read once, plan, write, advance the watermark.
 //!
 //! Safe beside tickers and other reconcilers:
-//! - **Tickers.** Before reading, the schedule's `next_run_at` is moved past the horizon if a
-//!   lagging ticker still points at a window inside it (conditional on the value read). Every
-//!   ticker write is conditioned on `next_run_at`, so once the fence holds no ticker can fire
-//!   a window the plan is about to judge, and the read that follows sees every run a ticker
-//!   wrote before it. Without the fence, a ticker running on an old event time could fire a
-//!   window inside a range record, whose key it does not collide with.
+//! - **Tickers.** Before the pass judges anything, each of its shards' fire mark is moved to
+//!   at least `now - max(settle, the shard's largest grace)` (only forward; see
+//!   [`Reconciler::fence_fire_marks`]). A ticker writes a range's runs only after reading the
+//!   mark again right before them, and moves the mark only from where it read it: once the
+//!   fence holds, no ticker fires a window at or before it, and the read that follows sees
+//!   every run a ticker wrote before. (What is left is a ticker whose writes were already on
+//!   the wire when the fence landed, as with any read-then-write: such a window has the
+//!   ticker's run and the plan's record, never neither.) A window of a schedule whose grace is
+//!   shorter than the shard's largest is judged at its own horizon, past its grace, where no
+//!   ticker on time fires it.
 //! - **Reconcilers.** Every entry is a conditional put keyed by its first window. Entries are
 //!   written oldest first; an entry found to exist already is left as it is, and the windows
 //!   it covers are not written again. When it covers fewer windows than the plan's entry
@@ -40,8 +44,10 @@ const PLAN_ROUNDS: usize = 3;
 /// schedule every pass), while leaving it only makes the next range read a few runs longer.
 const WATERMARK_LAG: chrono::TimeDelta = chrono::TimeDelta::hours(1);
 const WATERMARK_RUNS: usize = 12;
-/// Fence attempts when tickers keep moving `next_run_at` under us.
-const FENCE_TRIES: usize = 5;
+/// A schedule whose next window is at least this far off (more than a pass interval) gets
+/// its watermark moved at once, so the passes before that window skip it (see
+/// `nothing_fell_due`).
+const SPARSE_GAP: chrono::TimeDelta = chrono::TimeDelta::minutes(10);
 
 /// One stretch of the range judged by one expression: up to `until` (an edit) by an
 /// expression the schedule had before, or (no `until`) by its current one.
@@ -97,8 +103,8 @@ fn watermark_due(watermark: DateTime<Utc>, through: DateTime<Utc>, runs_read: us
 }
 
 /// Whether a pass has nothing to judge for the schedule: no window of its current expression
-/// fell in (watermark, `horizon`], no earlier expression has windows left to judge, and no
-/// ticker position needs fencing. Then the pass reads none of its runs and writes nothing;
+/// fell in (watermark, `horizon`] and no earlier expression has windows left to judge. Then
+/// the pass reads none of its runs and writes nothing;
 /// the watermark stays where it is until a window falls due (a sparse fleet's passes then
 /// cost what is due, not the fleet's size).
 fn nothing_fell_due(stored: &StoredSchedule, schedule: &Schedule, horizon: DateTime<Utc>) -> bool {
@@ -106,11 +112,7 @@ fn nothing_fell_due(stored: &StoredSchedule, schedule: &Schedule, horizon: DateT
         .timing()
         .next_after(stored.reconciled_through)
         .is_some_and(|window| window <= horizon);
-    let fence_due = stored.state == ScheduleState::Active
-        && stored
-            .next_run_at
-            .is_some_and(|next| next <= schedule.fire_time(horizon));
-    !window_due && !fence_due && stored.past_timings_ahead().next().is_none()
+    !window_due && stored.past_timings_ahead().next().is_none()
 }
 
 /// What writing one plan learned.
@@ -126,10 +128,12 @@ struct Written {
 
 impl Reconciler {
     /// Accounts for the schedule's windows up to `now` minus its settle/grace hold-back.
-    /// Returns the report and the new catch-up runs still PENDING.
+    /// Returns the report and the new catch-up runs still PENDING. `fresh`: `stored` was read
+    /// in this pass (else it is a kept copy, read again when it shows something due).
     pub(super) async fn reconcile_schedule(
         &self,
         stored: StoredSchedule,
+        fresh: bool,
         now: DateTime<Utc>,
         correction_open: bool,
     ) -> (ReconcileReport, Vec<Run>) {
@@ -139,6 +143,24 @@ impl Reconciler {
         }
         report.schedules = 1;
         let id = stored.id().to_string();
+        let stored = if fresh {
+            stored
+        } else if self.shows_nothing_due(&stored, now) {
+            report.schedules_idle += 1;
+            return (report, Vec::new());
+        } else {
+            match self.store.get_schedule(&id).await {
+                Ok(current) => {
+                    let copy = current.clone();
+                    self.listing.update(&id, |kept| *kept = copy);
+                    current
+                }
+                Err(e) => {
+                    report.error(&format!("schedule {id}"), &e.into());
+                    return (report, Vec::new());
+                }
+            }
+        };
         let span = tracing::info_span!("schedule", schedule = %id);
         if !stored.spec.after.is_empty() {
             // Never fired by the ticker: nothing to miss; its windows follow its upstreams.
@@ -165,6 +187,24 @@ impl Reconciler {
         (report, pending)
     }
 
+    /// Whether a copy of the schedule, its watermark possibly behind, shows no window to
+    /// judge: then none is (watermarks only move forward).
+    fn shows_nothing_due(&self, stored: &StoredSchedule, now: DateTime<Utc>) -> bool {
+        let Ok(schedule) = self.schedules.get(stored) else {
+            return false;
+        };
+        if !stored.spec.after.is_empty() {
+            return schedule
+                .timing()
+                .between(stored.reconciled_through, now)
+                .next()
+                .is_none();
+        }
+        let hold_back = self.config.planner.settle.max(schedule.spec.grace);
+        let horizon = schedule.nominal_now(now) - hold_back.as_delta();
+        horizon <= stored.reconciled_through || nothing_fell_due(stored, &schedule, horizon)
+    }
+
     async fn plan_and_write(
         &self,
         stored: StoredSchedule,
@@ -184,10 +224,6 @@ impl Reconciler {
         }
         if nothing_fell_due(&stored, &schedule, horizon) {
             report.schedules_idle += 1;
-            return Ok(Vec::new());
-        }
-        let stored = self.fence(stored, &schedule, horizon, report).await?;
-        if horizon <= stored.reconciled_through {
             return Ok(Vec::new());
         }
         let pauses = pauses_of(&stored);
@@ -271,7 +307,16 @@ impl Reconciler {
                     .extend_through(plan.through.max(covered_until.unwrap_or(plan.through)));
                 let wrote = !plan.entries.is_empty() || covered_until.is_some();
                 // Past expressions always close, so the schedule can forget them.
-                if !wrote && part.until.is_none() && !watermark_due(watermark, through, runs.len())
+                // A sparse schedule's watermark moves with each window: left behind, every
+                // pass until the next window would read its runs again.
+                let sparse = schedule
+                    .timing()
+                    .next_after(through)
+                    .is_none_or(|next| next - through >= SPARSE_GAP);
+                if !wrote
+                    && part.until.is_none()
+                    && !sparse
+                    && !watermark_due(watermark, through, runs.len())
                 {
                     report.watermarks_deferred += 1;
                     return Ok(Some(watermark));
@@ -282,6 +327,8 @@ impl Reconciler {
                     .await?
                 {
                     report.watermarks_advanced += 1;
+                    self.listing
+                        .update(stored.id(), |kept| kept.reconciled_through = through);
                     Ok(Some(through))
                 } else {
                     report.watermark_races += 1;
@@ -295,42 +342,29 @@ impl Reconciler {
         )))
     }
 
-    /// Moves `next_run_at` past `horizon` if it is at or before it (see the module docs).
-    async fn fence(
+    /// Moves each shard's fire mark to at least `now - max(settle, the largest grace of
+    /// its schedules)` (see the module docs).
+    pub(super) async fn fence_fire_marks(
         &self,
-        mut stored: StoredSchedule,
-        schedule: &Schedule,
-        horizon: DateTime<Utc>,
+        shards: &[u32],
+        listed: &[StoredSchedule],
+        now: DateTime<Utc>,
         report: &mut ReconcileReport,
-    ) -> Result<StoredSchedule, ReconcileError> {
-        for _ in 0..FENCE_TRIES {
-            // `next_run_at` is a fire time: its occurrence is inside the horizon when the
-            // fire time is at or before the horizon's.
-            let next = match stored.next_run_at {
-                Some(next)
-                    if next <= schedule.fire_time(horizon)
-                        && stored.state == ScheduleState::Active =>
-                {
-                    next
-                }
-                _ => return Ok(stored),
-            };
-            let after = schedule.next_fire_after(horizon);
-            if self
-                .store
-                .advance_next_run(stored.id(), next, after)
-                .await?
-            {
-                report.fenced += 1;
-                stored.next_run_at = after;
-                return Ok(stored);
+    ) {
+        for &shard in shards {
+            let largest_grace = listed
+                .iter()
+                .filter(|s| s.shard == shard)
+                .map(|s| s.spec.grace)
+                .max()
+                .unwrap_or_default();
+            let at = now - self.config.planner.settle.max(largest_grace).as_delta();
+            match self.store.fence_fire_mark(shard, at).await {
+                Ok(true) => report.fenced += 1,
+                Ok(false) => {}
+                Err(e) => report.error(&format!("fire mark of shard {shard}"), &e.into()),
             }
-            stored = self.store.get_schedule(stored.id()).await?;
         }
-        Err(ReconcileError::Contended(format!(
-            "schedule {}: next_run_at kept moving",
-            stored.id()
-        )))
     }
 
     /// After a terminal write of the reconciler's (a window it records SKIPPED or

@@ -7,10 +7,12 @@
 //! 2. reads the active runs of its shards (the `active` index) once;
 //! 3. decides per catch-up lane whether release is paused (realtime backlog, DLQ growth,
 //!    catch-up error rate, CloudWatch alarms), recording pauses and resumes with their cause;
-//! 4. per schedule: fences lagging tickers off the windows it is about to judge, reads the
-//!    runs since its watermark with one query, plans the missed windows with the core's
-//!    misfire planner, writes the plan with conditional puts, then advances the watermark
-//!    (conditional on its old value) — see [`missed`];
+//! 4. takes the schedules (listed again only when a shard's catalog version moved, see
+//!    [`listing`]), fences each shard's fire mark past the windows it is about to judge, then
+//!    per schedule with a window due since its watermark: reads the runs since the watermark
+//!    with one query, plans the missed windows with the core's misfire planner, writes the
+//!    plan with conditional puts, then advances the watermark (conditional on its old value)
+//!    — see [`missed`];
 //! 5. plans the late runs workers parked in a backlog, one gap per schedule once no more of
 //!    it is queued (CATCH_UP_ALL's cap, approvals and catch-up lanes apply to a worker
 //!    outage too) — see [`backlog`];
@@ -24,6 +26,7 @@ mod backlog;
 pub mod config;
 mod dependents;
 pub mod error;
+mod listing;
 mod missed;
 mod proposals;
 mod release;
@@ -148,7 +151,7 @@ pub struct ReconcileReport {
     /// Schedules with no window due for judgement since their watermark: none of their runs
     /// read, nothing written.
     pub schedules_idle: u32,
-    /// Schedules whose `next_run_at` was moved past the judged windows, so no lagging
+    /// Shards whose fire mark this pass moved past the windows it judges, so no lagging
     /// ticker can fire them after they were judged.
     pub fenced: u32,
     /// Catch-up runs sent to their lane.
@@ -236,6 +239,8 @@ pub struct Reconciler {
     alerter: Option<Arc<Alerter>>,
     /// Where the windows it records SKIPPED are counted for health; `None`: not counted.
     health: Option<Arc<dyn HealthStore>>,
+    /// The schedules as last listed, kept while no catalog moves (see [`listing`]).
+    listing: listing::ListingCache,
 }
 
 impl Reconciler {
@@ -259,6 +264,7 @@ impl Reconciler {
             kill_switch: None,
             alerter: None,
             health: None,
+            listing: listing::ListingCache::default(),
         }
     }
 
@@ -342,70 +348,51 @@ impl Reconciler {
         let correction_open = gates.get(&Lane::Correction).is_some_and(|g| !g.paused);
 
         // Missed windows, schedule by schedule.
-        let mut cursor: Option<String> = None;
         let mut created: Vec<Run> = Vec::new();
-        // Paused, archived or disabled: their catch-up runs wait, unreleased.
-        let mut stopped: BTreeSet<String> = BTreeSet::new();
-        // `approval: every_run`: their unapproved windows expire after `approval_timeout`.
-        let mut approvals: Vec<StoredSchedule> = Vec::new();
-        // Schedules with a `deadline`: their active runs are checked against it.
-        let mut deadlines: BTreeMap<String, ScheduleSpec> = BTreeMap::new();
+        let listing = self.listing(&mut report).await;
+        let fresh = listing.fresh;
         // Who runs after whom, over every schedule (not only this pass's shards), and the
         // `downstream` lists this pass's schedules keep: kept in step after the listing.
         let mut graph = dependents::Graph::default();
-        let mut listed_all = false;
-        loop {
-            let page = match self
-                .store
-                .list_schedules(self.config.page_size, cursor.as_deref())
-                .await
-            {
-                Ok(p) => p,
-                Err(e) => {
-                    report.error("list schedules", &e.into());
-                    break;
-                }
-            };
-            graph.add_edges(&page.items);
-            let mine: Vec<_> = page
-                .items
-                .into_iter()
-                .filter(|s| shards.contains(&shard_of(s.id(), self.config.shards)))
-                .collect();
-            stopped.extend(
-                mine.iter()
-                    .filter(|s| s.stopped().is_some())
-                    .map(|s| s.id().to_string()),
-            );
-            approvals.extend(
-                mine.iter()
-                    .filter(|s| s.spec.approval == Approval::EveryRun)
-                    .cloned(),
-            );
-            graph.keep(&mine);
-            deadlines.extend(
-                mine.iter()
-                    .filter(|s| s.spec.deadline.is_some())
-                    .map(|s| (s.id().to_string(), s.spec.clone())),
-            );
-            let outcomes: Vec<(ReconcileReport, Vec<Run>)> = stream::iter(mine)
-                .map(|s| self.reconcile_schedule(s, now, correction_open))
-                .buffer_unordered(self.config.concurrency.max(1))
-                .collect()
-                .await;
-            for (r, runs) in outcomes {
-                report.merge(r);
-                created.extend(runs);
-            }
-            match page.next {
-                Some(next) => cursor = Some(next),
-                None => {
-                    listed_all = true;
-                    break;
-                }
-            }
+        graph.add_edges(&listing.schedules);
+        let listed: Vec<StoredSchedule> = listing
+            .schedules
+            .into_iter()
+            .filter(|s| shards.contains(&shard_of(s.id(), self.config.shards)))
+            .collect();
+        // Paused, archived or disabled: their catch-up runs wait, unreleased.
+        let stopped: BTreeSet<String> = listed
+            .iter()
+            .filter(|s| s.stopped().is_some())
+            .map(|s| s.id().to_string())
+            .collect();
+        // `approval: every_run`: their unapproved windows expire after `approval_timeout`.
+        let approvals: Vec<StoredSchedule> = listed
+            .iter()
+            .filter(|s| s.spec.approval == Approval::EveryRun)
+            .cloned()
+            .collect();
+        graph.keep(&listed);
+        // Schedules with a `deadline`: their active runs are checked against it.
+        let deadlines: BTreeMap<String, ScheduleSpec> = listed
+            .iter()
+            .filter(|s| s.spec.deadline.is_some())
+            .map(|s| (s.id().to_string(), s.spec.clone()))
+            .collect();
+        // The fire marks first, so no ticker that read one before fires a window the plans
+        // below judge (see `missed`).
+        self.fence_fire_marks(&shards, &listed, now, &mut report)
+            .await;
+        let outcomes: Vec<(ReconcileReport, Vec<Run>)> = stream::iter(listed)
+            .map(|s| self.reconcile_schedule(s, fresh, now, correction_open))
+            .buffer_unordered(self.config.concurrency.max(1))
+            .collect()
+            .await;
+        for (r, runs) in outcomes {
+            report.merge(r);
+            created.extend(runs);
         }
-        if listed_all {
+        if listing.complete {
             self.sync_downstream(&graph, &mut report).await;
         }
 

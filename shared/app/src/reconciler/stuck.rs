@@ -71,16 +71,32 @@ fn waits_for_resume(run: &Run) -> bool {
         && matches!(run.reason, Some(Reason::Paused | Reason::Disabled))
 }
 
-/// Whether a later run of the same schedule waits, never taken, in the same lane: the lane
-/// has not reached this run's message either.
-fn waits_behind_its_successor(run: &Run, active: &[Run]) -> bool {
+/// How long a successor's message must have been visible, untaken, to show its lane backed
+/// up: longer than a worker takes to pick up a message from a lane that keeps up.
+const SUCCESSOR_WAITING: chrono::TimeDelta = chrono::TimeDelta::minutes(1);
+
+/// Whether a later run of the same schedule waits, never taken, in the same lane, its
+/// message visible for a while (`waiting_since` or before): the lane has not reached this
+/// run's message either. A successor whose message is not due yet, or only just, proves
+/// nothing: the ticker writes runs QUEUED ahead of their fire time, so a minutely schedule
+/// nearly always has one.
+fn waits_behind_its_successor(run: &Run, active: &[Run], waiting_since: DateTime<Utc>) -> bool {
     active.iter().any(|o| {
         o.key.schedule_id == run.key.schedule_id
             && o.key.scheduled_for > run.key.scheduled_for
             && o.status == RunStatus::Queued
             && o.attempts == 0
+            && queued_since(o) <= waiting_since
             && lane_of(o) == lane_of(run)
     })
+}
+
+/// Since when a QUEUED run has waited for a worker: its send, or its fire time when sent
+/// ahead of it.
+fn queued_since(run: &Run) -> DateTime<Utc> {
+    run.queued_at
+        .unwrap_or(run.created_at)
+        .max(run.key.scheduled_for)
 }
 
 impl Reconciler {
@@ -99,7 +115,7 @@ impl Reconciler {
             }
             let mut stuck = StuckReport::default();
             let outcome = if verdict == Verdict::Resend
-                && waits_behind_its_successor(run, active)
+                && waits_behind_its_successor(run, active, now - SUCCESSOR_WAITING)
                 && self.backed_up(lane_of(run), &mut backed_up).await
             {
                 // Still a stuck run (the metric and its alarm are how a worker outage shows).
@@ -212,11 +228,7 @@ impl Reconciler {
                 Verdict::SendPending
             }
             RunStatus::Queued => {
-                let since = run
-                    .queued_at
-                    .unwrap_or(run.created_at)
-                    .max(run.key.scheduled_for);
-                if older_than(since, cfg.queued_after) {
+                if older_than(queued_since(run), cfg.queued_after) {
                     Verdict::Resend
                 } else {
                     Verdict::Fine

@@ -11,7 +11,6 @@
 use std::collections::VecDeque;
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
-use cronledger_aws::{LedgerStore, StoreError};
 
 use super::config::SimulationConfig;
 
@@ -98,26 +97,20 @@ impl Agenda {
         due
     }
 
-    /// After a tick at `t` that found nothing due: the next tick is when the earliest
-    /// schedule's `next_run_at` enters the lookahead (never later than `until`).
-    pub async fn skip_idle_ticks(
+    /// After a tick that found nothing due: skips the ticks before the one whose lookahead
+    /// reaches `next_fire_at` (the tickers' first fire time after their range; `None`:
+    /// nothing fires before `until`), or the one at `resend_at` (runs whose send is in doubt)
+    /// if that comes first.
+    pub fn skip_idle_ticks(
         &mut self,
-        store: &dyn LedgerStore,
-        shards: u32,
+        next_fire_at: Option<DateTime<Utc>>,
+        resend_at: Option<DateTime<Utc>>,
         lookahead: TimeDelta,
         until: DateTime<Utc>,
-    ) -> Result<(), StoreError> {
-        let mut earliest: Option<DateTime<Utc>> = None;
-        for shard in 0..shards {
-            let first = store.due_schedules(shard, until, 1).await?;
-            earliest = earliest
-                .into_iter()
-                .chain(first.iter().filter_map(|s| s.next_run_at))
-                .min();
-        }
-        let at = earliest.map_or(until, |next| ceil_to(next - lookahead, MINUTE));
+    ) {
+        let fire = next_fire_at.map_or(until, |next| ceil_to(next - lookahead, MINUTE));
+        let at = resend_at.map_or(fire, |resend| fire.min(ceil_to(resend, MINUTE)));
         self.next_tick = self.next_tick.max(at.min(until));
-        Ok(())
     }
 }
 

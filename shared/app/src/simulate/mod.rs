@@ -501,11 +501,11 @@ pub async fn simulate(
                     let idle = reports
                         .iter()
                         .all(|r| r.due_schedules == 0 && r.errors.is_empty());
+                    let next_fire_at = reports.iter().filter_map(|r| r.next_fire_at).min();
+                    let resend_at = reports.iter().filter_map(|r| r.resend_at).min();
                     errors.extend(reports.into_iter().flat_map(|r| r.errors));
                     if idle && env.indexes_current {
-                        agenda
-                            .skip_idle_ticks(env.store.as_ref(), env.shards, lookahead, hard_end)
-                            .await?;
+                        agenda.skip_idle_ticks(next_fire_at, resend_at, lookahead, hard_end);
                     }
                 }
             }

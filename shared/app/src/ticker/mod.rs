@@ -1,25 +1,26 @@
 //! The ticker: once a minute (EventBridge Scheduler), fire every due window exactly once.
 //!
-//! For each due schedule, one transaction writes the run (if absent) and advances
-//! `next_run_at` (if unchanged): racing tickers produce one run and one advance, and the
-//! loser learns it lost. Windows inside the lookahead go many schedules to a transaction
-//! (the same writes and conditions; if any fails, nothing is written and each is fired
-//! alone). Windows older than their grace period are not fired here; the ticker only moves
-//! past them and leaves them to the reconciler's misfire policy.
+//! Per shard, a tick reads the shard's fire mark and its catalog of schedules (both strongly
+//! consistent, the catalog cached while its version holds), plans the windows whose fire
+//! times fall in (`fired_through`, now + lookahead], writes each window's run where no item
+//! is, moves the mark conditioned on what it read, then sends the runs (see [`shard`]). A
+//! fire writes the run and nothing else: no schedule item moves, no index entry either.
+//! Windows older than their grace period are not fired here; the ticker only moves past
+//! them and leaves them to the reconciler's misfire policy.
 //!
-//! `next_run_at` is a fire time: the occurrence plus the schedule's jitter offset (zero
-//! without `jitter`). The run is recorded under the occurrence (its window and key do not
-//! move); the message is due, and the grace counts, from the fire time.
+//! A fire time is the occurrence plus the schedule's jitter offset (zero without `jitter`).
+//! The run is recorded under the occurrence (its window and key do not move); the message
+//! is due, and the grace counts, from the fire time.
 
 mod fire;
-mod redispatch;
 mod send;
+mod shard;
+mod windows;
 
 use chrono::{DateTime, Utc};
 use cronledger_aws::{HealthStore, LaneQueue, LedgerStore, StoreError};
 use cronledger_core::overlap::ActiveRun;
 use cronledger_core::{Run, Span};
-use cronledger_ledger::ledger::StoredSchedule;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -29,6 +30,7 @@ use crate::faults::{CrashPoint, Faults};
 use crate::kill_switch::KillSwitchCheck;
 use crate::metrics::{Metric, Metrics};
 use crate::runs::ScheduleCache;
+use shard::{CatalogCache, ShardTick};
 
 /// The ticker's input: the time it fires for (EventBridge's scheduled time, never the wall
 /// clock) and optionally the shards it owns.
@@ -67,12 +69,8 @@ pub struct TickerConfig {
     pub shards: u32,
     /// Fire windows due up to this far ahead, with an SQS delay so they start on time.
     pub lookahead: Span,
-    /// Due schedules processed at once.
+    /// Runs written at once.
     pub concurrency: usize,
-    /// Due schedules read per query (one page; DynamoDB returns at most 1,000). A tick
-    /// follows the pages until the shard has none left, firing each page before reading the
-    /// next, so no due schedule waits behind a read limit and memory stays one page deep.
-    pub due_page_size: u32,
     /// Windows fired per schedule per tick at most (a schedule far behind catches up over
     /// several ticks; anything past its grace is the reconciler's anyway).
     pub max_windows_per_schedule: usize,
@@ -84,7 +82,6 @@ impl Default for TickerConfig {
             shards: 1,
             lookahead: Span::seconds(60),
             concurrency: 16,
-            due_page_size: 1_000,
             max_windows_per_schedule: 10,
         }
     }
@@ -93,8 +90,9 @@ impl Default for TickerConfig {
 /// What one tick did, for logs, metrics and tests.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct TickReport {
+    /// Schedules with a window this tick fired.
     pub due_schedules: u32,
-    /// Runs this tick created (PENDING, SKIPPED for overlap, or waiting behind QUEUE_NEW).
+    /// Runs this tick created (QUEUED, SKIPPED for overlap, or waiting behind QUEUE_NEW).
     pub created: u32,
     /// Windows another ticker or the reconciler recorded first.
     pub lost_race: u32,
@@ -103,12 +101,17 @@ pub struct TickReport {
     /// Windows past their grace period, left to the reconciler.
     pub left_for_reconciler: u32,
     pub sent: u32,
-    /// Runs left PENDING because the send failed or the ticker "crashed"; the reconciler
-    /// sends them.
+    /// Runs whose send failed: the next tick sends them again (its shard's `sent_through`
+    /// stays behind).
     pub unsent: u32,
-    /// Live runs found still PENDING past their send deadline (the ticker that wrote them
-    /// died before sending, or could not send) and sent now, within their grace.
+    /// Runs a ticker wrote and may not have sent (it died sending, or lost a race and died),
+    /// never started, sent again.
     pub redispatched: u32,
+    /// The first fire time after this tick's range, over its shards (`None`: nothing fires).
+    pub next_fire_at: Option<DateTime<Utc>>,
+    /// When a tick should look again at runs this one could not confirm sent (the first of
+    /// them past its send deadline); `None`: none.
+    pub resend_at: Option<DateTime<Utc>>,
     /// The kill switch was on: nothing was read or fired.
     pub kill_switch_engaged: bool,
     pub errors: Vec<String>,
@@ -125,6 +128,14 @@ impl TickReport {
         self.sent += other.sent;
         self.unsent += other.unsent;
         self.redispatched += other.redispatched;
+        self.next_fire_at = match (self.next_fire_at, other.next_fire_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.resend_at = match (self.resend_at, other.resend_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         self.kill_switch_engaged |= other.kill_switch_engaged;
         self.errors.extend(other.errors);
     }
@@ -134,7 +145,7 @@ impl TickReport {
         self.errors.push(format!("{schedule_id}: {e}"));
     }
 
-    /// A created run's send: made, or left PENDING for the reconciler.
+    /// A created run's send: made, or left for the next tick.
     fn count_send(&mut self, sent: bool) {
         if sent {
             self.sent += 1;
@@ -145,14 +156,11 @@ impl TickReport {
 }
 
 /// What a tick found due (see [`Ticker::due`]).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct DueSchedules {
     now: DateTime<Utc>,
     until: DateTime<Utc>,
-    schedules: Vec<StoredSchedule>,
-    /// Shards with further pages of due schedules, and where each continues.
-    more: Vec<(u32, String)>,
-    shards: Vec<u32>,
+    shards: Vec<ShardTick>,
     kill_switch_engaged: bool,
     errors: Vec<String>,
 }
@@ -160,14 +168,10 @@ pub struct DueSchedules {
 impl DueSchedules {
     /// Whether a window is due already rather than inside the lookahead: only such a window
     /// is checked against the schedule's running work when it is fired (its overlap
-    /// policy), so only then does the firing depend on what workers do meanwhile.
-    /// Pages not read yet may hold such windows: then it answers yes.
+    /// policy), so only then does the firing depend on what workers do meanwhile. Runs a
+    /// dead ticker may not have sent count too (they are sent at once).
     pub fn fires_due_windows(&self) -> bool {
-        !self.more.is_empty()
-            || self
-                .schedules
-                .iter()
-                .any(|s| s.next_run_at.is_some_and(|t| t <= self.now))
+        self.shards.iter().any(|s| s.fires_due_windows(self.now))
     }
 }
 
@@ -176,6 +180,7 @@ pub struct Ticker {
     lanes: Arc<dyn LaneQueue>,
     config: TickerConfig,
     schedules: ScheduleCache,
+    catalogs: CatalogCache,
     faults: Option<Arc<dyn Faults>>,
     /// Only for the SQS delay: when the message must become visible is physical time, not a
     /// scheduling decision, and a tick that runs late must not make every run late with it.
@@ -200,6 +205,7 @@ impl Ticker {
             lanes,
             config,
             schedules: ScheduleCache::default(),
+            catalogs: CatalogCache::default(),
             faults: None,
             send_clock: Arc::new(SystemClock),
             kill_switch: None,
@@ -262,8 +268,7 @@ impl Ticker {
         self.fire(due).await
     }
 
-    /// The tick's first half: the first page per shard of the schedules with a window due
-    /// by the end of the lookahead ([`Self::fire`] reads the rest, page by page).
+    /// The tick's first half: each shard's mark and catalog read and its windows planned.
     pub async fn due(&self, event: &TickEvent) -> DueSchedules {
         let now = event.time;
         let until = now + self.config.lookahead.as_delta();
@@ -274,9 +279,7 @@ impl Ticker {
         let mut due = DueSchedules {
             now,
             until,
-            schedules: Vec::new(),
-            more: Vec::new(),
-            shards: shards.clone(),
+            shards: Vec::new(),
             kill_switch_engaged: false,
             errors: Vec::new(),
         };
@@ -287,37 +290,20 @@ impl Ticker {
                 return due;
             }
         }
-        for &shard in &shards {
-            match self.due_page(shard, until, None).await {
-                Ok(mut page) => {
-                    due.schedules.append(&mut page.items);
-                    due.more.extend(page.next.map(|next| (shard, next)));
-                }
+        for shard in shards {
+            match self.plan_shard(shard, now, until, &mut due.errors).await {
+                Ok(tick) => due.shards.push(tick),
                 Err(e) => due.errors.push(format!("shard {shard}: {e}")),
             }
         }
         due
     }
 
-    async fn due_page(
-        &self,
-        shard: u32,
-        until: DateTime<Utc>,
-        cursor: Option<&str>,
-    ) -> Result<cronledger_ledger::ledger::Page<StoredSchedule>, StoreError> {
-        self.store
-            .due_schedules_page(shard, until, self.config.due_page_size, cursor)
-            .await
-    }
-
-    /// The tick's second half: fires the due windows, oldest first per schedule, then reads
-    /// and fires the shards' further pages one at a time until every shard is done.
+    /// The tick's second half: fires each shard's planned windows.
     pub async fn fire(&self, due: DueSchedules) -> TickReport {
         let DueSchedules {
             now,
             until,
-            schedules,
-            more,
             shards,
             kill_switch_engaged,
             errors,
@@ -327,30 +313,14 @@ impl Ticker {
             errors,
             ..TickReport::default()
         };
-        report.merge(self.fire_found(schedules, now, until).await);
-        for (shard, cursor) in more {
-            let mut cursor = Some(cursor);
-            while let Some(at) = cursor.take() {
-                match self.due_page(shard, until, Some(&at)).await {
-                    Ok(page) => {
-                        cursor = page.next;
-                        report.merge(self.fire_found(page.items, now, until).await);
-                    }
-                    Err(e) => report.error(&format!("shard {shard}"), e),
-                }
-            }
+        for tick in shards {
+            report.merge(self.fire_shard(tick, now, until).await);
         }
         self.metrics
             .count(Metric::TickErrors, report.errors.len() as u64);
-        if !kill_switch_engaged {
-            for shard in shards {
-                self.redispatch_lost(shard, now, &mut report).await;
-            }
-        }
         report
     }
 
-    /// Fires one page of due schedules.
     fn crashes(&self, point: CrashPoint, run: &Run) -> bool {
         self.faults
             .as_ref()
@@ -359,60 +329,5 @@ impl Ticker {
 
     async fn active_runs_of(&self, schedule_id: &str) -> Result<Vec<ActiveRun>, StoreError> {
         crate::overlap::active_runs_of(self.store.as_ref(), schedule_id).await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use cronledger_core::ScheduleSpec;
-    use cronledger_ledger::ledger::ScheduleState;
-
-    fn t(s: &str) -> DateTime<Utc> {
-        s.parse().expect("instant")
-    }
-
-    fn due_at(id: &str, next_run_at: Option<&str>) -> StoredSchedule {
-        let spec: ScheduleSpec = serde_json::from_value(serde_json::json!({
-            "id": id, "cron": "* * * * *", "timezone": "UTC", "job": {"type": "noop"}
-        }))
-        .expect("spec");
-        StoredSchedule {
-            spec,
-            version: 1,
-            state: ScheduleState::Active,
-            shard: 0,
-            next_run_at: next_run_at.map(t),
-            reconciled_through: t("2026-03-01T00:00:00Z"),
-            pauses: Vec::new(),
-            past_timings: Vec::new(),
-            created_at: t("2026-03-01T00:00:00Z"),
-            updated_at: t("2026-03-01T00:00:00Z"),
-            failure_streak: 0,
-            downstream: Vec::new(),
-        }
-    }
-
-    fn due(schedules: Vec<StoredSchedule>) -> DueSchedules {
-        DueSchedules {
-            now: t("2026-03-01T10:00:00Z"),
-            until: t("2026-03-01T10:01:00Z"),
-            schedules,
-            more: Vec::new(),
-            shards: vec![0],
-            kill_switch_engaged: false,
-            errors: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn only_a_window_due_by_now_is_a_due_window_not_one_inside_the_lookahead() {
-        let ahead = due_at("ahead", Some("2026-03-01T10:01:00Z"));
-        assert!(!due(vec![ahead.clone()]).fires_due_windows());
-        assert!(!due(vec![]).fires_due_windows());
-        for behind in ["2026-03-01T10:00:00Z", "2026-03-01T09:20:00Z"] {
-            let behind = due_at("behind", Some(behind));
-            assert!(due(vec![ahead.clone(), behind]).fires_due_windows());
-        }
     }
 }

@@ -140,7 +140,7 @@ pub fn encode(run: &Run, shards: u32) -> Item {
         let shard = keys::shard_of(&run.key.schedule_id, shards);
         w = w
             .s(GSI2PK, keys::active_pk(shard))
-            .s(GSI2SK, keys::active_sk(run.status, &run.key));
+            .s(GSI2SK, keys::active_sk(&run.key));
     }
     w.build()
 }

@@ -12,6 +12,8 @@ use crate::ledger::{AuditEntry, ScheduleState, StoredSchedule};
 pub const TYPE: &str = "type";
 pub const SCHEDULE_TYPE: &str = "SCHEDULE";
 pub const AUDIT_TYPE: &str = "AUDIT";
+/// A schedule's copy in its shard's catalog (see [`crate::fire_mark`]).
+pub const CATALOG_ENTRY_TYPE: &str = "CATALOG_ENTRY";
 
 pub const ID: &str = "id";
 pub const SPEC: &str = "spec";
@@ -85,8 +87,13 @@ pub fn due_keys(schedule: &StoredSchedule) -> Option<(String, String)> {
 }
 
 pub fn decode(item: &Item) -> Result<StoredSchedule, StoreError> {
+    decode_as(item, SCHEDULE_TYPE)
+}
+
+/// A schedule item, or its catalog copy (`type` says which).
+pub fn decode_as(item: &Item, item_type: &str) -> Result<StoredSchedule, StoreError> {
     let r = ItemReader::new(item);
-    r.expect_type(TYPE, SCHEDULE_TYPE)?;
+    r.expect_type(TYPE, item_type)?;
     let spec = r.json(SPEC)?;
     decode_with_spec(item, spec)
 }
@@ -96,7 +103,6 @@ fn decode_with_spec(
     spec: cronledger_core::ScheduleSpec,
 ) -> Result<StoredSchedule, StoreError> {
     let r = ItemReader::new(item);
-    r.expect_type(TYPE, SCHEDULE_TYPE)?;
     if spec.id != r.s(ID)? {
         return Err(r.malformed(SPEC, format!("names schedule `{}`", spec.id)));
     }

@@ -21,6 +21,8 @@ use super::schedules::{self, schedule_key};
 use crate::engine::{ItemEngine, Returning, Write};
 use crate::error::StoreError;
 use crate::fire_plan;
+use cronledger_core::Run;
+
 use crate::ledger::{check_fire_batch, fire_still_planned, Created, Fire, FireOutcome};
 
 /// Fires of one batch in flight at once.
@@ -72,10 +74,16 @@ pub async fn fire_all<E: ItemEngine + ?Sized>(
         .collect()
 }
 
-/// Deletes the fire's run if it is still as the fire wrote it (PENDING, never leased, at
-/// the fire's version). `false` when it had moved on.
 async fn take_back<E: ItemEngine + ?Sized>(engine: &E, fire: &Fire) -> Result<bool, StoreError> {
-    let run = &fire.run;
+    take_back_run(engine, &fire.run).await
+}
+
+/// Deletes a ticker's run if it is still as the ticker wrote it (its status, never leased,
+/// at its version). `false` when it had moved on.
+pub async fn take_back_run<E: ItemEngine + ?Sized>(
+    engine: &E,
+    run: &Run,
+) -> Result<bool, StoreError> {
     let delete = Write::Delete {
         key: run_item_key(&run.key),
         cond: fire_plan::take_back(run),

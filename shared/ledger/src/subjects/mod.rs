@@ -9,6 +9,7 @@ pub mod backfills;
 pub mod children;
 pub mod fire;
 pub mod health;
+pub mod marks;
 pub mod release;
 pub mod runs;
 pub mod schedules;
@@ -54,6 +55,13 @@ macro_rules! engine_subjects {
                 fn record_operator_action(&self, action: &OperatorAction) -> AuditEntry = schedules::record_operator_action;
                 fn due_schedules(&self, shard: u32, until: Time, limit: u32) -> Vec<StoredSchedule> = schedules::due;
                 fn due_schedules_page(&self, shard: u32, until: Time, limit: u32, cursor: Option<&str>) -> Page<StoredSchedule> = schedules::due_page;
+                fn fire_mark(&self, shard: u32) -> FireMark = marks::read;
+                fn move_fired_mark(&self, read: &FireMark, from: Time, to: Time) -> bool = marks::move_fired;
+                fn move_sent_mark(&self, shard: u32, from: Option<Time>, to: Time) -> bool = marks::move_sent;
+                fn fence_fire_mark(&self, shard: u32, at: Time) -> bool = marks::fence;
+                fn shard_catalog(&self, shard: u32) -> Vec<StoredSchedule> = marks::catalog;
+                fn seed_catalog(&self, shard: u32) -> u32 = marks::seed_catalog;
+                fn take_back_run(&self, run: &Run) -> bool = fire::take_back_run;
                 fn advance_watermark(&self, id: &str, expected: Time, through: Time) -> bool = schedules::advance_watermark;
                 fn set_downstream(&self, id: &str, downstream: &[String]) -> () = schedules::set_downstream;
                 fn count_failure_streak(&self, id: &str, change: StreakChange) -> u32 = schedules::count_failure_streak;
@@ -127,6 +135,7 @@ pub mod __private {
     pub use crate::alerts::{AlertStore, Awaiting, RecordedAlert};
     pub use crate::control::{ReleaseState, ReleaseStateStore};
     pub use crate::error::StoreError;
+    pub use crate::fire_mark::FireMark;
     pub use crate::health::{DayTally, HealthStore, Outcome};
     pub use crate::ledger::{
         AuditEntry, ChangeMeta, ChildChange, Created, Fire, FireOutcome, OperatorAction, Page,
@@ -137,7 +146,7 @@ pub mod __private {
     };
     pub use crate::store::{ChildStore, RunStore, ScheduleStore};
     pub use crate::subjects::{
-        alerts, backfills, children, fire, health, release, runs, schedules, system,
+        alerts, backfills, children, fire, health, marks, release, runs, schedules, system,
     };
     pub use async_trait::async_trait;
     pub use chrono::NaiveDate;

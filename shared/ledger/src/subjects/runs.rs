@@ -90,14 +90,11 @@ pub async fn active<E: ItemEngine + ?Sized>(
 ) -> Result<Page<Run>, StoreError> {
     let mut cond = Expr::new();
     cond.eq(GSI2PK, s(keys::active_pk(shard)));
-    if let Some(status) = status {
-        cond.begins_with(GSI2SK, s(keys::active_status_prefix(status)));
-    }
     let (entries, next) = engine
         .query_page(Some(keys::ACTIVE_INDEX), &cond, limit, cursor, true)
         .await?;
     let mut items = fetch_active(engine, &entries).await?;
-    // A waiting status shares its class's entries: the page keeps the wanted status.
+    // The entries say nothing about status: the page keeps the wanted one.
     items.retain(|r| status.is_none_or(|wanted| r.status == wanted));
     Ok(Page { items, next })
 }
@@ -172,11 +169,10 @@ pub async fn pending_live<E: ItemEngine + ?Sized>(
     to: DateTime<Utc>,
     limit: u32,
 ) -> Result<Vec<Run>, StoreError> {
-    // One page of the shard's PENDING entries with windows in range (text order is time
-    // order), live triggers only: catch-up runs wait there for their release.
-    let prefix = keys::active_status_prefix(RunStatus::Pending);
-    let low = format!("{prefix}{}", keys::index_time(from));
-    let high = format!("{prefix}{}$", keys::index_time(to));
+    // One page of the shard's entries with windows in range (text order is time order),
+    // PENDING live triggers only: catch-up runs wait there for their release.
+    let low = keys::index_time(from);
+    let high = format!("{}$", keys::index_time(to));
     let mut expr = Expr::new();
     expr.eq(GSI2PK, s(keys::active_pk(shard)))
         .between(GSI2SK, s(low), s(high));
@@ -197,15 +193,14 @@ pub async fn running_before<E: ItemEngine + ?Sized>(
     schedule_id: &str,
     before: DateTime<Utc>,
 ) -> Result<Vec<Run>, StoreError> {
-    // The shard's RUNNING entries through `before`'s second (text order is time order),
-    // kept to this schedule's and to windows before `before`: few in a healthy system,
-    // however long the schedule's history.
+    // The shard's live entries through `before`'s second (text order is time order), kept
+    // to this schedule's, RUNNING, and windows before `before`: few in a healthy system,
+    // however long the schedule's history (the fleet's live runs are mostly ahead of it).
     let shard = keys::shard_of(schedule_id, engine.shards());
-    let prefix = keys::active_status_prefix(RunStatus::Running);
-    let high = format!("{prefix}{}$", keys::index_time(before));
+    let high = format!("{}$", keys::index_time(before));
     let mut expr = Expr::new();
     expr.eq(GSI2PK, s(keys::active_pk(shard)))
-        .between(GSI2SK, s(prefix), s(high));
+        .le(GSI2SK, s(high));
     // The entry's sort key names the schedule: only its entries are fetched.
     let ours = format!("#{schedule_id}#{}", keys::RUN_PREFIX);
     let entries: Vec<Item> = query_all(engine, Some(keys::ACTIVE_INDEX), &expr)

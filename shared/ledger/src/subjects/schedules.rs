@@ -18,7 +18,7 @@ use crate::ledger::{
     AuditAction, AuditEntry, ChangeMeta, OperatorAction, Page, StoredSchedule, StreakChange,
 };
 use crate::schedule_change as change;
-use crate::{fire_plan, schedule_marks};
+use crate::{fire_mark, fire_plan, schedule_marks};
 
 /// Tries of a read-modify-write whose condition failed because a concurrent writer changed
 /// a field the caller did not ask about (the ticker moved `next_run_at`).
@@ -40,13 +40,14 @@ pub async fn create<E: ItemEngine + ?Sized>(
     meta: ChangeMeta,
 ) -> Result<StoredSchedule, StoreError> {
     let schedule = change::created(spec, &meta, engine.shards())?;
-    let writes = vec![
+    let mut writes = vec![
         Write::Put {
             item: codec::encode(&schedule)?,
             cond: absent(),
         },
         audit_put(AuditAction::Create, None, &schedule, &meta)?,
     ];
+    writes.extend(catalog_writes(None, &schedule)?);
     if engine.transact(writes).await? {
         Ok(schedule)
     } else {
@@ -153,13 +154,14 @@ async fn change_with<E: ItemEngine + ?Sized>(
             .eq(codec::VERSION, n(current.version))
             .eq_or_absent(codec::NEXT_RUN_AT, current.next_run_at.map(time))
             .eq(codec::RECONCILED_THROUGH, time(current.reconciled_through));
-        let writes = vec![
+        let mut writes = vec![
             Write::Put {
                 item: codec::encode(&next)?,
                 cond: unchanged,
             },
             audit_put(action, Some(&current), &next, meta)?,
         ];
+        writes.extend(catalog_writes(Some(&current), &next)?);
         if engine.transact(writes).await? {
             return Ok(next);
         }
@@ -168,6 +170,43 @@ async fn change_with<E: ItemEngine + ?Sized>(
     Err(StoreError::Contention(format!(
         "schedule `{id}` kept changing under the edit"
     )))
+}
+
+/// A change's writes to the shards' catalogs (see [`crate::fire_mark`]), in its transaction:
+/// the schedule's copy replaced (removed once archived, moved when its shard changed) and
+/// each catalog it touched at a new version, so every ticker reads it again.
+fn catalog_writes(
+    before: Option<&StoredSchedule>,
+    after: &StoredSchedule,
+) -> Result<Vec<Write>, StoreError> {
+    let mut writes = Vec::new();
+    let archived = after.state == crate::ledger::ScheduleState::Archived;
+    if archived {
+        writes.push(Write::Delete {
+            key: fire_mark::catalog_entry_key(after.shard, after.id()),
+            cond: Expr::new(),
+        });
+    } else {
+        writes.push(Write::Put {
+            item: fire_mark::encode_catalog_entry(after)?,
+            cond: Expr::new(),
+        });
+    }
+    writes.push(Write::Update {
+        key: fire_mark::mark_key(after.shard),
+        expr: fire_mark::bump_catalog(),
+    });
+    if let Some(before) = before.filter(|b| b.shard != after.shard) {
+        writes.push(Write::Delete {
+            key: fire_mark::catalog_entry_key(before.shard, before.id()),
+            cond: Expr::new(),
+        });
+        writes.push(Write::Update {
+            key: fire_mark::mark_key(before.shard),
+            expr: fire_mark::bump_catalog(),
+        });
+    }
+    Ok(writes)
 }
 
 /// The change's audit entry: one per version, ever (a second writer at the same version
