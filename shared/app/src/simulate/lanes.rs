@@ -330,7 +330,16 @@ impl SimLanes {
     /// part for each as it finishes: delete what it finished, hide what it kept until its
     /// virtual time. Virtual time counts each message busy until it is done.
     async fn deliver(&self, worker: &Worker, lane: Lane, records: Vec<SqsRecord>) {
+        let started = self.time.now();
+        // When the last record finished. Read there, not after the handler returns: once its
+        // last record has left, the clock may jump to the next event before the rest of the
+        // invocation is polled, and that wait is not the invocation's.
+        let finished = Mutex::new(started);
         let done = |record: &SqsRecord, outcome: &MessageOutcome| {
+            {
+                let mut last = finished.lock().unwrap_or_else(PoisonError::into_inner);
+                *last = (*last).max(self.time.now());
+            }
             let asked = self.state().asked.remove(&record.receipt_handle);
             let stale = {
                 let mut state = self.state();
@@ -355,14 +364,14 @@ impl SimLanes {
             }
             self.time.leave();
         };
-        let started = self.time.now();
         let (_, handler) = bill::handler_time(
             worker
                 .handle_invocation(lane, &records, None, &done)
                 .instrument(bill::invocation_span()),
         )
         .await;
-        let job = (self.time.now() - started).to_std().unwrap_or_default();
+        let finished = *finished.lock().unwrap_or_else(PoisonError::into_inner);
+        let job = (finished - started).to_std().unwrap_or_default();
         self.counters.bill.invocation("worker", job, handler);
         self.counters.bill.flush_metrics(worker.metrics(), "worker");
     }
