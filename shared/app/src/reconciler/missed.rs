@@ -351,14 +351,16 @@ impl Reconciler {
         now: DateTime<Utc>,
         report: &mut ReconcileReport,
     ) {
+        // One walk of the listing, not one per shard.
+        let mut largest_grace: std::collections::HashMap<u32, cronledger_core::Span> =
+            std::collections::HashMap::new();
+        for s in listed {
+            let grace = largest_grace.entry(s.shard).or_default();
+            *grace = (*grace).max(s.spec.grace);
+        }
         for &shard in shards {
-            let largest_grace = listed
-                .iter()
-                .filter(|s| s.shard == shard)
-                .map(|s| s.spec.grace)
-                .max()
-                .unwrap_or_default();
-            let at = now - self.config.planner.settle.max(largest_grace).as_delta();
+            let grace = largest_grace.get(&shard).copied().unwrap_or_default();
+            let at = now - self.config.planner.settle.max(grace).as_delta();
             match self.store.fence_fire_mark(shard, at).await {
                 Ok(true) => report.fenced += 1,
                 Ok(false) => {}

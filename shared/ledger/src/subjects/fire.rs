@@ -14,6 +14,7 @@
 //!   while still PENDING and unsent, before anything else can see it as work), as the
 //!   transaction would never have written it.
 
+use cronledger_core::Run;
 use futures_util::stream::{self, StreamExt};
 
 use super::runs::{self, run_item_key};
@@ -21,8 +22,6 @@ use super::schedules::{self, schedule_key};
 use crate::engine::{ItemEngine, Returning, Write};
 use crate::error::StoreError;
 use crate::fire_plan;
-use cronledger_core::Run;
-
 use crate::ledger::{check_fire_batch, fire_still_planned, Created, Fire, FireOutcome};
 
 /// Fires of one batch in flight at once.
@@ -45,7 +44,7 @@ pub async fn fire<E: ItemEngine + ?Sized>(
         return Ok(FireOutcome::Created);
     }
     let still_planned = fire_still_planned(schedules::get(engine, id).await, fire)?;
-    if still_planned || !take_back(engine, fire).await? {
+    if still_planned || !take_back_run(engine, &fire.run).await? {
         // Moved on by another writer (or already taken up): the run is the window's.
         return Ok(FireOutcome::Created);
     }
@@ -72,10 +71,6 @@ pub async fn fire_all<E: ItemEngine + ?Sized>(
         .await
         .into_iter()
         .collect()
-}
-
-async fn take_back<E: ItemEngine + ?Sized>(engine: &E, fire: &Fire) -> Result<bool, StoreError> {
-    take_back_run(engine, &fire.run).await
 }
 
 /// Deletes a ticker's run if it is still as the ticker wrote it (its status, never leased,
