@@ -4,7 +4,7 @@
 //!
 //! [`Browser::start`] runs Debian's `chromedriver` with headless `chromium` and a fresh
 //! profile; both are found on PATH (or `CHROMEDRIVER` and `CHROMIUM`). When either is
-//! missing it fails with a message saying how to install them (`infra/local/up` does).
+//! missing it fails with a message saying how to install them (`infra/local/test` does).
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -53,7 +53,7 @@ pub fn browser_binaries() -> Result<(PathBuf, PathBuf), String> {
         (Some(d), Some(c)) => Ok((d, c)),
         _ => Err(
             "the console's browser test needs Debian's `chromium` and `chromium-driver` \
-                  (chromedriver); `infra/local/up` installs them (apt-get install -y chromium \
+                  (chromedriver); `infra/local/test` installs them (apt-get install -y chromium \
                   chromium-driver), or set CHROMIUM and CHROMEDRIVER to their paths"
                 .into(),
         ),

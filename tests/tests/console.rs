@@ -6,7 +6,7 @@
 //! refused with 403. Each page's screenshot goes to the target folder's `console-screenshots`.
 //!
 //! Needs the `cronledger` binary (`infra/local/test` builds it) and Debian's `chromium` and
-//! `chromium-driver` (`infra/local/up` installs them). Without them the test fails, saying so;
+//! `chromium-driver` (`infra/local/test` installs them). Without them the test fails, saying so;
 //! outside CI, `CRONLEDGER_SKIP_BROWSER=1` skips it on a machine without a browser.
 
 use std::collections::BTreeSet;
