@@ -54,6 +54,27 @@ pub enum Command {
     Resume(crate::remote::args::NoteArgs),
     /// (api) Backfills: create, status [--watch], pause, resume, cancel, verify.
     Backfill(crate::remote::args::BackfillArgs),
+    /// Print a schema generated from the types: the manifest's JSON Schema (editors validate
+    /// and complete manifests with it) or the api's OpenAPI document.
+    Schema(SchemaArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SchemaArgs {
+    /// Which document.
+    #[arg(value_enum)]
+    pub which: SchemaKind,
+    /// Write it to this file instead of standard output.
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SchemaKind {
+    /// The manifest's JSON Schema (schema/manifest.schema.json in the repository).
+    Manifest,
+    /// The api's OpenAPI 3.1 document (what `GET /openapi.json` serves).
+    Openapi,
 }
 
 #[derive(Debug, Args)]

@@ -2,6 +2,7 @@ pub mod diff;
 pub mod local;
 pub mod plan;
 pub mod preview;
+pub mod schema;
 pub mod simulate;
 pub mod stack;
 pub mod validate;

@@ -36,7 +36,7 @@ use crate::run::{Reason, Run, RunKey, RunStatus, Trigger};
 use crate::spec::{Approval, ScheduleSpec};
 
 /// When the rule book is asked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Moment {
     /// A path is about to write the run.
@@ -127,7 +127,7 @@ pub struct Ask<'a> {
 }
 
 /// The answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "admission", rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Admission {
     /// Start it (at [`Moment::Create`]: create it PENDING and send it to `lane` now).

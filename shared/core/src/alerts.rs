@@ -17,7 +17,19 @@ use crate::{Priority, Reason, Run, RunStatus, Schedule, ScheduleSpec, Span, Trig
 
 /// What an alert is about. The wire names are the JSON body's `kind` and the SNS
 /// `kind` attribute subscribers filter on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum AlertKind {
     MissedWindows,
@@ -50,7 +62,19 @@ impl fmt::Display for AlertKind {
 }
 
 /// How loud an alert is: `critical` pages, `warning` goes to a channel, `info` is a record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Info,
@@ -85,7 +109,7 @@ impl fmt::Display for Severity {
 }
 
 /// `alerts:` on a schedule.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AlertSettings {
     /// Failures in a row that alert; unset: by priority (CRITICAL 1, HIGH 2, NORMAL 3, LOW
@@ -129,12 +153,13 @@ impl AlertSettings {
 
 /// `slo:` on a schedule: the share of windows that should finish within `within` of their
 /// `scheduled_for`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FreshnessSlo {
     pub within: Span,
     /// Percent, in (0, 100].
     #[serde(with = "percent_text")]
+    #[schemars(schema_with = "crate::schema::percent_or_number")]
     pub target: f64,
 }
 
@@ -169,7 +194,7 @@ pub mod percent_text {
 }
 
 /// One alert: the SNS message's JSON body.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Alert {
     pub kind: AlertKind,
     pub severity: Severity,

@@ -52,7 +52,7 @@ impl AttemptOutcome {
 }
 
 /// The start of an attempt, as the write that opened it knew it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AttemptStart {
     pub started_at: DateTime<Utc>,
     /// The lease owner (the worker).
@@ -60,7 +60,7 @@ pub struct AttemptStart {
 }
 
 /// The end of an attempt, as the write that ended it knew it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AttemptEnd {
     pub finished_at: DateTime<Utc>,
     pub outcome: AttemptOutcome,
@@ -76,7 +76,7 @@ pub struct AttemptEnd {
 
 /// One attempt: its start and, once it ended, its end. Either half may be missing for an
 /// attempt recorded before attempts were kept, or dropped past the history's bound.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Attempt {
     /// Attempt number = lease epoch (1 for the first).
     pub number: u64,

@@ -38,7 +38,7 @@ impl ChildStatus {
 }
 
 /// One child of a run, as its item stores it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Child {
     /// Its place among the run's children, from 0.
     pub index: u32,
@@ -76,7 +76,9 @@ impl Child {
 
 /// A run's children as its item counts them: each child's end adds one, in the same
 /// transaction as the child's own terminal write, so the counts are exact.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct ChildCounts {
     pub total: u32,
     pub succeeded: u32,
@@ -102,11 +104,15 @@ impl ChildCounts {
 
 /// How many children may fail with the run still PARTIAL_SUCCESS: a count (`5`) or a share
 /// of the children (`"2%"`). None by default: any failure fails the run.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum FailureBudget {
     Count(u32),
-    Percent(#[serde(with = "percent")] f64),
+    Percent(
+        #[serde(with = "percent")]
+        #[schemars(schema_with = "crate::schema::percent")]
+        f64,
+    ),
 }
 
 mod percent {

@@ -21,7 +21,7 @@ use crate::{Run, RunStatus, ScheduleSpec, Trigger};
 pub const MAX_UPSTREAMS: usize = 10;
 
 /// What a downstream window does, given its upstreams' outcomes for that window.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "decision", rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Readiness {
     /// Some upstreams have not ended this window yet (named, in `after`'s order).
@@ -224,7 +224,7 @@ fn downstream_map(specs: &[ScheduleSpec]) -> BTreeMap<String, BTreeSet<String>> 
 }
 
 /// A schedule's place in the dependency graph, as the api, `plan` and `preview` show it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Chain {
     /// Schedules it waits for, directly or through others, nearest first.
     pub upstream: Vec<String>,

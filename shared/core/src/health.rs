@@ -14,7 +14,9 @@ use crate::alerts::FreshnessSlo;
 use crate::{Priority, Run, RunStatus, Span};
 
 /// One UTC day (of the windows' `scheduled_for`) of a schedule's outcomes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct DayTally {
     pub day: Option<NaiveDate>,
     pub succeeded: u64,
@@ -56,7 +58,7 @@ pub struct HealthInput<'a> {
 }
 
 /// The newest run that ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LastRun {
     pub status: RunStatus,
     pub scheduled_for: DateTime<Utc>,
@@ -66,7 +68,9 @@ pub struct LastRun {
 }
 
 /// A period's ended windows.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct Counts {
     pub succeeded: u64,
     pub failed: u64,
@@ -94,7 +98,7 @@ impl Counts {
 }
 
 /// The schedule's `slo` and how it does against it over the long period.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Freshness {
     pub within: Span,
     /// The objective as a fraction (the manifest's `95%` is 0.95).
@@ -110,7 +114,7 @@ pub struct Freshness {
 }
 
 /// A schedule's health, as the api answers it and `cronledger status` prints it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Health {
     pub priority: Priority,
     pub last_run: Option<LastRun>,

@@ -24,7 +24,7 @@ const RESERVED_HEADERS: &[&str] = &[
 
 /// How an http job authenticates to its target. Only references are stored: the secret's
 /// value is read at execution and never written to the ledger.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum HttpAuth {
     /// `{ type: aws_iam }`: the request is signed (SigV4) with the worker's credentials.
@@ -34,7 +34,7 @@ pub enum HttpAuth {
 }
 
 /// A header whose value is a Secrets Manager secret's string, as stored, after `prefix`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SecretAuth {
     /// The secret's name or ARN.
@@ -47,7 +47,7 @@ pub struct SecretAuth {
 }
 
 /// SigV4 signing for IAM-protected targets (API Gateway, Lambda function URLs).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AwsIamAuth {
     #[serde(rename = "type")]
@@ -61,7 +61,7 @@ pub struct AwsIamAuth {
 }
 
 /// The one value of `type` an [`AwsIamAuth`] has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum AwsIamKind {
     #[serde(rename = "aws_iam")]
     AwsIam,

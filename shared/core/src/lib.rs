@@ -16,6 +16,7 @@ pub mod policy;
 pub mod retention;
 pub mod run;
 pub mod schedule;
+pub mod schema;
 pub mod span;
 pub mod spec;
 pub mod steps;

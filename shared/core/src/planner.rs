@@ -120,7 +120,7 @@ impl Coverage {
 }
 
 /// A stretch during which the schedule was paused or disabled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Pause {
     pub from: DateTime<Utc>,
     /// `None` while still paused.
@@ -153,7 +153,7 @@ impl Default for PlannerConfig {
 }
 
 /// How old the oldest missed window is, in the schedule's catch-up tiers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum GapTier {
     /// Up to `catch_up.immediate` (5 minutes by default).
@@ -167,7 +167,7 @@ pub enum GapTier {
 }
 
 /// How released catch-up work should flow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Release {
     /// All at once (a few recent windows).
@@ -178,7 +178,7 @@ pub enum Release {
     Throttled,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "action", rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Action {
     /// Create the run PENDING with trigger CATCH_UP and release it on `lane`.
@@ -211,7 +211,7 @@ impl Action {
 }
 
 /// One ledger write the plan asks for: a window, or a range of consecutive windows.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct PlannedEntry {
     pub scheduled_for: DateTime<Utc>,
     /// The first window's start to the last window's end.
@@ -223,14 +223,14 @@ pub struct PlannedEntry {
 }
 
 /// Something a person should hear about.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Alert {
     pub owner: Option<String>,
     pub message: String,
 }
 
 /// A backfill the plan wants created for a long gap.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct BackfillProposal {
     pub first: DateTime<Utc>,
     pub last: DateTime<Utc>,
@@ -240,7 +240,7 @@ pub struct BackfillProposal {
     pub start_paused: bool,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct PlanTotals {
     /// Expected windows in `(from, through]`.
     pub expected: u32,
@@ -266,7 +266,7 @@ impl PlanTotals {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Plan {
     pub schedule_id: String,
     /// The watermark planned from (exclusive).
@@ -643,7 +643,7 @@ pub fn plan_backlog(
 /// What becomes of a live run whose first attempt would start past its grace period: it sat
 /// in its lane through an outage, a worker outage or a backlog (or waited on a crashed
 /// ticker's recovery).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "action", rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum LateStart {
     /// On time, or late but the policy runs such a window on its own.

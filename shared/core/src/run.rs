@@ -270,7 +270,7 @@ pub fn is_initial(status: RunStatus) -> bool {
 
 /// Who holds a run, until when, under which epoch. Every write by a worker is conditioned on
 /// the epoch it was given, so a worker whose lease was taken over cannot write (invariant 4).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Lease {
     pub owner: String,
     pub until: DateTime<Utc>,
@@ -278,7 +278,7 @@ pub struct Lease {
 }
 
 /// What a job reported about its work.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<u64>,
@@ -297,7 +297,9 @@ pub struct RunResult {
 }
 
 /// What distinguishes an operator's run from the expected occurrence at the same instant.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(tag = "kind", content = "id", rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Origin {
     /// The expected occurrence itself (ticker or reconciler).
@@ -308,7 +310,9 @@ pub enum Origin {
 
 /// Identity of a run: `(schedule_id, scheduled_for)` for an expected occurrence, plus the
 /// request or backfill id for an operator's run.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct RunKey {
     pub schedule_id: String,
     pub scheduled_for: DateTime<Utc>,
@@ -342,7 +346,7 @@ impl std::fmt::Display for RunKey {
 }
 
 /// One ledger entry: an expected occurrence, a range of them, or an operator's request.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Run {
     pub key: RunKey,
     pub trigger: Trigger,
@@ -402,7 +406,7 @@ fn default_retention() -> crate::span::Span {
 }
 
 /// The stable ledger format (DESIGN "Manifest and ledger formats").
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LedgerEntry {
     pub schedule: String,
     pub scheduled_for: String,

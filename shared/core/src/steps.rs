@@ -106,7 +106,7 @@ named_enum!(
 );
 
 /// What the run item keeps about one step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StepCheckpoint {
     pub name: String,
     pub status: StepStatus,

@@ -6,7 +6,19 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 
 /// The data interval a run covers, `[start, end)`. `end` is the run's `scheduled_for`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 pub struct Window {
     pub start: DateTime<Utc>,
     pub end: DateTime<Utc>,
@@ -26,7 +38,9 @@ pub fn utc_text(t: DateTime<Utc>) -> String {
 
 /// `{schedule_id}:{window_start}/{window_end}` (+ `:{tenant}`): the same for every attempt,
 /// retry, catch-up or manual reuse of one window, never derived from when it ran.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(transparent)]
 pub struct IdempotencyKey(String);
 

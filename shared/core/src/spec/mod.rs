@@ -28,7 +28,7 @@ pub use validate::{
 };
 
 /// Catch-up gap tiers: where "recent" ends and "history" begins (DESIGN catch-up table).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct CatchUpTiers {
     /// Gaps up to this are replayed at once on the correction lane.
@@ -50,7 +50,7 @@ impl Default for CatchUpTiers {
 }
 
 /// What a run executes. Small and secret-free: the payload is stored in every ledger entry.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
 pub enum JobSpec {
     /// POST JSON to a URL with an `Idempotency-Key` header.
@@ -117,7 +117,7 @@ pub enum JobSpec {
 
 /// A destructive job's limit: before each execution the job is dry-run, and a run whose
 /// dry run reports more than `max_affected` items waits for an operator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct JobGuard {
     pub max_affected: u64,
@@ -224,7 +224,7 @@ impl JobSpec {
 }
 
 /// A validated schedule: the rule, not its state.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScheduleSpec {
     pub id: String,
@@ -232,6 +232,7 @@ pub struct ScheduleSpec {
     pub name: Option<String>,
     pub cron: String,
     #[serde(with = "tz_name")]
+    #[schemars(schema_with = "crate::schema::time_zone")]
     pub timezone: Tz,
     #[serde(default = "defaults::enabled")]
     pub enabled: bool,
