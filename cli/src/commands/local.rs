@@ -187,6 +187,8 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
     }
     let ticker = components.ticker(TickerConfig::default());
     tasks.spawn(tick_every_minute(ticker, stop_rx.clone()));
+    // Up: the first tick fires the current minute, whose window fell before this instant.
+    let runner_started = Utc::now();
 
     println!(
         "cronledger local: table {name}, webhook receiver on {local_url}/hooks/{{name}}, api on {local_url}/v1 as `{}` (CRONLEDGER_LOCAL_IDENTITY), console on {local_url}/console; Ctrl-C or SIGTERM to stop",
@@ -204,7 +206,7 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
     while tasks.join_next().await.is_some() {}
     // Written, not `println!`: a reader that went away (a closed pipe) must not turn the
     // clean stop into a panic.
-    let _ = match Summary::read(ledger.as_ref(), 1000).await {
+    let _ = match Summary::read(ledger.as_ref(), 1000, runner_started).await {
         Ok(summary) => writeln!(
             std::io::stdout(),
             "\nsummary: webhook executions {}; {summary}",

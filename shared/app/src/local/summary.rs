@@ -1,10 +1,13 @@
 //! What a local session ran, printed when it stops: runs per status, webhook executions, and
 //! how long runs waited to start (live scheduled runs from their scheduled time; catch-up,
-//! backfill and operators' runs from their release, see [`StartWait`]).
+//! backfill and operators' runs from their release, see [`StartWait`]). A live run whose
+//! window fell before the runner was up waited for the runner, not for the scheduler: its
+//! start delay is reported apart.
 
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
 
+use chrono::{DateTime, Utc};
 use cronledger_aws::{LedgerStore, StoreError};
 use cronledger_core::{Run, RunStatus, StartWait};
 
@@ -35,33 +38,50 @@ impl Percentiles {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Summary {
     pub by_status: BTreeMap<RunStatus, u32>,
-    /// Live scheduled runs: `started_at - scheduled_for`.
+    /// Live scheduled runs whose window fell once the runner was up:
+    /// `started_at - scheduled_for`.
     pub start_delay: Option<Percentiles>,
+    /// Live scheduled runs whose window fell before the runner was up (the first tick fires
+    /// the minute it starts in): `started_at - scheduled_for`, mostly the runner's own start.
+    pub before_runner_start_delay: Option<Percentiles>,
     /// Catch-up, backfill and operators' runs: `started_at - released`.
     pub release_delay: Option<Percentiles>,
 }
 
 impl Summary {
-    pub fn of<'a>(runs: impl IntoIterator<Item = &'a Run>) -> Summary {
+    /// The summary of `runs` of a runner that was up (ticking and polling) at `runner_started`.
+    pub fn of<'a>(
+        runs: impl IntoIterator<Item = &'a Run>,
+        runner_started: DateTime<Utc>,
+    ) -> Summary {
         let mut by_status: BTreeMap<RunStatus, u32> = BTreeMap::new();
-        let (mut scheduled, mut released) = (Vec::new(), Vec::new());
+        let (mut live, mut before_runner, mut released) = (Vec::new(), Vec::new(), Vec::new());
         for run in runs {
             *by_status.entry(run.status).or_default() += 1;
             match run.started_at.map(|started| StartWait::of(run, started)) {
-                Some(StartWait::Scheduled { ms }) => scheduled.push(ms),
+                Some(StartWait::Scheduled { ms }) if run.key.scheduled_for < runner_started => {
+                    before_runner.push(ms)
+                }
+                Some(StartWait::Scheduled { ms }) => live.push(ms),
                 Some(StartWait::Released { ms }) => released.push(ms),
                 None => {}
             }
         }
         Summary {
             by_status,
-            start_delay: Percentiles::of(scheduled),
+            start_delay: Percentiles::of(live),
+            before_runner_start_delay: Percentiles::of(before_runner),
             release_delay: Percentiles::of(released),
         }
     }
 
-    /// Reads every schedule's runs (up to `per_schedule` each) from the ledger.
-    pub async fn read(ledger: &dyn LedgerStore, per_schedule: u32) -> Result<Summary, StoreError> {
+    /// Reads every schedule's runs (up to `per_schedule` each) from the ledger: the summary
+    /// of a runner up at `runner_started`.
+    pub async fn read(
+        ledger: &dyn LedgerStore,
+        per_schedule: u32,
+        runner_started: DateTime<Utc>,
+    ) -> Result<Summary, StoreError> {
         let mut runs = Vec::new();
         let mut cursor: Option<String> = None;
         loop {
@@ -79,7 +99,7 @@ impl Summary {
                 None => break,
             }
         }
-        Ok(Summary::of(&runs))
+        Ok(Summary::of(&runs, runner_started))
     }
 }
 
@@ -100,20 +120,31 @@ impl fmt::Display for Summary {
                 self.start_delay,
             ),
             (
+                "start delay of live runs whose window fell before the runner started (not in the line above)",
+                self.before_runner_start_delay,
+            ),
+            (
                 "release delay (catch-up, backfill and operators' runs, started_at - released)",
                 self.release_delay,
             ),
         ];
         for (name, figure) in figures {
             if let Some(p) = figure {
-                writeln!(
-                    f,
-                    "{name} over {} runs: p50 {} ms, p99 {} ms, max {} ms",
-                    p.runs, p.p50, p.p99, p.max
-                )?;
+                writeln!(f, "{name}: {p}")?;
             }
         }
         Ok(())
+    }
+}
+
+/// The figures with the number of runs they are over (a p99 of 2 runs is the larger one).
+impl fmt::Display for Percentiles {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "p50 {} ms, p99 {} ms, max {} ms (n={})",
+            self.p50, self.p99, self.max, self.runs
+        )
     }
 }
 
@@ -176,7 +207,7 @@ mod tests {
                 "2026-11-29T00:02:00Z",
             ),
         ];
-        let summary = Summary::of(&runs);
+        let summary = Summary::of(&runs, at("2026-11-29T00:00:00Z"));
         assert_eq!(summary.by_status[&RunStatus::Success], 3);
         let start = summary.start_delay.unwrap();
         assert_eq!((start.runs, start.max), (2, 3000));
@@ -185,15 +216,59 @@ mod tests {
         let text = summary.to_string();
         assert!(text.contains("runs by status: SUCCESS 3"), "{text}");
         assert!(
-            text.contains("over 2 runs: p50 3000 ms, p99 3000 ms, max 3000 ms"),
+            text.contains("scheduled_for): p50 3000 ms, p99 3000 ms, max 3000 ms (n=2)"),
             "{text}"
         );
         assert!(text.contains("release delay"), "{text}");
     }
 
     #[test]
+    fn a_window_that_fell_while_the_runner_booted_is_reported_apart() {
+        // The runner came up 9 s into the minute its first tick fired: that run waited for the
+        // runner, the next ones for the scheduler.
+        let runner_started = at("2026-11-29T00:00:09Z");
+        let runs = [
+            started_run(
+                Trigger::Scheduled,
+                "2026-11-29T00:00:00Z",
+                "2026-11-29T00:00:08.962Z",
+            ),
+            started_run(
+                Trigger::Scheduled,
+                "2026-11-29T00:01:00Z",
+                "2026-11-29T00:01:00.012Z",
+            ),
+            started_run(
+                Trigger::Scheduled,
+                "2026-11-29T00:02:00Z",
+                "2026-11-29T00:02:00.020Z",
+            ),
+        ];
+        let summary = Summary::of(&runs, runner_started);
+        let live = summary.start_delay.unwrap();
+        assert_eq!((live.runs, live.p50, live.max), (2, 20, 20));
+        let before = summary.before_runner_start_delay.unwrap();
+        assert_eq!((before.runs, before.p50), (1, 8962));
+        let text = summary.to_string();
+        assert!(
+            text.contains(
+                "start delay (live scheduled runs, started_at - scheduled_for): \
+                 p50 20 ms, p99 20 ms, max 20 ms (n=2)\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "start delay of live runs whose window fell before the runner started \
+                 (not in the line above): p50 8962 ms, p99 8962 ms, max 8962 ms (n=1)\n"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn no_started_run_prints_no_figure() {
-        let summary = Summary::of(&[]);
+        let summary = Summary::of(&[], at("2026-11-29T00:00:00Z"));
         assert_eq!(summary.start_delay, None);
         assert_eq!(summary.to_string(), "runs by status: none\n");
     }
