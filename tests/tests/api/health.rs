@@ -1,7 +1,10 @@
 //! Schedule health through the api: runs and outcome counters seeded through the stores,
 //! then each schedule's `health` as `GET /v1/schedules/{id}` and the listing answer it.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
+use cronledger_aws::ledger::{Opening, RunChange};
 use cronledger_aws::{HealthStore, Outcome};
 use cronledger_core::{RunEvent, ScheduleSpec};
 use cronledger_tests::scheduled_run;
@@ -14,6 +17,17 @@ async fn ended_run(api: &ApiEnv, spec: &ScheduleSpec, scheduled_for: &str, end: 
 
 async fn spec_of(api: &ApiEnv, id: &str) -> ScheduleSpec {
     api.env.store.get_schedule(id).await.expect("stored").spec
+}
+
+/// The first page of the listing (with health), each item under its id.
+async fn listed(api: &ApiEnv) -> BTreeMap<String, Value> {
+    let listed = api.get(VIEWER, "/v1/schedules?limit=10").await;
+    assert_eq!(listed.status, StatusCode::OK, "{:?}", listed.body);
+    let items = listed.body["items"].as_array().cloned().unwrap_or_default();
+    items
+        .into_iter()
+        .map(|i| (i["id"].as_str().unwrap_or_default().to_string(), i))
+        .collect()
 }
 
 fn day_before(now: DateTime<Utc>, days: i64) -> chrono::NaiveDate {
@@ -90,17 +104,9 @@ async fn schedules_carry_their_health_one_and_listed() {
         (&json!(0), &json!(0))
     );
 
-    let listed = api.get(VIEWER, "/v1/schedules?limit=10").await;
-    assert_eq!(listed.status, StatusCode::OK, "{:?}", listed.body);
-    let items = listed.body["items"].as_array().cloned().unwrap_or_default();
-    let health_of = |id: &str| {
-        items
-            .iter()
-            .find(|i| i["id"] == id)
-            .map(|i| i["health"].clone())
-    };
-    assert_eq!(health_of("billing").as_ref(), Some(h));
-    assert_eq!(health_of("calm").as_ref(), Some(c));
+    let listed = listed(&api).await;
+    assert_eq!(&listed["billing"]["health"], h);
+    assert_eq!(&listed["calm"]["health"], c);
 
     // Without health, the listing reads nothing more and says nothing of it.
     let bare = api.get(VIEWER, "/v1/schedules?limit=10&health=false").await;
@@ -127,4 +133,48 @@ async fn the_status_items_read_back_typed() {
     let health = items[0].health.as_ref().expect("health");
     assert_eq!(health.consecutive_failures, 0);
     assert_eq!(health.last_run, None);
+}
+
+#[tokio::test]
+async fn the_next_run_is_a_window_written_ahead_and_not_started_yet() {
+    let api = ApiEnv::new(t(NOW)).await;
+    create(&api, schedule_doc("waiting", "*/5 * * * *")).await;
+    create(&api, schedule_doc("started", "*/5 * * * *")).await;
+    // The ticker wrote both 12:05 runs QUEUED ahead; at 12:05:00.4 one has not started yet.
+    for (id, started) in [("waiting", false), ("started", true)] {
+        let spec = spec_of(&api, id).await;
+        let at = t("2026-03-10T12:05:00Z");
+        let mut run = scheduled_run(&spec, at, t("2026-03-10T12:04:10Z"), "ticker");
+        run.status = RunStatus::Queued;
+        api.env.store.create_run(&run).await.expect("run");
+        if started {
+            let lease = at + TimeDelta::minutes(1);
+            let start = RunChange::open(Opening::Start, RunStatus::Queued, 0, at, "w", lease);
+            api.env
+                .store
+                .transition_run(&run.key, &start)
+                .await
+                .expect("start");
+        }
+    }
+    api.env.clock.set(t("2026-03-10T12:05:00.400Z"));
+
+    let waiting = api.get(VIEWER, "/v1/schedules/waiting").await;
+    assert_eq!(waiting.status, StatusCode::OK, "{:?}", waiting.body);
+    assert_eq!(waiting.body["next_run_at"], "2026-03-10T12:05:00Z");
+    assert_eq!(
+        waiting.body["health"]["next_run_at"],
+        "2026-03-10T12:05:00Z"
+    );
+    let started = api.get(VIEWER, "/v1/schedules/started").await;
+    assert_eq!(started.body["next_run_at"], "2026-03-10T12:10:00Z");
+    assert_eq!(
+        started.body["health"]["next_run_at"],
+        "2026-03-10T12:10:00Z"
+    );
+
+    // The console's listing says the same.
+    let listed = listed(&api).await;
+    assert_eq!(listed["waiting"]["next_run_at"], "2026-03-10T12:05:00Z");
+    assert_eq!(listed["started"]["next_run_at"], "2026-03-10T12:10:00Z");
 }

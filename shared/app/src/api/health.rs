@@ -10,7 +10,7 @@ use cronledger_ledger::ledger::{ScheduleState, StoredSchedule};
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 
-use super::Api;
+use super::{next_run, Api};
 
 /// The newest runs a schedule's health reads: its last run and the runs awaiting approval
 /// (the failure streak is the schedule's own counter).
@@ -68,7 +68,7 @@ impl Api {
             tallies: &tallies,
             newest_runs: &runs.items,
             failure_streak: schedule.failure_streak,
-            next_run_at: schedule.next_fire_after(now),
+            next_run_at: next_run::next_run_at(schedule, &runs.items, now),
             now,
         })))
     }

@@ -16,6 +16,7 @@ pub mod error;
 pub mod extract;
 pub mod health;
 pub mod ids;
+mod next_run;
 pub mod openapi;
 pub mod paging;
 pub mod request;

@@ -114,9 +114,18 @@ fn header_note(headers: &HeaderMap, default: &str) -> String {
     .text(default)
 }
 
-/// `stored` as people see it: its next fire time after `now` (no fire moves the stored one).
-fn as_shown(mut stored: StoredSchedule, now: chrono::DateTime<chrono::Utc>) -> StoredSchedule {
-    stored.next_run_at = stored.next_fire_after(now);
+/// `stored` as people see it: its next run as its health found it (the earliest window not
+/// started yet, see [`super::next_run`]); without health (none read) its next fire time after
+/// `now` (no fire moves the stored one).
+fn as_shown(
+    mut stored: StoredSchedule,
+    now: chrono::DateTime<chrono::Utc>,
+    health: Option<&Health>,
+) -> StoredSchedule {
+    stored.next_run_at = match health {
+        Some(health) => health.next_run_at,
+        None => stored.next_fire_after(now),
+    };
     stored
 }
 
@@ -190,7 +199,7 @@ pub async fn list(
     };
     let now = api.now();
     let view = |(s, health): &(StoredSchedule, Option<Health>)| {
-        let s = &as_shown(s.clone(), now);
+        let s = &as_shown(s.clone(), now, health.as_ref());
         if with_health {
             views::schedule_with_health(s, health.as_ref())
         } else {
@@ -207,7 +216,8 @@ pub async fn list(
 pub async fn get(State(api): State<Api>, ApiPath(id): ApiPath<String>) -> ApiResult<Response> {
     let stored = api.deps().store.get_schedule(&id).await?;
     let health = api.health_of(&stored).await?;
-    let body = views::schedule_with_health(&as_shown(stored.clone(), api.now()), health.as_ref());
+    let shown = as_shown(stored.clone(), api.now(), health.as_ref());
+    let body = views::schedule_with_health(&shown, health.as_ref());
     Ok(etagged(StatusCode::OK, stored.version, body))
 }
 
