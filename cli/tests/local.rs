@@ -175,6 +175,11 @@ fn on_another_port_the_examples_webhook_runs_and_sigterm_stops_everything() {
         started.contains("schedule") && started.contains("cache-refresh/RUN#"),
         "{started}"
     );
+    // The line starts with what happened, not with its span's name (`INFO message: ...`).
+    assert!(
+        started.contains(" INFO run attempt finished ") && started.contains("message_id="),
+        "{started}"
+    );
 
     terminate(pid);
     let summary = wait_for(&lines, &mut seen, |l| l.starts_with("summary:"));

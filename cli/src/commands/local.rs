@@ -18,6 +18,7 @@ use cronledger_app::jobs::{HttpJob, HttpOptions, JobTargets};
 use cronledger_app::local::poller::{run_poller, PollerConfig};
 use cronledger_app::local::receiver::{self, Executions};
 use cronledger_app::local::summary::Summary;
+use cronledger_app::logging::TextLine;
 use cronledger_app::reconciler::{
     AwsSignals, ReconcileEvent, Reconciler, ReconcilerConfig, Signals,
 };
@@ -327,11 +328,11 @@ fn init_console_logs() {
     });
     // Colour only for a person at a terminal: never in a file or a pipe, nor with NO_COLOR.
     let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    // The functions' text line: a worker's line starts with what happened, not its span's name.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(colour)
-        .compact()
-        .with_target(false)
+        .event_format(TextLine { time: true })
         .try_init();
 }
 
