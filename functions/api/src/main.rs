@@ -2,24 +2,33 @@
 //! REST), and the firing of one-off runs. The logic is `cronledger_app::api`.
 //!
 //! One function takes two event shapes: an API Gateway proxy event (turned into an HTTP
-//! request with `lambda_http`'s conversion, the caller identity read from its request
-//! context), and `{"run_at": {...}}` from a one-time EventBridge Scheduler schedule.
+//! request with `lambda_http`'s conversion, the caller's identity read from its typed request
+//! context, the response built in the payload version's type), and `{"run_at": {...}}` from
+//! a one-time EventBridge Scheduler schedule.
 
 use std::sync::Arc;
 
 use axum::body::Body;
+use cronledger_app::api::auth::Identity;
 use cronledger_app::api::system::{SchedulerControl, WorkerIntake};
-use cronledger_app::api::{ApiConfig, AuthConfig, Caller, CursorKey, RequestId, RunAtEvent};
+use cronledger_app::api::{Api, ApiConfig, AuthConfig, Caller, CursorKey, RequestId, RunAtEvent};
 use cronledger_app::deployment::Deployment;
 use cronledger_app::jobs::http_auth::SECRET_PREFIX_ENV;
 use cronledger_app::jobs::target_fence::loopback_allowed_by_env;
 use cronledger_app::wiring::{Components, Deps};
 use cronledger_aws::config::load_sdk_config;
 use cronledger_aws::AwsSettings;
-use http_body_util::BodyExt;
+use http_body_util::{BodyExt, Full};
+use lambda_http::aws_lambda_events::apigw::{ApiGatewayProxyResponse, ApiGatewayV2httpResponse};
+use lambda_http::http::header::SET_COOKIE;
+use lambda_http::http::{HeaderMap, HeaderValue, Response};
 use lambda_http::request::{LambdaRequest, RequestContext};
+use lambda_http::IntoResponse;
 use lambda_runtime::{service_fn, Error, LambdaEvent};
-use serde_json::{json, Value};
+use serde::de::{Error as _, IgnoredAny};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
+use serde_json::Value;
 use tower::ServiceExt;
 
 /// A comma-separated list from the environment.
@@ -76,60 +85,187 @@ async fn main() -> Result<(), Error> {
         api_config(&deployment.table)?,
     );
     let router = api.router();
-    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
-        let (api, router) = (api.clone(), router.clone());
-        async move {
-            if event.payload.get("run_at").is_some() {
-                let fire: RunAtEvent = serde_json::from_value(event.payload)?;
-                let done = api.fire_run_at(&fire).await.map_err(|e| e.to_string())?;
-                tracing::info!(run = ?done.get("run").and_then(|r| r.get("run_id")), "one-off run fired");
-                return Ok::<Value, Error>(done);
-            }
-            http(router, event.payload, event.context.request_id).await
-        }
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<Event>| {
+        handle(api.clone(), router.clone(), event)
     }))
     .await
 }
 
-/// One API Gateway proxy event through the router; the answer in the proxy response shape
-/// (the same fields serve REST and HTTP APIs). The request id in answers and logs is API
-/// Gateway's, else the Lambda invocation's.
-async fn http(router: axum::Router, payload: Value, invocation: String) -> Result<Value, Error> {
-    let lambda: LambdaRequest = serde_json::from_value(payload)?;
-    let req: lambda_http::Request = lambda.into();
+/// What the function is invoked with.
+#[derive(Debug)]
+enum Event {
+    /// `{"run_at": {...}}`: a one-time EventBridge Scheduler schedule firing.
+    RunAt(RunAtEvent),
+    /// An API Gateway proxy event: REST (payload 1.0) or HTTP API (payload 2.0).
+    Gateway(Box<LambdaRequest>),
+}
+
+/// By the event's shape: one with a `run_at` is a one-off run's. (Not `#[serde(untagged)]`:
+/// `LambdaRequest` reads its event as raw JSON, which an untagged enum's buffer cannot give;
+/// and each shape keeps its own error message.)
+impl<'de> Deserialize<'de> for Event {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Event, D::Error> {
+        #[derive(Deserialize)]
+        struct Shape {
+            run_at: Option<IgnoredAny>,
+        }
+        let raw = Box::<RawValue>::deserialize(deserializer)?;
+        let shape: Shape = serde_json::from_str(raw.get()).map_err(D::Error::custom)?;
+        match shape.run_at {
+            Some(_) => serde_json::from_str(raw.get()).map(Event::RunAt),
+            None => serde_json::from_str(raw.get()).map(|req| Event::Gateway(Box::new(req))),
+        }
+        .map_err(D::Error::custom)
+    }
+}
+
+/// What the function answers: the fired run, or the HTTP response in the shape of the
+/// payload version its request came in.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum Answer {
+    Fired(Value),
+    Rest(ApiGatewayProxyResponse),
+    Http(ApiGatewayV2httpResponse),
+}
+
+async fn handle(
+    api: Api,
+    router: axum::Router,
+    event: LambdaEvent<Event>,
+) -> Result<Answer, Error> {
+    match event.payload {
+        Event::RunAt(fire) => {
+            let done = api.fire_run_at(&fire).await.map_err(|e| e.to_string())?;
+            let done = serde_json::to_value(done)?;
+            tracing::info!(run = ?done.get("run").and_then(|r| r.get("run_id")), "one-off run fired");
+            Ok(Answer::Fired(done))
+        }
+        Event::Gateway(request) => http(router, *request, event.context.request_id).await,
+    }
+}
+
+/// One API Gateway proxy event through the router. The request id in answers and logs is
+/// API Gateway's, else the Lambda invocation's; the caller is the identity API Gateway
+/// authenticated.
+async fn http(
+    router: axum::Router,
+    request: LambdaRequest,
+    invocation: String,
+) -> Result<Answer, Error> {
+    let req: lambda_http::Request = request.into();
     let (mut parts, body) = req.into_parts();
-    let context = parts
-        .extensions
-        .get::<RequestContext>()
-        .and_then(|ctx| serde_json::to_value(ctx).ok());
-    let gateway_id = context
-        .as_ref()
-        .and_then(|ctx| ctx.get("requestId"))
-        .and_then(Value::as_str)
-        .filter(|id| !id.is_empty())
-        .map(str::to_string);
+    let front = Front::of(parts.extensions.get::<RequestContext>());
     parts
         .extensions
-        .insert(RequestId(gateway_id.unwrap_or(invocation)));
-    if let Some(caller) = context.as_ref().and_then(Caller::from_request_context) {
-        parts.extensions.insert(caller);
+        .insert(RequestId(front.request_id.unwrap_or(invocation)));
+    if let Some(identity) = front.identity {
+        parts.extensions.insert(Caller::from(identity));
     }
     let req = axum::http::Request::from_parts(parts, Body::from(body.to_vec()));
     let resp = router.oneshot(req).await?;
     let (parts, body) = resp.into_parts();
     let bytes = body.collect().await?.to_bytes();
-    let mut headers = serde_json::Map::new();
-    for (name, value) in &parts.headers {
-        if let Ok(v) = value.to_str() {
-            headers.insert(name.as_str().to_string(), json!(v));
+    // Text or binary (base64) by the response's content type and encoding.
+    let resp = Response::from_parts(parts, Full::new(bytes))
+        .into_response()
+        .await;
+    Ok(front.payload.answer(resp))
+}
+
+/// The payload version of API Gateway's proxy integration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Payload {
+    /// 1.0: REST APIs.
+    Rest,
+    /// 2.0: HTTP APIs.
+    Http,
+}
+
+/// What an event's request context says: its payload version, request id and caller.
+#[derive(Debug)]
+struct Front {
+    payload: Payload,
+    request_id: Option<String>,
+    identity: Option<Identity>,
+}
+
+impl Front {
+    fn of(context: Option<&RequestContext>) -> Front {
+        let (payload, request_id, identity) = match context {
+            Some(RequestContext::ApiGatewayV2(context)) => (
+                Payload::Http,
+                context.request_id.as_ref(),
+                Identity::from_http_api(context),
+            ),
+            Some(RequestContext::ApiGatewayV1(context)) => (
+                Payload::Rest,
+                context.request_id.as_ref(),
+                Identity::from_rest_api(context),
+            ),
+            _ => (Payload::Rest, None, None),
+        };
+        Front {
+            payload,
+            request_id: request_id.filter(|id| !id.is_empty()).cloned(),
+            identity,
         }
     }
-    Ok(json!({
-        "statusCode": parts.status.as_u16(),
-        "headers": headers,
-        "body": String::from_utf8_lossy(&bytes),
-        "isBase64Encoded": false,
-    }))
+}
+
+impl Payload {
+    /// The response as API Gateway reads it. A header value that is not text is left out
+    /// (the answer is JSON).
+    fn answer(self, resp: Response<lambda_http::Body>) -> Answer {
+        let (parts, body) = resp.into_parts();
+        let status_code = i64::from(parts.status.as_u16());
+        let is_base64_encoded = matches!(body, lambda_http::Body::Binary(_));
+        let body = (!matches!(body, lambda_http::Body::Empty)).then_some(body);
+        let mut headers = HeaderMap::new();
+        for (name, value) in &parts.headers {
+            if value.to_str().is_ok() {
+                headers.append(name, value.clone());
+            }
+        }
+        match self {
+            Payload::Rest => {
+                let mut answer = ApiGatewayProxyResponse::default();
+                answer.status_code = status_code;
+                answer.body = body;
+                answer.is_base64_encoded = is_base64_encoded;
+                // Every value of every header; `headers` stays empty, as API Gateway would
+                // send the values in both twice.
+                answer.multi_value_headers = headers;
+                Answer::Rest(answer)
+            }
+            Payload::Http => {
+                let mut answer = ApiGatewayV2httpResponse::default();
+                answer.status_code = status_code;
+                answer.body = body;
+                answer.is_base64_encoded = is_base64_encoded;
+                // Payload 2.0 has one value per header: cookies go in `cookies`, and the
+                // values of a repeated header are joined with commas.
+                answer.cookies = headers
+                    .get_all(SET_COOKIE)
+                    .iter()
+                    .filter_map(|value| value.to_str().ok())
+                    .map(str::to_string)
+                    .collect();
+                headers.remove(SET_COOKIE);
+                for name in headers.keys() {
+                    let values: Vec<&str> = headers
+                        .get_all(name)
+                        .iter()
+                        .filter_map(|value| value.to_str().ok())
+                        .collect();
+                    if let Ok(joined) = HeaderValue::from_str(&values.join(", ")) {
+                        answer.headers.insert(name, joined);
+                    }
+                }
+                Answer::Http(answer)
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -138,11 +274,16 @@ mod tests {
 
     use cronledger_app::deployment::Connected;
     use cronledger_aws::{AwsClients, DynamoLedger, RequestMeter, SqsLanes};
+    use serde_json::json;
 
     use super::*;
 
     /// A router whose clients are never called: authorization answers before any I/O.
     fn router() -> axum::Router {
+        router_with(AuthConfig::default())
+    }
+
+    fn router_with(auth: AuthConfig) -> axum::Router {
         let sdk = aws_config::SdkConfig::builder()
             .behavior_version(aws_config::BehaviorVersion::latest())
             .region(aws_config::Region::new("us-east-1"))
@@ -154,14 +295,35 @@ mod tests {
             clients,
         };
         Components::build(Deps::deployed(&connected))
-            .api(None, None, AuthConfig::default(), ApiConfig::default())
+            .api(None, None, auth, ApiConfig::default())
             .router()
+    }
+
+    /// The event as the runtime reads it (from the invocation's JSON text).
+    fn parse(event: &Value) -> Result<Event, serde_json::Error> {
+        serde_json::from_str(&event.to_string())
+    }
+
+    /// One proxy event through the router; the answer as the runtime sends it back.
+    async fn call(router: axum::Router, event: Value) -> Value {
+        let Ok(Event::Gateway(request)) = parse(&event) else {
+            panic!("not a proxy event: {event}");
+        };
+        let answer = http(router, *request, "inv-1".into())
+            .await
+            .expect("an answer");
+        serde_json::to_value(answer).expect("the answer is JSON")
+    }
+
+    fn body(answer: &Value) -> Value {
+        serde_json::from_str(answer["body"].as_str().unwrap_or("")).unwrap_or_default()
     }
 
     fn event(authorizer: Value) -> Value {
         event_at("/v1/schedules", authorizer)
     }
 
+    /// An HTTP API (payload 2.0) event.
     fn event_at(path: &str, authorizer: Value) -> Value {
         json!({
             "version": "2.0", "routeKey": "$default", "rawPath": path, "rawQueryString": "",
@@ -174,22 +336,32 @@ mod tests {
         })
     }
 
+    /// A REST API (payload 1.0) event.
+    fn rest_event(path: &str, identity: Value, authorizer: Value) -> Value {
+        json!({
+            "resource": "/{proxy+}", "path": path, "httpMethod": "GET",
+            "headers": {"Host": "api.example"}, "multiValueHeaders": {"Host": ["api.example"]},
+            "queryStringParameters": null, "multiValueQueryStringParameters": null,
+            "pathParameters": {"proxy": path.trim_start_matches('/')}, "stageVariables": null,
+            "requestContext": {"accountId": "1", "resourceId": "x", "stage": "$default", "requestId": "r1",
+                "identity": identity, "resourcePath": "/{proxy+}", "authorizer": authorizer,
+                "httpMethod": "GET", "apiId": "a", "path": path, "protocol": "HTTP/1.1",
+                "requestTime": "10/Mar/2026:12:00:00 +0000", "requestTimeEpoch": 0},
+            "body": null, "isBase64Encoded": false
+        })
+    }
+
+    fn iam(arn: &str) -> Value {
+        json!({"iam": {"userArn": arn, "accessKey": "k", "accountId": "1", "callerId": "c", "principalOrgId": null, "userId": "u", "cognitoIdentity": null}})
+    }
+
     #[tokio::test]
     async fn the_caller_comes_from_the_request_context() {
-        let with_iam = event(
-            json!({"iam": {"userArn": "arn:aws:iam::1:user/nobody", "accessKey": "k", "accountId": "1", "callerId": "c", "principalOrgId": null, "userId": "u", "cognitoIdentity": null}}),
-        );
-        let answer = http(router(), with_iam, "inv-1".into())
-            .await
-            .expect("an answer");
+        let answer = call(router(), event(iam("arn:aws:iam::1:user/nobody"))).await;
         // Identified but without a role: 403, not 401.
         assert_eq!(answer["statusCode"], 403, "{answer}");
-        let body: Value =
-            serde_json::from_str(answer["body"].as_str().unwrap_or("")).unwrap_or_default();
-        assert_eq!(body["code"], "FORBIDDEN");
-        let anonymous = http(router(), event(json!(null)), "inv-2".into())
-            .await
-            .expect("an answer");
+        assert_eq!(body(&answer)["code"], "FORBIDDEN");
+        let anonymous = call(router(), event(json!(null))).await;
         assert_eq!(anonymous["statusCode"], 401, "{anonymous}");
     }
 
@@ -197,29 +369,200 @@ mod tests {
     /// unauthenticated); the data routes behind them still do not.
     #[tokio::test]
     async fn the_console_shell_is_served_without_an_identity_and_the_data_is_not() {
-        let shell = http(
-            router(),
-            event_at("/console/schedules/x", json!(null)),
-            "i".into(),
-        )
-        .await
-        .expect("an answer");
+        let shell = call(router(), event_at("/console/schedules/x", json!(null))).await;
         assert_eq!(shell["statusCode"], 200, "{shell}");
         assert!(shell["body"]
             .as_str()
             .unwrap_or("")
             .contains("<!doctype html>"));
-        let config = http(
-            router(),
-            event_at("/console/config.json", json!(null)),
-            "i".into(),
-        )
-        .await
-        .expect("an answer");
+        let config = call(router(), event_at("/console/config.json", json!(null))).await;
         assert_eq!(config["body"], r#"{"auth":"local"}"#, "{config}");
-        let whoami = http(router(), event_at("/v1/whoami", json!(null)), "i".into())
-            .await
-            .expect("an answer");
+        let whoami = call(router(), event_at("/v1/whoami", json!(null))).await;
         assert_eq!(whoami["statusCode"], 401, "{whoami}");
+    }
+
+    #[tokio::test]
+    async fn http_api_callers_iam_and_jwt_with_groups() {
+        let auth = AuthConfig::parse(
+            r#"{"roles": {"arn:aws:sts::1:assumed-role/Ops/*": "operator", "group:admins": "admin"}}"#,
+        )
+        .expect("an auth config");
+        let ops = call(
+            router_with(auth.clone()),
+            event_at("/v1/whoami", iam("arn:aws:sts::1:assumed-role/Ops/s1")),
+        )
+        .await;
+        assert_eq!(ops["statusCode"], 200, "{ops}");
+        assert_eq!(
+            body(&ops),
+            json!({"principal": "arn:aws:sts::1:assumed-role/Ops/s1", "role": "operator", "groups": []})
+        );
+        // API Gateway passes a list claim as `[a b]`.
+        let jwt = json!({"jwt": {"claims": {"sub": "u1", "cognito:groups": "[ops admins]", "exp": "1773144000"}, "scopes": null}});
+        let admin = call(router_with(auth), event_at("/v1/whoami", jwt)).await;
+        assert_eq!(admin["statusCode"], 200, "{admin}");
+        assert_eq!(
+            body(&admin),
+            json!({"principal": "u1", "role": "admin", "groups": ["ops", "admins"]})
+        );
+    }
+
+    #[tokio::test]
+    async fn rest_api_callers_iam_cognito_and_none() {
+        let auth = AuthConfig::parse(
+            r#"{"roles": {"arn:aws:iam::1:user/alice": "viewer", "group:admins": "admin"}}"#,
+        )
+        .expect("an auth config");
+        let alice = json!({"userArn": "arn:aws:iam::1:user/alice", "caller": "AIDA1", "sourceIp": "10.0.0.1"});
+        let answer = call(
+            router_with(auth.clone()),
+            rest_event("/v1/whoami", alice, json!(null)),
+        )
+        .await;
+        assert_eq!(answer["statusCode"], 200, "{answer}");
+        assert_eq!(
+            body(&answer),
+            json!({"principal": "arn:aws:iam::1:user/alice", "role": "viewer", "groups": []})
+        );
+        let cognito = json!({"claims": {"sub": "u1", "cognito:groups": ["ops", "admins"]}});
+        let answer = call(
+            router_with(auth.clone()),
+            rest_event("/v1/whoami", json!({"sourceIp": "10.0.0.1"}), cognito),
+        )
+        .await;
+        assert_eq!(
+            body(&answer),
+            json!({"principal": "u1", "role": "admin", "groups": ["ops", "admins"]})
+        );
+        let anonymous = call(
+            router_with(auth),
+            rest_event("/v1/whoami", json!({"sourceIp": "10.0.0.1"}), json!(null)),
+        )
+        .await;
+        assert_eq!(anonymous["statusCode"], 401, "{anonymous}");
+        assert_eq!(body(&anonymous)["code"], "UNAUTHENTICATED", "{anonymous}");
+    }
+
+    /// The request id in an answer is API Gateway's, else the invocation's.
+    #[tokio::test]
+    async fn the_request_id_is_api_gateways_else_the_invocations() {
+        let answer = call(router(), event(json!(null))).await;
+        assert_eq!(answer["headers"]["x-request-id"], "r", "{answer}");
+        let mut unnamed = event(json!(null));
+        unnamed["requestContext"]["requestId"] = json!("");
+        let answer = call(router(), unnamed).await;
+        assert_eq!(answer["headers"]["x-request-id"], "inv-1", "{answer}");
+    }
+
+    /// Through the router: text (JSON) in the shape of each payload version.
+    #[tokio::test]
+    async fn the_answer_is_in_the_shape_of_the_payload_version() {
+        let http = call(router(), event_at("/console/config.json", json!(null))).await;
+        assert_eq!(http["isBase64Encoded"], false, "{http}");
+        assert_eq!(
+            http["headers"]["content-type"], "application/json",
+            "{http}"
+        );
+        assert_eq!(http["headers"]["x-request-id"], "r", "{http}");
+        assert_eq!(http["cookies"], json!([]), "{http}");
+        let rest = call(
+            router(),
+            rest_event("/console/config.json", json!({}), json!(null)),
+        )
+        .await;
+        assert_eq!(rest["statusCode"], 200, "{rest}");
+        assert_eq!(rest["body"], r#"{"auth":"local"}"#, "{rest}");
+        assert_eq!(rest["isBase64Encoded"], false, "{rest}");
+        assert_eq!(rest["headers"], json!({}), "{rest}");
+        assert_eq!(
+            rest["multiValueHeaders"]["content-type"],
+            json!(["application/json"]),
+            "{rest}"
+        );
+        assert_eq!(
+            rest["multiValueHeaders"]["x-request-id"],
+            json!(["r1"]),
+            "{rest}"
+        );
+    }
+
+    /// Binary bodies in base64, repeated headers and cookies, an empty body.
+    #[tokio::test]
+    async fn binary_bodies_and_repeated_headers_in_both_payload_versions() {
+        let response = || {
+            Response::builder()
+                .status(200)
+                .header("content-type", "image/png")
+                .header("vary", "accept")
+                .header("vary", "origin")
+                .header("set-cookie", "a=1")
+                .header("set-cookie", "b=2")
+                .header(
+                    "x-opaque",
+                    HeaderValue::from_bytes(b"caf\xc3\xa9").expect("a value"),
+                )
+                .body(Full::new(axum::body::Bytes::from_static(b"\x89PNG\0")))
+                .expect("a response")
+                .into_response()
+        };
+        let http = serde_json::to_value(Payload::Http.answer(response().await)).expect("JSON");
+        assert_eq!(http["statusCode"], 200);
+        assert_eq!(http["isBase64Encoded"], true, "{http}");
+        assert_eq!(http["body"], "iVBORwA=", "{http}");
+        assert_eq!(http["headers"]["vary"], "accept, origin", "{http}");
+        assert_eq!(http["headers"]["content-type"], "image/png", "{http}");
+        assert_eq!(http["headers"].get("set-cookie"), None, "{http}");
+        assert_eq!(http["headers"].get("x-opaque"), None, "{http}");
+        assert_eq!(http["cookies"], json!(["a=1", "b=2"]), "{http}");
+        let rest = serde_json::to_value(Payload::Rest.answer(response().await)).expect("JSON");
+        assert_eq!(rest["isBase64Encoded"], true, "{rest}");
+        assert_eq!(rest["body"], "iVBORwA=", "{rest}");
+        assert_eq!(rest["headers"], json!({}), "{rest}");
+        assert_eq!(
+            rest["multiValueHeaders"]["vary"],
+            json!(["accept", "origin"]),
+            "{rest}"
+        );
+        assert_eq!(
+            rest["multiValueHeaders"]["set-cookie"],
+            json!(["a=1", "b=2"]),
+            "{rest}"
+        );
+        assert_eq!(rest["multiValueHeaders"].get("x-opaque"), None, "{rest}");
+        assert_eq!(rest.get("cookies"), None, "{rest}");
+        // No body: none in the answer.
+        let empty = || {
+            Response::builder()
+                .status(204)
+                .body(lambda_http::Body::Empty)
+                .expect("a response")
+        };
+        for payload in [Payload::Http, Payload::Rest] {
+            let answer = serde_json::to_value(payload.answer(empty())).expect("JSON");
+            assert_eq!(answer["statusCode"], 204, "{answer}");
+            assert_eq!(answer.get("body"), None, "{answer}");
+            assert_eq!(answer["isBase64Encoded"], false, "{answer}");
+        }
+    }
+
+    #[test]
+    fn the_event_is_told_apart_by_its_shape() {
+        let fire = json!({"run_at": {"schedule_id": "s", "request_id": "q", "mode": "new", "actor": "ann"}});
+        assert!(matches!(parse(&fire), Ok(Event::RunAt(_))));
+        // A one-off run's event keeps its own error.
+        let wrong = json!({"run_at": {"schedule_id": "s", "request_id": "q", "mode": "new"}});
+        let error = parse(&wrong).expect_err("no actor").to_string();
+        assert!(error.contains("actor"), "{error}");
+        assert!(matches!(parse(&event(json!(null))), Ok(Event::Gateway(_))));
+        assert!(matches!(
+            parse(&rest_event("/v1/whoami", json!({}), json!(null))),
+            Ok(Event::Gateway(_))
+        ));
+        // Payload 2.0 claims are text (API Gateway sends a list as `[a b]`): a hand-made
+        // event with a list claim does not read as an HTTP API event.
+        let listed = json!({"jwt": {"claims": {"sub": "u1", "cognito:groups": ["ops", "admins"]}}});
+        assert!(parse(&event(listed)).is_err());
+        assert!(parse(&json!({"time": "2026-03-10T12:00:00Z"})).is_err());
+        assert!(parse(&json!("run_at")).is_err());
     }
 }

@@ -1,11 +1,12 @@
 //! Authorization. API Gateway authenticates (IAM SigV4, or a JWT authorizer); the function
-//! decides what the caller may do from the identity in the request context:
+//! decides what the caller may do from the [`Identity`] in the request context:
 //!
 //! - IAM: `requestContext.authorizer.iam.userArn` (HTTP API) or
 //!   `requestContext.identity.userArn` (REST API) is the principal (for an assumed role,
 //!   `arn:aws:sts::ACCOUNT:assumed-role/ROLE/SESSION`);
-//! - JWT: `requestContext.authorizer.jwt.claims.sub` is the principal and the `groups`,
-//!   `cognito:groups` or `roles` claims are its groups.
+//! - JWT: the `sub` claim of `requestContext.authorizer.jwt.claims` (HTTP API) or
+//!   `requestContext.authorizer.claims` (REST API, Cognito user pool authorizer) is the
+//!   principal and the `groups`, `cognito:groups` or `roles` claims are its groups.
 //!
 //! Roles, weakest first: `viewer` (reads), `operator` (runs, retries, approvals, backfills,
 //! one-off runs), `admin` (schedules and the kill switch; everything an operator may do).
@@ -22,10 +23,11 @@
 //! that type (same matching); a type without an entry is open to every admin. No identity
 //! is 401; an identity without a role, or without the role a route needs, is 403.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
+use aws_lambda_events::apigw::{ApiGatewayProxyRequestContext, ApiGatewayV2httpRequestContext};
+use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::error::ApiError;
 
@@ -96,51 +98,105 @@ impl Caller {
             fixed_role: Some(role),
         })
     }
+}
 
-    /// Reads an API Gateway (HTTP API, payload 2.0, or REST) request context.
-    pub fn from_request_context(context: &Value) -> Option<Caller> {
-        let text = |v: Option<&Value>| {
-            v.and_then(Value::as_str)
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
+/// Who API Gateway authenticated, as the request context of its proxy event states it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Identity {
+    /// Signed with SigV4 (IAM authorization): the signer's ARN.
+    Iam { principal: String },
+    /// A JWT (an HTTP API JWT authorizer, a REST Cognito user pool authorizer): the token's
+    /// `sub` and its groups.
+    Jwt {
+        subject: String,
+        groups: Vec<String>,
+    },
+}
+
+/// The claims whose values are a JWT's groups.
+const GROUP_CLAIMS: [&str; 3] = ["groups", "cognito:groups", "roles"];
+
+/// A claim's value. API Gateway passes every claim as text (a list flattened to `[a b]`, or
+/// `a,b`); a REST authorizer's context is free-form, so a list may also come as one.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum Claim {
+    Text(String),
+    List(Vec<String>),
+    Other(IgnoredAny),
+}
+
+impl Claim {
+    fn into_items(self) -> Vec<String> {
+        match self {
+            Claim::Text(text) => text
+                .trim()
+                .trim_matches(|c| c == '[' || c == ']')
+                .split([' ', ','])
+                .filter(|item| !item.is_empty())
                 .map(str::to_string)
+                .collect(),
+            Claim::List(items) => items,
+            Claim::Other(_) => Vec::new(),
+        }
+    }
+}
+
+/// Text with something in it, trimmed.
+fn present(text: Option<&str>) -> Option<String> {
+    text.map(str::trim)
+        .filter(|text| !text.is_empty())
+        .map(str::to_string)
+}
+
+impl Identity {
+    /// An HTTP API (payload 2.0) request's: `authorizer.iam.userArn`, else the `sub` and the
+    /// groups of `authorizer.jwt.claims`.
+    pub fn from_http_api(context: &ApiGatewayV2httpRequestContext) -> Option<Identity> {
+        let authorizer = context.authorizer.as_ref()?;
+        let iam = authorizer.iam.as_ref();
+        if let Some(principal) = present(iam.and_then(|iam| iam.user_arn.as_deref())) {
+            return Some(Identity::Iam { principal });
+        }
+        let claims = &authorizer.jwt.as_ref()?.claims;
+        Identity::from_claims(|name| claims.get(name).map(|value| Claim::Text(value.clone())))
+    }
+
+    /// A REST API (payload 1.0) request's: `identity.userArn`, else the `sub` and the groups
+    /// of `authorizer.claims`.
+    pub fn from_rest_api(context: &ApiGatewayProxyRequestContext) -> Option<Identity> {
+        if let Some(principal) = present(context.identity.user_arn.as_deref()) {
+            return Some(Identity::Iam { principal });
+        }
+        let claims = context.authorizer.fields.get("claims")?;
+        let claims = HashMap::<String, Claim>::deserialize(claims).ok()?;
+        Identity::from_claims(|name| claims.get(name).cloned())
+    }
+
+    fn from_claims(claim: impl Fn(&str) -> Option<Claim>) -> Option<Identity> {
+        let subject = match claim("sub")? {
+            Claim::Text(sub) => present(Some(&sub))?,
+            _ => return None,
         };
-        // REST API with IAM authorization: the signer is in `identity`.
-        if let Some(arn) = text(context.get("identity").and_then(|i| i.get("userArn"))) {
-            return Some(Caller::new(arn));
+        let groups = GROUP_CLAIMS
+            .iter()
+            .filter_map(|name| claim(name))
+            .flat_map(Claim::into_items)
+            .collect();
+        Some(Identity::Jwt { subject, groups })
+    }
+}
+
+impl From<Identity> for Caller {
+    fn from(identity: Identity) -> Caller {
+        match identity {
+            Identity::Iam { principal } => Caller::new(principal),
+            Identity::Jwt { subject, groups } => Caller {
+                principal: subject,
+                groups,
+                fixed_role: None,
+            },
         }
-        let authorizer = context.get("authorizer")?;
-        if let Some(iam) = authorizer.get("iam") {
-            if let Some(arn) = text(iam.get("userArn")) {
-                return Some(Caller::new(arn));
-            }
-        }
-        let claims = authorizer
-            .get("jwt")
-            .and_then(|j| j.get("claims"))
-            .or_else(|| authorizer.get("claims"))?;
-        let principal = text(claims.get("sub"))?;
-        let mut groups = Vec::new();
-        for name in ["groups", "cognito:groups", "roles"] {
-            match claims.get(name) {
-                Some(Value::Array(items)) => {
-                    groups.extend(items.iter().filter_map(|g| g.as_str().map(str::to_string)))
-                }
-                // API Gateway flattens list claims to text: `[a b]` or `a,b`.
-                Some(Value::String(s)) => groups.extend(
-                    s.trim_matches(|c| c == '[' || c == ']')
-                        .split([' ', ','])
-                        .filter(|g| !g.is_empty())
-                        .map(str::to_string),
-                ),
-                _ => {}
-            }
-        }
-        Some(Caller {
-            principal,
-            groups,
-            fixed_role: None,
-        })
     }
 }
 
@@ -230,21 +286,151 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// An HTTP API (payload 2.0) request context with this authorizer.
+    fn http_api(authorizer: serde_json::Value) -> ApiGatewayV2httpRequestContext {
+        serde_json::from_value(json!({
+            "requestId": "r", "http": {"method": "GET", "path": "/v1/schedules"},
+            "authorizer": authorizer,
+        }))
+        .expect("an HTTP API request context")
+    }
+
+    /// A REST API (payload 1.0) request context with this identity and authorizer.
+    fn rest_api(
+        identity: serde_json::Value,
+        authorizer: serde_json::Value,
+    ) -> ApiGatewayProxyRequestContext {
+        serde_json::from_value(json!({
+            "requestId": "r", "httpMethod": "GET", "path": "/prod/v1/schedules",
+            "identity": identity, "authorizer": authorizer,
+        }))
+        .expect("a REST API request context")
+    }
+
+    fn jwt(subject: &str, groups: &[&str]) -> Identity {
+        Identity::Jwt {
+            subject: subject.to_string(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+        }
+    }
+
     #[test]
-    fn reads_iam_and_jwt_contexts() {
-        let iam = json!({"authorizer": {"iam": {"userArn": "arn:aws:iam::1:user/alice"}}});
+    fn http_api_iam_context() {
+        let context = http_api(json!({"iam": {
+            "accessKey": "k", "accountId": "1", "callerId": "AROA:s1", "principalOrgId": null,
+            "userArn": "arn:aws:sts::1:assumed-role/Ops/s1", "userId": "AROA:s1",
+            "cognitoIdentity": null}}));
+        let identity = Identity::from_http_api(&context);
         assert_eq!(
-            Caller::from_request_context(&iam).map(|c| c.principal),
-            Some("arn:aws:iam::1:user/alice".to_string())
+            identity,
+            Some(Identity::Iam {
+                principal: "arn:aws:sts::1:assumed-role/Ops/s1".into()
+            })
         );
-        let jwt = json!({"authorizer": {"jwt": {"claims": {"sub": "u1", "cognito:groups": "[ops admins]"}}}});
-        let caller = Caller::from_request_context(&jwt).unwrap();
-        assert_eq!(caller.groups, vec!["ops", "admins"]);
-        assert_eq!(Caller::from_request_context(&json!({})), None);
         assert_eq!(
-            Caller::from_request_context(&json!({"authorizer": {"iam": {"userArn": ""}}})),
-            None
+            identity.map(Caller::from),
+            Some(Caller::new("arn:aws:sts::1:assumed-role/Ops/s1"))
         );
+    }
+
+    #[test]
+    fn http_api_jwt_context_and_its_groups() {
+        // API Gateway passes every claim as text, a list flattened to `[a b]`.
+        let context = http_api(json!({"jwt": {"claims": {
+            "sub": "u1", "cognito:groups": "[ops admins]", "exp": "1773144000",
+            "iss": "https://cognito-idp.us-east-1.amazonaws.com/pool"}, "scopes": null}}));
+        let identity = Identity::from_http_api(&context);
+        assert_eq!(identity, Some(jwt("u1", &["ops", "admins"])));
+        let caller = Caller::from(identity.unwrap());
+        assert_eq!((caller.principal.as_str(), caller.groups.len()), ("u1", 2));
+        // Every group claim counts: `groups` and `roles` too, and `a,b` lists.
+        let context = http_api(json!({"jwt": {"claims": {
+            "sub": " u2 ", "groups": "readers", "roles": "ops,oncall"}}}));
+        let Some(Identity::Jwt {
+            subject,
+            mut groups,
+        }) = Identity::from_http_api(&context)
+        else {
+            panic!("a JWT identity");
+        };
+        groups.sort();
+        assert_eq!(
+            (subject.as_str(), groups),
+            (
+                "u2",
+                vec!["oncall".to_string(), "ops".into(), "readers".into()]
+            )
+        );
+        // A single group, unbracketed; no group claim at all.
+        let single = http_api(json!({"jwt": {"claims": {"sub": "u3", "cognito:groups": "ops"}}}));
+        assert_eq!(Identity::from_http_api(&single), Some(jwt("u3", &["ops"])));
+        let none = http_api(json!({"jwt": {"claims": {"sub": "u4"}}}));
+        assert_eq!(Identity::from_http_api(&none), Some(jwt("u4", &[])));
+    }
+
+    #[test]
+    fn rest_api_iam_and_cognito_contexts() {
+        let iam = rest_api(
+            json!({"userArn": "arn:aws:iam::1:user/alice", "caller": "AIDA1",
+                   "accessKey": "k", "sourceIp": "10.0.0.1", "user": "AIDA1"}),
+            json!(null),
+        );
+        assert_eq!(
+            Identity::from_rest_api(&iam),
+            Some(Identity::Iam {
+                principal: "arn:aws:iam::1:user/alice".into()
+            })
+        );
+        // A Cognito user pool authorizer: the claims in the authorizer, as text...
+        let cognito = rest_api(
+            json!({"sourceIp": "10.0.0.1"}),
+            json!({"claims": {"sub": "u1", "cognito:groups": "ops,admins", "email_verified": "true"}}),
+        );
+        assert_eq!(
+            Identity::from_rest_api(&cognito),
+            Some(jwt("u1", &["ops", "admins"]))
+        );
+        // ...or, from an authorizer that passes JSON, a list.
+        let listed = rest_api(
+            json!({}),
+            json!({"claims": {"sub": "u1", "cognito:groups": ["ops", "admins"], "exp": 1773144000}}),
+        );
+        assert_eq!(
+            Identity::from_rest_api(&listed),
+            Some(jwt("u1", &["ops", "admins"]))
+        );
+    }
+
+    #[test]
+    fn no_identity_in_the_context() {
+        for authorizer in [
+            json!(null),
+            json!({}),
+            json!({"iam": {"userArn": ""}}),
+            json!({"iam": {"userArn": null}}),
+            json!({"jwt": {"claims": {"cognito:groups": "[ops]"}}}),
+            json!({"jwt": {"claims": {"sub": "  "}}}),
+            json!({"lambda": {"sub": "u1"}}),
+        ] {
+            assert_eq!(
+                Identity::from_http_api(&http_api(authorizer.clone())),
+                None,
+                "{authorizer}"
+            );
+        }
+        for (identity, authorizer) in [
+            (json!({}), json!(null)),
+            (json!({"sourceIp": "10.0.0.1", "userArn": null}), json!({})),
+            (json!({"userArn": " "}), json!({"principalId": "u1"})),
+            (json!({}), json!({"claims": "sub=u1"})),
+            (json!({}), json!({"claims": {"sub": ["u1"]}})),
+        ] {
+            assert_eq!(
+                Identity::from_rest_api(&rest_api(identity.clone(), authorizer.clone())),
+                None,
+                "{identity} {authorizer}"
+            );
+        }
     }
 
     #[test]
