@@ -204,6 +204,7 @@ impl ApiEnv {
         body: Vec<u8>,
         headers: &[(&str, &str)],
     ) -> Answer {
+        let method_text = method.to_string();
         let mut req = Request::builder().method(method).uri(path);
         if !body.is_empty()
             && !headers
@@ -228,6 +229,8 @@ impl ApiEnv {
         let status = resp.status();
         let headers = resp.headers().clone();
         let bytes = resp.into_body().collect().await.expect("a body").to_bytes();
+        let content_type = headers.get("content-type").and_then(|v| v.to_str().ok());
+        crate::contract::check(&method_text, path, status.as_u16(), content_type, &bytes);
         let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
         Answer {
             status,

@@ -6,6 +6,7 @@
 
 pub mod api;
 pub mod app;
+pub mod contract;
 pub mod event_source;
 pub mod reconcile;
 pub mod runtime_api;

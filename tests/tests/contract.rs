@@ -109,3 +109,53 @@ fn the_manifest_schema_refuses_what_the_api_refuses() {
         "a schedule with `after` inherits its grid"
     );
 }
+
+/// The OpenAPI 3.1 specification's own schema of a document (from spec.openapis.org,
+/// Apache-2.0), kept in the repository so the test needs no network.
+fn openapi_31_validator() -> jsonschema::Validator {
+    let text = std::fs::read_to_string(repo().join("tests/fixtures/openapi-3.1.schema.json"))
+        .expect("the OpenAPI 3.1 schema fixture");
+    let schema: Value = serde_json::from_str(&text).expect("the fixture is JSON");
+    jsonschema::draft202012::new(&schema).expect("the OpenAPI 3.1 schema compiles")
+}
+
+#[test]
+fn the_openapi_document_is_a_valid_openapi_31_document() {
+    let document = cronledger_app::api::openapi::document();
+    assert_eq!(document["openapi"], "3.1.0");
+    let errors: Vec<String> = openapi_31_validator()
+        .iter_errors(&document)
+        .take(10)
+        .map(|e| format!("at {}: {e}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    // Each component is a JSON Schema (2020-12, OpenAPI 3.1's dialect) that compiles, with
+    // its references resolved against the document.
+    let components = document["components"]["schemas"]
+        .as_object()
+        .expect("components");
+    assert!(components.len() > 60, "{} components", components.len());
+    for (name, schema) in components {
+        assert!(
+            jsonschema::meta::is_valid(&json!({
+                "$schema": "https://json-schema.org/draft/2020-12/schema",
+                "allOf": [schema]
+            })),
+            "{name} is not a valid JSON Schema"
+        );
+        let rooted = json!({
+            "$ref": format!("#/components/schemas/{name}"),
+            "components": document["components"],
+        });
+        if let Err(e) = jsonschema::draft202012::new(&rooted) {
+            panic!("{name} does not compile: {e}");
+        }
+    }
+}
+
+#[test]
+fn the_openapi_31_validator_refuses_a_broken_document() {
+    let mut document = cronledger_app::api::openapi::document();
+    document["paths"]["/v1/whoami"]["get"]["responses"] = json!("none");
+    assert!(!openapi_31_validator().is_valid(&document));
+}

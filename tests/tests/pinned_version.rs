@@ -176,8 +176,17 @@ async fn a_retry_keeps_the_run_version_unless_asked_for_the_current_definition()
         "#/components/schemas/RetryRequest"
     );
     assert_eq!(body["required"], false);
-    let definition = &doc.body["components"]["schemas"]["RetryRequest"]["properties"]["definition"];
-    assert_eq!(definition["enum"], json!(["original", "current"]));
+    let schemas = &doc.body["components"]["schemas"];
+    let definition = &schemas["RetryRequest"]["properties"]["definition"];
+    assert_eq!(definition["default"], "original");
+    assert_eq!(definition["$ref"], "#/components/schemas/Definition");
+    let choices: Vec<&Value> = schemas["Definition"]["oneOf"]
+        .as_array()
+        .expect("the choices")
+        .iter()
+        .map(|choice| &choice["const"])
+        .collect();
+    assert_eq!(choices, [&json!("original"), &json!("current")]);
 }
 
 /// Through the worker: a run that failed, then waited while the schedule's job was edited,

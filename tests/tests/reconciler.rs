@@ -731,7 +731,7 @@ async fn a_long_gap_gets_one_proposed_backfill_however_many_reconcilers_plan_it(
     let view = progress(env.store.as_ref(), &r, now)
         .await
         .expect("progress");
-    assert_eq!(view["queued"], 7, "{view}");
+    assert_eq!(view.queued, 7, "{view:?}");
 
     for spec in [&paused, &running] {
         assert_every_window_once(env.store.as_ref(), &compiled(spec), created, horizon).await;

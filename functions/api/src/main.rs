@@ -137,9 +137,8 @@ async fn handle(
     match event.payload {
         Event::RunAt(fire) => {
             let done = api.fire_run_at(&fire).await.map_err(|e| e.to_string())?;
-            let done = serde_json::to_value(done)?;
-            tracing::info!(run = ?done.get("run").and_then(|r| r.get("run_id")), "one-off run fired");
-            Ok(Answer::Fired(done))
+            tracing::info!(run = %done.run.run_id, created = done.created, "one-off run fired");
+            Ok(Answer::Fired(serde_json::to_value(done)?))
         }
         Event::Gateway(request) => http(router, *request, event.context.request_id).await,
     }

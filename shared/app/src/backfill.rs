@@ -19,12 +19,12 @@ use cronledger_aws::{
     ApprovalReason, Backfill, BackfillState, LaneError, LaneQueue, LedgerStore, OpsStore,
     Reprocess, StoreError,
 };
+use cronledger_contract::{BackfillView, Problem, Reported, Verification};
 use cronledger_core::run::{Origin, RunResult};
-use cronledger_core::window::utc_text;
 use cronledger_core::{Lane, Reason, Run, RunKey, RunStatus, Schedule, Trigger};
 use cronledger_ledger::ledger::{RunChange, Transition};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::reconciler::Signals;
 use crate::runs::{claim, new_run_with_origin, send_claimed};
@@ -215,7 +215,7 @@ pub async fn progress(
     store: &dyn LedgerStore,
     b: &Backfill,
     now: DateTime<Utc>,
-) -> Result<Value, BackfillError> {
+) -> Result<BackfillView, BackfillError> {
     let runs = store.runs_between(&b.schedule_id, b.from, b.to).await?;
     let c = Counts::of(&runs, b);
     let not_selected = b.total_windows.saturating_sub(b.planned);
@@ -225,57 +225,40 @@ pub async fn progress(
     let remaining = b.planned.saturating_sub(b.passed_over).saturating_sub(done);
     let eta = (remaining > 0 && rate > 0.0 && b.state.is_open())
         .then(|| now + TimeDelta::seconds((remaining as f64 / rate * 60.0) as i64));
-    Ok(json!({
-        "id": b.id,
-        "schedule": b.schedule_id,
-        "state": b.state,
-        "held": b.held,
-        "approval_required": b.awaiting_approval(),
-        "approval_reasons": b.approval_required,
-        "approved_by": b.approved_by,
-        "approved_at": b.approved_at.map(utc_text),
-        "from": utc_text(b.from),
-        "to": utc_text(b.to),
-        "reprocess": b.reprocess,
-        "limits": b.limits,
-        "pause_when": b.pause_when,
-        "cursor": b.cursor.map(utc_text),
-        "total_windows": b.total_windows,
-        "total": b.planned,
-        "written": b.written,
-        "queued": c.queued,
-        "running": c.running,
-        "succeeded": c.succeeded,
-        "failed": c.failed,
-        "skipped": c.skipped + b.passed_over + not_selected,
-        "awaiting_approval": c.awaiting_approval,
-        "remaining": remaining,
-        "rate_per_minute": (rate * 100.0).round() / 100.0,
-        "eta": eta.map(utc_text),
-        "created_at": utc_text(b.created_at),
-        "created_by": b.created_by,
-        "note": b.note,
-        "source_record": b.source_record,
-        "replay_group": b.replay_group,
-        "version": b.version,
-    }))
-}
-
-/// One window in a verification that is not done.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Problem {
-    pub scheduled_for: String,
-    /// MISSING (no ledger entry at all), FAILED, NOT_RUN (skipped, cancelled, coalesced,
-    /// awaiting approval), IN_FLIGHT; with a `verify` source, MISMATCH (succeeded,
-    /// but its reported count or checksum is not what the source expected) or UNVERIFIED
-    /// (succeeded, and the source did not answer).
-    pub problem: &'static str,
-    pub statuses: Vec<RunStatus>,
-    /// MISMATCH: what the source expected and what the job reported.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub expected: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reported: Option<Value>,
+    Ok(BackfillView {
+        id: b.id.clone(),
+        schedule: b.schedule_id.clone(),
+        state: b.state,
+        held: b.held.clone(),
+        approval_required: b.awaiting_approval(),
+        approval_reasons: b.approval_required.clone(),
+        approved_by: b.approved_by.clone(),
+        approved_at: b.approved_at,
+        from: b.from,
+        to: b.to,
+        reprocess: b.reprocess,
+        limits: b.limits,
+        pause_when: b.pause_when.clone(),
+        cursor: b.cursor,
+        total_windows: b.total_windows,
+        total: b.planned,
+        written: b.written,
+        queued: c.queued,
+        running: c.running,
+        succeeded: c.succeeded,
+        failed: c.failed,
+        skipped: c.skipped + b.passed_over + not_selected,
+        awaiting_approval: c.awaiting_approval,
+        remaining,
+        rate_per_minute: (rate * 100.0).round() / 100.0,
+        eta,
+        created_at: b.created_at,
+        created_by: b.created_by.clone(),
+        note: b.note.clone(),
+        source_record: b.source_record.clone(),
+        replay_group: b.replay_group.clone(),
+        version: b.version,
+    })
 }
 
 /// How a succeeded window's reported results compare with what the backfill's or the
@@ -300,7 +283,7 @@ pub async fn verify(
     schedule: &Schedule,
     b: &Backfill,
     max: u64,
-) -> Result<Value, BackfillError> {
+) -> Result<Verification, BackfillError> {
     let windows = occurrences(schedule, b.from, b.to, max)?;
     let runs = store
         .runs_between(schedule.id(), b.from - TimeDelta::days(31), b.to)
@@ -319,8 +302,8 @@ pub async fn verify(
             if let Some(Some(problem)) = verified {
                 let mismatch = problem == "MISMATCH";
                 problems.push(Problem {
-                    scheduled_for: utc_text(*t),
-                    problem,
+                    scheduled_for: *t,
+                    problem: problem.to_string(),
                     statuses: vec![ok.status],
                     expected: mismatch.then(|| {
                         json!({"count": result.expected_count, "checksum": result.expected_checksum})
@@ -330,13 +313,13 @@ pub async fn verify(
                 });
                 continue;
             }
-            reported.push(json!({
-                "scheduled_for": utc_text(*t),
-                "status": ok.status,
-                "trigger": ok.trigger,
-                "count": result.count,
-                "checksum": result.checksum,
-            }));
+            reported.push(Reported {
+                scheduled_for: *t,
+                status: ok.status,
+                trigger: ok.trigger,
+                count: result.count,
+                checksum: result.checksum,
+            });
             continue;
         }
         let problem = if cover.is_empty() {
@@ -349,32 +332,36 @@ pub async fn verify(
             "NOT_RUN"
         };
         problems.push(Problem {
-            scheduled_for: utc_text(*t),
-            problem,
+            scheduled_for: *t,
+            problem: problem.to_string(),
             statuses: cover.iter().map(|r| r.status).collect(),
             expected: None,
             reported: None,
         });
     }
-    let count_of = |p: &str| problems.iter().filter(|x| x.problem == p).count();
-    Ok(json!({
-        "backfill": b.id,
-        "schedule": b.schedule_id,
-        "from": utc_text(b.from),
-        "to": utc_text(b.to),
-        "expected_windows": windows.len(),
-        "succeeded": reported.len(),
-        "missing": count_of("MISSING"),
-        "failed": count_of("FAILED"),
-        "not_run": count_of("NOT_RUN"),
-        "in_flight": count_of("IN_FLIGHT"),
-        "mismatched": count_of("MISMATCH"),
-        "unverified": count_of("UNVERIFIED"),
-        "complete": problems.is_empty(),
-        "reported_count_total": total_count,
-        "problems": problems,
-        "reported": reported,
-    }))
+    let count_of = |p: &str| problems.iter().filter(|x| x.problem == p).count() as u64;
+    Ok(Verification {
+        backfill: b.id.clone(),
+        schedule: b.schedule_id.clone(),
+        from: b.from,
+        to: b.to,
+        expected_windows: windows.len() as u64,
+        succeeded: reported.len() as u64,
+        missing: count_of("MISSING"),
+        failed: count_of("FAILED"),
+        not_run: count_of("NOT_RUN"),
+        in_flight: count_of("IN_FLIGHT"),
+        mismatched: count_of("MISMATCH"),
+        unverified: count_of("UNVERIFIED"),
+        complete: problems.is_empty(),
+        reported_count_total: total_count,
+        problems_total: problems.len() as u64,
+        reported_total: reported.len() as u64,
+        problems,
+        reported,
+        truncated: false,
+        next_cursor: None,
+    })
 }
 
 /// What one release pass did.

@@ -1,7 +1,7 @@
 //! Change risk: what a schedule edit does to how often and when it fires.
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::Issue;
 use crate::span::Span;
@@ -9,7 +9,9 @@ use crate::spec::ScheduleSpec;
 use crate::timing::{CalendarStats, Timing};
 use crate::window::{utc_text, Window};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum RiskLevel {
     Low,
@@ -17,14 +19,14 @@ pub enum RiskLevel {
     High,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FireTime {
     pub at: DateTime<Utc>,
     pub local: String,
 }
 
 /// A stretch of business time at the switch between the old and the new rule, `[start, end)`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SwitchSpan {
     pub start: DateTime<Utc>,
     pub end: DateTime<Utc>,
@@ -44,7 +46,7 @@ impl SwitchSpan {
 /// A gap of data this long or longer makes a change HIGH risk (confirmation needed).
 pub const LONG_GAP: Span = Span::hours(1);
 
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RiskReport {
     pub level: RiskLevel,
     /// Why the level is what it is, one line per finding.

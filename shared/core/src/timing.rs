@@ -17,7 +17,7 @@ use chrono::{DateTime, LocalResult, NaiveDate, NaiveTime, Offset, TimeDelta, Tim
 use chrono_tz::Tz;
 use croner::parser::{CronParser, Seconds, Year};
 use croner::{Cron, JobType};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Code, Issue};
 use crate::span::Span;
@@ -37,7 +37,7 @@ enum Kind {
 }
 
 /// Why the expression moved or repeated an occurrence.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum DstNote {
     /// The wall-clock time did not exist (spring forward); this is the first instant after the gap.
@@ -61,7 +61,7 @@ impl DstNote {
 }
 
 /// Facts about an expression over a stretch of the real calendar, DST days included.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CalendarStats {
     /// Days examined (local dates in the schedule's zone).
     pub days: u32,

@@ -15,7 +15,7 @@ use crate::error::StoreError;
 use crate::layer::store_trait;
 
 /// An alert as the ledger holds it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RecordedAlert {
     pub alert: Alert,
     pub recorded_at: DateTime<Utc>,
@@ -95,7 +95,7 @@ pub trait Notifier: Send + Sync {
 }
 
 /// What waits for an operator, for its reminders (`AWAITING_APPROVAL`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum HeldWork {
     /// One run held MANUAL_REQUIRED (a window of an `approval: every_run` schedule, a run
@@ -111,7 +111,7 @@ pub enum HeldWork {
 /// A reminder tracker: work that started waiting for an operator at `since` and has been
 /// told about; at `remind_at` the reconciler looks whether it still waits and, if so,
 /// reminds and moves `remind_at` on, else drops the tracker. One per (schedule, group).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Awaiting {
     pub schedule: String,
     /// What the alerts name as waiting: a replay group or a run key.

@@ -11,7 +11,7 @@ use crate::error::StoreError;
 use crate::layer::store_trait;
 
 /// How one window ended, for the counters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum Outcome {
     /// SUCCESS or PARTIAL_SUCCESS; `fresh`: finished within the schedule's `slo.within` of
     /// its `scheduled_for` (false when the schedule has no `slo`).

@@ -23,7 +23,7 @@ named_enum!(
 );
 
 /// One pause, kept on the schedule so the reconciler can tell PAUSED windows from missed ones.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Pause {
     pub from: DateTime<Utc>,
     /// `None` while still paused.
@@ -42,7 +42,7 @@ pub const MAX_FIRES_PER_TRANSACTION: usize = 50;
 /// An expression (cron and timezone) the schedule had until an edit, kept until the
 /// reconciler's watermark passes `until`: the windows before the edit are judged by the
 /// expression in force then, not by the new one.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PastTiming {
     pub cron: String,
     pub timezone: String,

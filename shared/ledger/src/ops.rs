@@ -11,7 +11,7 @@ use crate::layer::store_trait;
 
 /// Who first used a request's `Idempotency-Key`, and for which run. A second request with the
 /// same key finds this and answers with that run instead of creating another.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IdempotencyClaim {
     /// The key as scoped by the caller (the api prefixes the schedule id).
     pub key: String,
@@ -27,7 +27,7 @@ pub struct IdempotencyClaim {
 }
 
 /// A backfill's lifecycle.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum BackfillState {
     Running,
@@ -59,7 +59,7 @@ impl std::fmt::Display for BackfillState {
 }
 
 /// Why a backfill waits for an admin's approval before it first runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ApprovalReason {
     /// It would run more windows than the api's approval limit.
@@ -82,7 +82,7 @@ impl ApprovalReason {
 }
 
 /// Which windows of the range a backfill runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Reprocess {
     /// Windows with no run that succeeded, is in flight, or awaits approval.
@@ -94,7 +94,7 @@ pub enum Reprocess {
 }
 
 /// How fast a backfill may go.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BackfillLimits {
     /// Runs of this backfill in flight at most.
     pub concurrency: u32,
@@ -115,7 +115,7 @@ impl Default for BackfillLimits {
 }
 
 /// When a running backfill stops releasing on its own (and starts again once clear).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PauseConditions {
     /// Visible messages in the realtime lane above which it waits.
@@ -130,7 +130,7 @@ pub struct PauseConditions {
 }
 
 /// One backfill: `PK=BACKFILL#{id}`, `SK=STATE`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Backfill {
     pub id: String,
     pub schedule_id: String,
@@ -193,7 +193,7 @@ impl Backfill {
 }
 
 /// One system-wide operator action (the kill switch): `PK=SYSTEM`, `SK=AUDIT#...`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SystemAuditEntry {
     pub at: DateTime<Utc>,
     pub actor: String,
@@ -206,7 +206,7 @@ pub struct SystemAuditEntry {
 /// function checks before it fires, plans, releases or starts anything. The API writes it
 /// first, then disables what AWS can disable for it (the ticker's and reconciler's
 /// schedules, the workers' event source mappings).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KillSwitch {
     pub engaged: bool,
     /// When it was last engaged or released.

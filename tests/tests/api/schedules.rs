@@ -469,7 +469,7 @@ async fn bad_input_gets_the_right_codes_and_never_a_panic() {
     }
     // The document lists every route.
     let doc = api.call(None, Method::GET, "/openapi.json", None).await;
-    assert_eq!(doc.body["openapi"], "3.0.3");
+    assert_eq!(doc.body["openapi"], "3.1.0");
     assert!(doc.body["paths"]["/v1/schedules/{id}/runs/{run}/retry"]["post"].is_object());
 }
 

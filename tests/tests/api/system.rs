@@ -71,11 +71,11 @@ async fn kill_switch_and_a_one_off_run_at_an_instant() {
     api.env.clock.set(t("2026-03-10T15:30:02Z"));
     let first = api.api.fire_run_at(&event).await.expect("fired");
     let second = api.api.fire_run_at(&event).await.expect("fired again");
-    assert_eq!(first["created"], true);
-    assert_eq!(second["created"], false);
-    assert_eq!(first["run"]["run_id"], second["run"]["run_id"]);
-    assert_eq!(first["run"]["scheduled_for"], "2026-03-10T15:00:00Z");
-    assert_eq!(first["run"]["trigger"], "MANUAL");
+    assert!(first.created);
+    assert!(!second.created);
+    assert_eq!(first.run.run_id, second.run.run_id);
+    assert_eq!(first.run.scheduled_for, t("2026-03-10T15:00:00Z"));
+    assert_eq!(first.run.trigger, cronledger_core::Trigger::Manual);
     // The one-off run is the schedule's business: its note is in the schedule's log; the
     // system log keeps the kill switch alone.
     let audit = api.get(VIEWER, "/v1/schedules/s1/audit").await;

@@ -4,23 +4,26 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
-use chrono::{DateTime, Utc};
 use cronledger_aws::{
-    ApprovalReason, Backfill, BackfillLimits, BackfillState, PauseConditions, Reprocess, StoreError,
+    ApprovalReason, Backfill, BackfillLimits, BackfillState, Reprocess, StoreError,
+};
+use cronledger_contract::{
+    BackfillList, BackfillPlan, BackfillRequest, BackfillSummary, BackfillView, Note, Verification,
 };
 use cronledger_core::spec::validate_target;
 use cronledger_core::window::utc_text;
 use cronledger_core::{RunEvent, RunKey, RunStatus, Schedule};
 use cronledger_ledger::ledger::{AuditAction, RunChange, ScheduleState};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{Actor, ApiJson, ApiPath, ApiQuery};
 use super::paging::offset_page;
-use super::schedules::{Note, PageQuery};
-use super::{new_id, page_json, Api};
+use super::schedules::PageQuery;
+use super::{new_id, Api};
 use crate::backfill::{self, BackfillError};
 
 impl From<BackfillError> for ApiError {
@@ -35,34 +38,6 @@ impl From<BackfillError> for ApiError {
             BackfillError::Invalid(m) => ApiError::invalid("BACKFILL_INVALID", m),
         }
     }
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BackfillRequest {
-    pub from: DateTime<Utc>,
-    pub to: DateTime<Utc>,
-    #[serde(default)]
-    pub reprocess: Option<Reprocess>,
-    #[serde(default)]
-    pub concurrency: Option<u32>,
-    #[serde(default)]
-    pub batch_size: Option<u32>,
-    #[serde(default)]
-    pub rate_per_minute: Option<f64>,
-    #[serde(default)]
-    pub pause_when: Option<PauseConditions>,
-    #[serde(default)]
-    pub dry_run: bool,
-    /// Re-run the same windows of the schedules that run after this one, as each of the
-    /// backfill's runs ends (see `cascade`).
-    #[serde(default)]
-    pub cascade: bool,
-    /// The backfill's own verify source (a target, as a schedule's `verify`).
-    #[serde(default)]
-    pub verify: Option<Value>,
-    #[serde(default)]
-    pub note: Option<String>,
 }
 
 fn limits(req: &BackfillRequest) -> ApiResult<BackfillLimits> {
@@ -97,13 +72,19 @@ fn limits(req: &BackfillRequest) -> ApiResult<BackfillLimits> {
 }
 
 /// Creates a backfill over `[from, to]` (the api route, and approval of a range record).
+/// A backfill created, or (a dry run) its plan.
+pub(crate) enum Started {
+    Plan(Box<BackfillPlan>),
+    Created(Box<BackfillView>),
+}
+
 pub(crate) async fn start(
     api: &Api,
     schedule_id: &str,
     req: &BackfillRequest,
     actor: &str,
     source_record: Option<RunKey>,
-) -> ApiResult<(StatusCode, Value)> {
+) -> ApiResult<Started> {
     let limits = limits(req)?;
     let stored = api.deps().store.get_schedule(schedule_id).await?;
     if stored.state == ScheduleState::Archived {
@@ -140,23 +121,20 @@ pub(crate) async fn start(
         api.deps().config.backfill_approval_over,
     );
     if req.dry_run {
-        return Ok((
-            StatusCode::OK,
-            json!({
-                "dry_run": true,
-                "schedule": schedule_id,
-                "from": utc_text(req.from),
-                "to": utc_text(to),
-                "reprocess": reprocess,
-                "limits": limits,
-                "total_windows": plan.total_windows,
-                "size": plan.selected.len(),
-                "approval_required": !approval.is_empty(),
-                "approval_reasons": approval,
-                "approval_over": api.deps().config.backfill_approval_over,
-                "windows": plan.selected.iter().take(1000).map(|t| utc_text(*t)).collect::<Vec<_>>(),
-            }),
-        ));
+        return Ok(Started::Plan(Box::new(BackfillPlan {
+            dry_run: true,
+            schedule: schedule_id.to_string(),
+            from: req.from,
+            to,
+            reprocess,
+            limits,
+            total_windows: plan.total_windows,
+            size: plan.selected.len() as u64,
+            approval_required: !approval.is_empty(),
+            approval_reasons: approval,
+            approval_over: api.deps().config.backfill_approval_over,
+            windows: plan.selected.iter().take(1000).copied().collect(),
+        })));
     }
     let verify = match &req.verify {
         Some(value) => Some(
@@ -203,7 +181,7 @@ pub(crate) async fn start(
     };
     let stored = api.deps().ops.create_backfill(&b).await?;
     let view = backfill::progress(api.deps().store.as_ref(), &stored, now).await?;
-    Ok((StatusCode::CREATED, view))
+    Ok(Started::Created(Box::new(view)))
 }
 
 /// What `held` says of a backfill waiting for an admin (the CLI's progress line shows it).
@@ -219,20 +197,21 @@ pub async fn create(
     actor: Actor,
     ApiPath(id): ApiPath<String>,
     ApiJson(req): ApiJson<BackfillRequest>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
-    let (status, body) = start(&api, &id, &req, actor.name(), None).await?;
-    if status == StatusCode::CREATED {
-        let note = Note {
-            note: req.note.clone(),
-        };
-        let details = json!({
-            "backfill": body.get("id"), "from": utc_text(req.from), "to": utc_text(req.to),
-            "approval_reasons": body.get("approval_reasons"),
-        });
-        api.record_on(&id, &actor, AuditAction::BackfillCreate, &note, details)
-            .await;
-    }
-    Ok((status, Json(body)))
+) -> ApiResult<Response> {
+    let created = match start(&api, &id, &req, actor.name(), None).await? {
+        Started::Plan(plan) => return Ok((StatusCode::OK, Json(plan)).into_response()),
+        Started::Created(view) => *view,
+    };
+    let note = Note {
+        note: req.note.clone(),
+    };
+    let details = json!({
+        "backfill": created.id, "from": utc_text(req.from), "to": utc_text(req.to),
+        "approval_reasons": created.approval_reasons,
+    });
+    api.record_on(&id, &actor, AuditAction::BackfillCreate, &note, details)
+        .await;
+    Ok((StatusCode::CREATED, Json(created)).into_response())
 }
 
 /// The query identity of the open backfills listing's cursors.
@@ -241,30 +220,34 @@ const BACKFILLS_SCOPE: &str = "backfills";
 pub async fn list(
     State(api): State<Api>,
     ApiQuery(q): ApiQuery<PageQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<BackfillList>> {
     let offset = api
         .cursors()
         .open_offset(BACKFILLS_SCOPE, q.cursor.as_deref())?;
     let open = api.deps().ops.open_backfills().await?;
     let limit = api.limit_or_max(q.limit);
-    let (items, next) = offset_page(&open, offset, limit, |b| {
-        json!({
-            "id": b.id, "schedule": b.schedule_id, "state": b.state, "held": b.held,
-            "from": utc_text(b.from), "to": utc_text(b.to), "total": b.planned,
-            "written": b.written, "created_by": b.created_by,
-        })
+    let (items, next) = offset_page(&open, offset, limit, |b| BackfillSummary {
+        id: b.id.clone(),
+        schedule: b.schedule_id.clone(),
+        state: b.state,
+        held: b.held.clone(),
+        from: b.from,
+        to: b.to,
+        total: b.planned,
+        written: b.written,
+        created_by: b.created_by.clone(),
     });
     let next = next.map(|n| n.to_string());
-    Ok(page_json(
+    Ok(Json(BackfillList {
         items,
-        api.cursors().seal_next(BACKFILLS_SCOPE, next),
-    ))
+        next: api.cursors().seal_next(BACKFILLS_SCOPE, next),
+    }))
 }
 
 pub async fn progress(
     State(api): State<Api>,
     ApiPath(id): ApiPath<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<BackfillView>> {
     let b = api.deps().ops.get_backfill(&id).await?;
     Ok(Json(
         backfill::progress(api.deps().store.as_ref(), &b, api.now()).await?,
@@ -303,7 +286,7 @@ async fn change_state(
     ))
 }
 
-async fn answer(api: &Api, b: &Backfill) -> ApiResult<Json<Value>> {
+async fn answer(api: &Api, b: &Backfill) -> ApiResult<Json<BackfillView>> {
     Ok(Json(
         backfill::progress(api.deps().store.as_ref(), b, api.now()).await?,
     ))
@@ -318,7 +301,7 @@ pub async fn pause_resume<const W: u8>(
     actor: Actor,
     ApiPath(id): ApiPath<String>,
     ApiJson(note): ApiJson<Note>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<BackfillView>> {
     let (from, to, action) = match W {
         PAUSE => (
             BackfillState::Running,
@@ -358,7 +341,7 @@ pub async fn cancel(
     actor: Actor,
     ApiPath(id): ApiPath<String>,
     ApiJson(note): ApiJson<Note>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<BackfillView>> {
     let b = change_state(
         &api,
         &id,
@@ -413,7 +396,7 @@ pub async fn approve(
     actor: Actor,
     ApiPath(id): ApiPath<String>,
     ApiJson(note): ApiJson<Note>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<BackfillView>> {
     if note.text("").is_empty() {
         return Err(ApiError::invalid(
             "NOTE_REQUIRED",
@@ -468,7 +451,7 @@ pub async fn verify(
     State(api): State<Api>,
     ApiPath(id): ApiPath<String>,
     ApiQuery(q): ApiQuery<VerifyQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Verification>> {
     let scope = format!("verify|{id}");
     let offset = api.cursors().open_offset(&scope, q.cursor.as_deref())?;
     let b = api.deps().ops.get_backfill(&id).await?;
@@ -483,36 +466,23 @@ pub async fn verify(
     .await?;
     let limit = q.limit.unwrap_or(VERIFY_PAGE_MAX).clamp(1, VERIFY_PAGE_MAX);
     let next = page_verification(&mut found, offset, limit);
-    if let Some(obj) = found.as_object_mut() {
-        obj.insert("truncated".into(), json!(next.is_some()));
-        obj.insert(
-            "next_cursor".into(),
-            json!(api.cursors().seal_next(&scope, next.map(|n| n.to_string()))),
-        );
-    }
+    found.truncated = next.is_some();
+    found.next_cursor = api.cursors().seal_next(&scope, next.map(|n| n.to_string()));
     Ok(Json(found))
 }
 
 /// Keeps one page (`offset`, `limit`) of a verification's `problems` and `reported` lists,
 /// adding their full lengths; the offset of the next page when either list has more.
-pub fn page_verification(found: &mut Value, offset: usize, limit: usize) -> Option<usize> {
-    let mut next = None;
-    for (list, total) in [
-        ("problems", "problems_total"),
-        ("reported", "reported_total"),
-    ] {
-        let obj = found.as_object_mut()?;
-        let all = match obj.remove(list) {
-            Some(Value::Array(all)) => all,
-            _ => Vec::new(),
-        };
-        let (page, more) = offset_page(&all, offset, limit, Value::clone);
-        // The next page starts where the shorter of the unfinished lists stopped.
-        if let Some(end) = more {
-            next = Some(next.map_or(end, |n: usize| n.min(end)));
-        }
-        obj.insert(total.into(), json!(all.len()));
-        obj.insert(list.into(), Value::Array(page));
+pub fn page_verification(found: &mut Verification, offset: usize, limit: usize) -> Option<usize> {
+    found.problems_total = found.problems.len() as u64;
+    found.reported_total = found.reported.len() as u64;
+    let (problems, more_problems) = offset_page(&found.problems, offset, limit, Clone::clone);
+    let (reported, more_reported) = offset_page(&found.reported, offset, limit, Clone::clone);
+    found.problems = problems;
+    found.reported = reported;
+    // The next page starts where the shorter of the unfinished lists stopped.
+    match (more_problems, more_reported) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
-    next
 }

@@ -3,16 +3,15 @@
 //! (`downstream`), with their statuses. One read of the schedule and one per related run.
 
 use cronledger_aws::StoreError;
-use cronledger_core::window::utc_text;
+use cronledger_contract::{RelatedRun, RunView};
 use cronledger_core::{Run, RunKey};
-use serde_json::{json, Value};
 
 use super::error::ApiResult;
 use super::{views, Api};
 
 impl Api {
-    /// Adds `upstream` and `downstream` to `body` (a run's view) when its schedule has any.
-    pub(crate) async fn add_chain(&self, run: &Run, body: &mut Value) -> ApiResult<()> {
+    /// Adds `upstream` and `downstream` to `view` (a run's) when its schedule has any.
+    pub(crate) async fn add_chain(&self, run: &Run, view: &mut RunView) -> ApiResult<()> {
         let store = &self.deps().store;
         let stored = match store.get_schedule(&run.key.schedule_id).await {
             Ok(stored) => stored,
@@ -20,31 +19,37 @@ impl Api {
             Err(e) => return Err(e.into()),
         };
         let at = run.key.scheduled_for;
-        for (field, ids) in [
-            ("upstream", &stored.spec.after),
-            ("downstream", &stored.downstream),
-        ] {
-            if ids.is_empty() {
-                continue;
+        let related_of = |ids: &[String]| {
+            let ids = ids.to_vec();
+            async move {
+                if ids.is_empty() {
+                    return Ok(None);
+                }
+                let mut related = Vec::with_capacity(ids.len());
+                for id in ids {
+                    let key = RunKey::expected(id.clone(), at);
+                    related.push(match store.get_run(&key).await {
+                        Ok(found) => RelatedRun {
+                            schedule: id,
+                            scheduled_for: at,
+                            run_id: Some(views::run_id(&found.key)),
+                            status: Some(found.status),
+                        },
+                        // Not recorded yet: it waits for its upstreams (or they for theirs).
+                        Err(StoreError::RunNotFound(_)) => RelatedRun {
+                            schedule: id,
+                            scheduled_for: at,
+                            run_id: None,
+                            status: None,
+                        },
+                        Err(e) => return Err(e),
+                    });
+                }
+                Ok(Some(related))
             }
-            let mut related = Vec::with_capacity(ids.len());
-            for id in ids {
-                let key = RunKey::expected(id.clone(), at);
-                let entry = match store.get_run(&key).await {
-                    Ok(found) => json!({"schedule": id, "scheduled_for": utc_text(at),
-                        "run_id": views::run_id(&found.key), "status": found.status}),
-                    // Not recorded yet: it waits for its upstreams (or they for theirs).
-                    Err(StoreError::RunNotFound(_)) => {
-                        json!({"schedule": id, "scheduled_for": utc_text(at), "status": null})
-                    }
-                    Err(e) => return Err(e.into()),
-                };
-                related.push(entry);
-            }
-            if let Some(obj) = body.as_object_mut() {
-                obj.insert(field.into(), Value::Array(related));
-            }
-        }
+        };
+        view.upstream = related_of(&stored.spec.after).await?;
+        view.downstream = related_of(&stored.downstream).await?;
         Ok(())
     }
 }

@@ -13,8 +13,9 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use cronledger_contract::WhoAmI;
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::error::ApiError;
@@ -241,12 +242,12 @@ fn config(api: &Api) -> Response {
 
 /// `GET /v1/whoami`: the caller and its role, so the console shows only the buttons the
 /// role may use (the routes still enforce it).
-pub async fn whoami(actor: Actor) -> Json<Value> {
-    Json(json!({
-        "principal": actor.caller.principal,
-        "role": actor.role,
-        "groups": actor.caller.groups,
-    }))
+pub async fn whoami(actor: Actor) -> Json<WhoAmI> {
+    Json(WhoAmI {
+        principal: actor.caller.principal,
+        role: actor.role.as_str().to_string(),
+        groups: actor.caller.groups,
+    })
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use cronledger_aws::{LaneError, StoreError};
+use cronledger_contract::ErrorBody;
 use cronledger_core::run::TransitionError;
 use cronledger_core::Issue;
 use serde_json::{json, Value};
@@ -119,8 +120,12 @@ impl ApiError {
         ApiError::invalid(code, message).with_details(json!({ "issues": issues }))
     }
 
-    pub fn body(&self) -> Value {
-        json!({"code": self.code, "message": self.message, "details": self.details})
+    pub fn body(&self) -> ErrorBody {
+        ErrorBody {
+            code: self.code.to_string(),
+            message: self.message.clone(),
+            details: (!self.details.is_null()).then(|| self.details.clone()),
+        }
     }
 }
 

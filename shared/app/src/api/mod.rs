@@ -32,10 +32,18 @@ use axum::http::{Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put, MethodRouter};
-use axum::{Json, Router};
+use axum::Router;
 use chrono::{DateTime, Utc};
 use cronledger_aws::{HealthStore, LaneQueue, LedgerStore, OpsStore};
+use cronledger_contract::schemas::{name_of, SCHEDULE_DOCUMENT};
+use cronledger_contract::{
+    ApprovalOutcome, AuditLog, BackfillList, BackfillPlan, BackfillRequest, BackfillView,
+    ChangeDiff, KillSwitchRequest, Note, Preview, PreviewRequest, RetryRequest, RunAtOutcome,
+    RunAtRequest, RunNowRequest, RunOutcome, RunPage, RunView, SchedulePage, ScheduleView,
+    SystemAudit, SystemStatus, Verification, WhoAmI,
+};
 use cronledger_core::{Span, ValidationRules};
+use schemars::JsonSchema;
 
 use crate::clock::Clock;
 use crate::reconciler::Signals;
@@ -233,14 +241,21 @@ pub struct RouteDoc {
     pub summary: &'static str,
     /// `None`: open to any caller API Gateway let through (the document itself).
     pub role: Option<Role>,
-    /// The request body's schema name (see [`openapi::schemas`]).
-    pub body: Option<&'static str>,
+    /// The request body's schema (see [`openapi::schemas`]).
+    pub body: Option<BodyDoc>,
     pub query: &'static [(&'static str, &'static str)],
     pub headers: &'static [(&'static str, &'static str)],
-    /// The success status and the answer's schema name.
-    pub ok: (u16, &'static str),
+    /// Each success status and its answer's schema name.
+    pub ok: Vec<(u16, String)>,
     /// The error statuses the route can answer besides 400/401/403/413/422.
     pub errors: &'static [u16],
+}
+
+/// A request body: its schema's name, and whether it may be left out.
+#[derive(Debug, Clone)]
+pub struct BodyDoc {
+    pub schema: String,
+    pub required: bool,
 }
 
 pub struct Route {
@@ -264,7 +279,7 @@ fn route(
             body: None,
             query: &[],
             headers: &[],
-            ok: (200, "Object"),
+            ok: Vec::new(),
             errors: &[],
         },
         handler,
@@ -272,8 +287,16 @@ fn route(
 }
 
 impl Route {
-    fn body(mut self, schema: &'static str) -> Route {
-        self.doc.body = Some(schema);
+    /// A body the route needs.
+    fn body<T: JsonSchema>(self) -> Route {
+        self.body_named(name_of::<T>().into_owned(), true)
+    }
+    /// A body that may be left out (every field has a default).
+    fn optional_body<T: JsonSchema>(self) -> Route {
+        self.body_named(name_of::<T>().into_owned(), false)
+    }
+    fn body_named(mut self, schema: String, required: bool) -> Route {
+        self.doc.body = Some(BodyDoc { schema, required });
         self
     }
     fn query(mut self, q: &'static [(&'static str, &'static str)]) -> Route {
@@ -284,8 +307,12 @@ impl Route {
         self.doc.headers = h;
         self
     }
-    fn ok(mut self, status: u16, schema: &'static str) -> Route {
-        self.doc.ok = (status, schema);
+    /// A success answer of the contract type `T`.
+    fn ok<T: JsonSchema>(self, status: u16) -> Route {
+        self.ok_named(status, &name_of::<T>())
+    }
+    fn ok_named(mut self, status: u16, schema: &str) -> Route {
+        self.doc.ok.push((status, schema.to_string()));
         self
     }
     fn errors(mut self, e: &'static [u16]) -> Route {
@@ -309,7 +336,6 @@ const SCHEDULE_LIST: &[(&str, &str)] = &[
         "false: leave each schedule's health out (no reads beyond the listing)",
     ),
 ];
-const NOTE: &str = "Note";
 
 /// Every route of the api, in one table.
 pub fn routes() -> Vec<Route> {
@@ -317,140 +343,141 @@ pub fn routes() -> Vec<Route> {
     use Role::{Admin, Operator, Viewer};
     let (v, o, a) = (Some(Viewer), Some(Operator), Some(Admin));
     vec![
-        route(M::GET, "/openapi.json", None, "This document", get(openapi::serve)),
+        route(M::GET, "/openapi.json", None, "This document", get(openapi::serve))
+            .ok_named(200, openapi::OPENAPI_DOCUMENT),
         // The console's static shell, its files and its sign-in config: public (they hold no
         // data; every page reads through the routes below with the caller's identity).
         route(M::GET, "/console", None, "The operator console (HTML shell)", get(console::shell))
-            .ok(200, "ConsoleFile"),
+            .ok_named(200, openapi::CONSOLE_FILE),
         route(M::GET, "/console/{*path}", None, "The console's files (assets/NAME), its sign-in config (config.json: auth jwt|iam|local) and, for any other path, the shell", get(console::path))
-            .ok(200, "ConsoleFile")
+            .ok_named(200, openapi::CONSOLE_FILE)
             .errors(&[404]),
         route(M::GET, "/v1/whoami", v, "The caller's principal, role and groups (the console shows the buttons the role may use)", get(console::whoami))
-            .ok(200, "WhoAmI"),
+            .ok::<WhoAmI>(200),
         // Schedules.
         route(M::POST, "/v1/schedules", a, "Create a schedule (validated; audited)", post(schedules::create))
-            .body("ScheduleDocument")
+            .body_named(SCHEDULE_DOCUMENT.into(), true)
             .headers(&[("Cronledger-Note", "why (audit reason)")])
-            .ok(201, "Schedule")
+            .ok::<ScheduleView>(201)
             .errors(&[409]),
         route(M::GET, "/v1/schedules", v, "List schedules, each with its health (two bounded reads a schedule)", get(schedules::list))
             .query(SCHEDULE_LIST)
-            .ok(200, "SchedulePage"),
+            .ok::<SchedulePage>(200),
         route(M::GET, "/v1/schedules/{id}", v, "One schedule with its health (ETag = version)", get(schedules::get))
-            .ok(200, "Schedule")
+            .ok::<ScheduleView>(200)
             .errors(&[404]),
         route(M::PUT, "/v1/schedules/{id}", a, "Replace a schedule's spec; If-Match: its version (stale: 412 with the current one); a HIGH-risk change (see diff) needs confirm=high-risk or X-Cronledger-Confirm: high-risk (else 428 SCHEDULE_CHANGE_NEEDS_CONFIRMATION); the audit entry records the risk", put(schedules::update))
-            .body("ScheduleDocument")
+            .body_named(SCHEDULE_DOCUMENT.into(), true)
             .query(&[(schedules::CONFIRM_QUERY, "high-risk: confirms a HIGH-risk change")])
             .headers(&[("If-Match", "required: the version the change is based on"), ("Cronledger-Note", "why"), (schedules::CONFIRM_HEADER, "high-risk: confirms a HIGH-risk change")])
-            .ok(200, "Schedule")
+            .ok::<ScheduleView>(200)
             .errors(&[404, 409, 412, 428]),
         route(M::POST, "/v1/schedules/{id}/pause", a, "Pause a schedule with a note", post(schedules::lifecycle::<{ schedules::PAUSE }>))
-            .body(NOTE)
+            .optional_body::<Note>()
             .headers(&[("If-Match", "optional version")])
-            .ok(200, "Schedule")
+            .ok::<ScheduleView>(200)
             .errors(&[404, 409, 412]),
         route(M::POST, "/v1/schedules/{id}/resume", a, "Resume a paused schedule with a note", post(schedules::lifecycle::<{ schedules::RESUME }>))
-            .body(NOTE)
+            .optional_body::<Note>()
             .headers(&[("If-Match", "optional version")])
-            .ok(200, "Schedule")
+            .ok::<ScheduleView>(200)
             .errors(&[404, 409, 412]),
         route(M::POST, "/v1/schedules/{id}/archive", a, "Archive a schedule (never fires again; runs stay)", post(schedules::lifecycle::<{ schedules::ARCHIVE }>))
-            .body(NOTE)
+            .optional_body::<Note>()
             .headers(&[("If-Match", "optional version")])
-            .ok(200, "Schedule")
+            .ok::<ScheduleView>(200)
             .errors(&[404, 409, 412]),
         route(M::POST, "/v1/preview", v, "Next N fire times of a schedule document, with DST notes (nothing saved)", post(schedules::preview_document))
-            .body("PreviewRequest")
-            .ok(200, "Preview"),
+            .body::<PreviewRequest>()
+            .ok::<Preview>(200),
         route(M::GET, "/v1/schedules/{id}/preview", v, "Next N fire times of a stored schedule, with DST notes", get(schedules::preview_stored))
             .query(&[("count", "how many (default 10)"), ("after", "RFC3339 instant (default now)")])
-            .ok(200, "Preview")
+            .ok::<Preview>(200)
             .errors(&[404]),
         route(M::POST, "/v1/schedules/{id}/diff", v, "Risk report of a proposed spec against the stored one (nothing saved)", post(schedules::diff))
-            .body("ScheduleDocument")
+            .body_named(SCHEDULE_DOCUMENT.into(), true)
             .query(&[("count", "fire times before and after (default 5)")])
-            .ok(200, "RiskReport")
+            .ok::<ChangeDiff>(200)
             .errors(&[404]),
         route(M::GET, "/v1/schedules/{id}/audit", v, "A schedule's audit log, oldest first: its versioned changes and operators' actions on its runs and backfills (with their notes)", get(schedules::audit))
             .query(&[("limit", "entries per page (1-200, default 200)"), ("cursor", "the `next` of the previous page")])
-            .ok(200, "AuditLog")
+            .ok::<AuditLog>(200)
             .errors(&[404]),
         // Runs.
         route(M::GET, "/v1/schedules/{id}/runs", v, "Run history, newest first, paginated; filter by status and trigger", get(runs::history))
             .query(&[("limit", "items per page (1-200, default 50)"), ("cursor", "the `next` of the previous page"), ("status", "e.g. FAILED"), ("trigger", "SCHEDULED | CATCH_UP | MANUAL | BACKFILL")])
-            .ok(200, "RunPage")
+            .ok::<RunPage>(200)
             .errors(&[404]),
         route(M::POST, "/v1/schedules/{id}/runs", o, "Run now (trigger MANUAL); Idempotency-Key makes a double click one run; mode reuse|new", post(runs::run_now))
-            .body("RunNowRequest")
+            .optional_body::<RunNowRequest>()
             .headers(&[("Idempotency-Key", "same key and body, same run (remembered 24 h); another body: 409 IDEMPOTENCY_KEY_REUSED")])
-            .ok(201, "RunOutcome")
+            .ok::<RunOutcome>(201).ok::<RunOutcome>(200)
             .errors(&[404, 409]),
         route(M::GET, "/v1/schedules/{id}/runs/{run}", v, "One run with its attempts", get(runs::get_one))
-            .ok(200, "Run")
+            .ok::<RunView>(200)
             .errors(&[404]),
         route(M::POST, "/v1/schedules/{id}/runs/{run}/retry", o, "Retry a FAILED (or STALLED) run: a new attempt of the same run, with its own version's job (definition: current re-pins it to the current one)", post(runs::retry))
-            .body("RetryRequest")
-            .ok(200, "Run")
+            .optional_body::<RetryRequest>()
+            .ok::<RunView>(200)
             .errors(&[404, 409]),
         route(M::POST, "/v1/schedules/{id}/runs/{run}/approve", o, "Approve a MANUAL_REQUIRED run (manual lane); a range record becomes a backfill", post(runs::approve))
-            .body(NOTE)
-            .ok(200, "RunOutcome")
+            .optional_body::<Note>()
+            .ok::<ApprovalOutcome>(200)
             .errors(&[404, 409]),
         route(M::POST, "/v1/schedules/{id}/runs/{run}/reject", o, "Reject a MANUAL_REQUIRED run", post(runs::close::<{ runs::REJECT }>))
-            .body(NOTE)
-            .ok(200, "Run")
+            .optional_body::<Note>()
+            .ok::<RunView>(200)
             .errors(&[404, 409]),
         route(M::POST, "/v1/schedules/{id}/runs/{run}/cancel", o, "Cancel a run that has not started (PENDING, QUEUED, RETRY_PENDING, MANUAL_REQUIRED, STALLED)", post(runs::close::<{ runs::CANCEL }>))
-            .body(NOTE)
-            .ok(200, "Run")
+            .optional_body::<Note>()
+            .ok::<RunView>(200)
             .errors(&[404, 409]),
         route(M::POST, "/v1/schedules/{id}/run-at", o, "A one-off MANUAL run at a future instant (EventBridge Scheduler at(...), deleted after it fires)", post(system::run_at))
-            .body("RunAtRequest")
-            .ok(201, "RunAtOutcome")
+            .body::<RunAtRequest>()
+            .ok::<RunAtOutcome>(201)
             .errors(&[404, 409]),
         // Backfills.
         route(M::POST, "/v1/schedules/{id}/backfills", o, "Create a backfill over a range (or dry_run: the plan and its size)", post(backfills::create))
-            .body("BackfillRequest")
-            .ok(201, "Backfill")
+            .body::<BackfillRequest>()
+            .ok::<BackfillView>(201).ok::<BackfillPlan>(200)
             .errors(&[404, 409]),
         route(M::GET, "/v1/backfills", v, "Open backfills (RUNNING or PAUSED)", get(backfills::list))
             .query(&[("limit", "items per page (1-200, default 200)"), ("cursor", "the `next` of the previous page")])
-            .ok(200, "BackfillList"),
+            .ok::<BackfillList>(200),
         route(M::GET, "/v1/backfills/{backfill}", v, "Backfill progress: total, queued, running, succeeded, failed, skipped, rate, ETA", get(backfills::progress))
-            .ok(200, "Backfill")
+            .ok::<BackfillView>(200)
             .errors(&[404]),
         route(M::POST, "/v1/backfills/{backfill}/pause", o, "Pause a backfill", post(backfills::pause_resume::<{ backfills::PAUSE }>))
-            .body(NOTE)
-            .ok(200, "Backfill")
+            .optional_body::<Note>()
+            .ok::<BackfillView>(200)
             .errors(&[404, 409]),
         route(M::POST, "/v1/backfills/{backfill}/resume", o, "Resume a paused backfill (one held for approval: 409 BACKFILL_APPROVAL_REQUIRED)", post(backfills::pause_resume::<{ backfills::RESUME }>))
-            .body(NOTE)
-            .ok(200, "Backfill")
+            .optional_body::<Note>()
+            .ok::<BackfillView>(200)
             .errors(&[404, 409]),
         route(M::POST, "/v1/backfills/{backfill}/approve", a, "Approve a backfill held for approval (a side-effecting schedule's backfill over the window limit or before the schedule's creation) and start it; note required; audited", post(backfills::approve))
-            .body(NOTE)
-            .ok(200, "Backfill")
+            .optional_body::<Note>()
+            .ok::<BackfillView>(200)
             .errors(&[404, 409]),
         route(M::POST, "/v1/backfills/{backfill}/cancel", o, "Cancel a backfill (its runs not yet started are cancelled)", post(backfills::cancel))
-            .body(NOTE)
-            .ok(200, "Backfill")
+            .optional_body::<Note>()
+            .ok::<BackfillView>(200)
             .errors(&[404, 409]),
         route(M::GET, "/v1/backfills/{backfill}/verify", v, "Expected windows against the ledger, with reported counts and checksums; every count, and a page of the missing or failed windows and of the reported ones (next_cursor)", get(backfills::verify))
             .query(&[("limit", "windows per page of each list (1-1000, default 1000)"), ("cursor", "the `next_cursor` of the previous page")])
-            .ok(200, "Verification")
+            .ok::<Verification>(200)
             .errors(&[404]),
         // System.
         route(M::GET, "/v1/system", v, "Whether automatic firing is on (ticker and reconciler schedules)", get(system::status))
-            .ok(200, "SystemStatus")
+            .ok::<SystemStatus>(200)
             .errors(&[409]),
         route(M::POST, "/v1/system/kill-switch", a, "Stop (engaged: true) or restart all automatic firing, with a note; audited", post(system::kill_switch))
-            .body("KillSwitchRequest")
-            .ok(200, "SystemStatus")
+            .body::<KillSwitchRequest>()
+            .ok::<SystemStatus>(200)
             .errors(&[409]),
         route(M::GET, "/v1/system/audit", v, "System-wide operator actions (the kill switch), newest first; actions on a schedule's runs and backfills are in its audit log", get(system::audit))
             .query(&[("limit", "entries (default 50)")])
-            .ok(200, "SystemAudit"),
+            .ok::<SystemAudit>(200),
     ]
 }
 
@@ -464,12 +491,4 @@ pub fn new_id(prefix: &str) -> String {
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let random = RandomState::new().hash_one((std::process::id(), n)) & 0xff_ffff_ffff;
     format!("{prefix}{:x}{random:010x}", Utc::now().timestamp_millis())
-}
-
-/// `{"items": [...], "next": cursor}` for listings.
-pub(crate) fn page_json<T: serde::Serialize>(
-    items: Vec<T>,
-    next: Option<String>,
-) -> Json<serde_json::Value> {
-    Json(serde_json::json!({"items": items, "next": next}))
 }

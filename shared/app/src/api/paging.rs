@@ -7,14 +7,14 @@ use std::future::Future;
 
 use cronledger_aws::StoreError;
 use cronledger_ledger::ledger::Page;
-use serde_json::Value;
+use serde::Serialize;
 
 /// Bytes of items one page carries at most (the rest of an answer is small and fixed).
 pub const PAGE_BUDGET_BYTES: usize = 768 * 1024;
 
 /// How many of `items`, in order, fit in a page's byte budget (at least one, so a page
 /// always moves on).
-pub fn fitting(items: &[Value]) -> usize {
+pub fn fitting<V: Serialize>(items: &[V]) -> usize {
     let mut used = 0usize;
     for (i, item) in items.iter().enumerate() {
         used += serde_json::to_vec(item).map(|b| b.len() + 1).unwrap_or(0);
@@ -27,14 +27,14 @@ pub fn fitting(items: &[Value]) -> usize {
 
 /// One page of a list the api computed whole: up to `limit` items from `offset` that fit the
 /// budget, and the offset of the next page when there are more.
-pub fn offset_page<T>(
+pub fn offset_page<T, V: Serialize>(
     all: &[T],
     offset: usize,
     limit: usize,
-    view: impl Fn(&T) -> Value,
-) -> (Vec<Value>, Option<usize>) {
+    view: impl Fn(&T) -> V,
+) -> (Vec<V>, Option<usize>) {
     let rest = all.get(offset..).unwrap_or(&[]);
-    let mut items: Vec<Value> = rest.iter().take(limit).map(view).collect();
+    let mut items: Vec<V> = rest.iter().take(limit).map(view).collect();
     items.truncate(fitting(&items));
     let end = offset + items.len();
     let next = (end < all.len()).then_some(end);
@@ -44,17 +44,17 @@ pub fn offset_page<T>(
 /// One page of a store listing: `read(limit, start)` from `start`, as `view` shows each item.
 /// When the items pass the byte budget the store is read again up to the last one that fits,
 /// so its cursor resumes right after it.
-pub async fn store_page<T, Fut>(
+pub async fn store_page<T, V: Serialize, Fut>(
     limit: u32,
     start: Option<String>,
     read: impl Fn(u32, Option<String>) -> Fut,
-    view: impl Fn(&T) -> Value,
-) -> Result<(Vec<Value>, Option<String>), StoreError>
+    view: impl Fn(&T) -> V,
+) -> Result<(Vec<V>, Option<String>), StoreError>
 where
     Fut: Future<Output = Result<Page<T>, StoreError>>,
 {
     let page = read(limit, start.clone()).await?;
-    let items: Vec<Value> = page.items.iter().map(&view).collect();
+    let items: Vec<V> = page.items.iter().map(&view).collect();
     let fit = fitting(&items);
     if fit == items.len() {
         return Ok((items, page.next));

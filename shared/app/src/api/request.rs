@@ -9,6 +9,7 @@ use axum::extract::Request;
 use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use cronledger_contract::ErrorBody;
 use futures_util::FutureExt;
 use serde_json::{json, Value};
 
@@ -81,6 +82,7 @@ fn report(id: &RequestId, method: &str, path: &str, error: ApiError) -> Response
         cause = error.log_detail.as_deref().unwrap_or(""),
         "api request failed"
     );
+    let base = error.body();
     let details = match error.details {
         Value::Object(mut map) => {
             map.insert("request_id".into(), json!(id.0));
@@ -89,7 +91,10 @@ fn report(id: &RequestId, method: &str, path: &str, error: ApiError) -> Response
         Value::Null => json!({"request_id": id.0}),
         other => json!({"request_id": id.0, "info": other}),
     };
-    let body = json!({"code": error.code, "message": error.message, "details": details});
+    let body = ErrorBody {
+        details: Some(details),
+        ..base
+    };
     (error.status, axum::Json(body)).into_response()
 }
 

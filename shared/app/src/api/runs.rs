@@ -6,20 +6,24 @@ use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use cronledger_aws::{IdempotencyClaim, StoreError};
+use cronledger_contract::{
+    ApprovalOutcome, Definition, Mode, Note, RetryRequest, RunNowRequest, RunOutcome, RunPage,
+    RunView,
+};
 use cronledger_core::run::Origin;
 use cronledger_core::window::utc_text;
 use cronledger_core::{Attempt, Lane, Reason, Run, RunEvent, RunKey, RunStatus, Schedule, Trigger};
 use cronledger_ledger::ledger::{AuditAction, RunChange, ScheduleState, Transition};
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde::Deserialize;
+use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::backfills::{self, BackfillRequest};
+use super::backfills;
 use super::error::{ApiError, ApiResult};
 use super::extract::{Actor, ApiJson, ApiPath, ApiQuery, IdempotencyKeyHeader};
-use super::schedules::Note;
-use super::{new_id, page_json, views, Api};
+use super::{new_id, views, Api};
 use crate::runs::{claim_and_send, new_run_with_origin};
+use cronledger_contract::BackfillRequest;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -37,7 +41,7 @@ pub async fn history(
     State(api): State<Api>,
     ApiPath(id): ApiPath<String>,
     ApiQuery(q): ApiQuery<HistoryQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<RunPage>> {
     // The cursor is bound to this schedule and these filters.
     let scope = format!("runs|{id}|{:?}|{:?}", q.status, q.trigger);
     let mut cursor = api.cursors().open_given(&scope, q.cursor.as_deref())?;
@@ -61,13 +65,16 @@ pub async fn history(
         }
     }
     let next = api.cursors().seal_next(&scope, cursor);
-    Ok(page_json(items.iter().map(views::run).collect(), next))
+    Ok(Json(RunPage {
+        items: items.iter().map(views::run).collect(),
+        next,
+    }))
 }
 
 pub async fn get_one(
     State(api): State<Api>,
     ApiPath((id, run)): ApiPath<(String, String)>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<RunView>> {
     let key = views::parse_run_id(&id, &run)?;
     let (run, attempts) = api.deps().store.get_run_with_attempts(&key).await?;
     let mut body = views::run_with_attempts(&run, &attempts);
@@ -75,46 +82,20 @@ pub async fn get_one(
     Ok(Json(body))
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// Answer with the window's existing run when there is one (ALREADY_DONE applies).
-    #[default]
-    Reuse,
-    /// Always a new run, forced past ALREADY_DONE.
-    New,
-}
-
-#[derive(Debug, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RunNowRequest {
-    #[serde(default)]
-    pub mode: Mode,
-    /// The occurrence whose window to run (default: the latest at or before now); it must
-    /// be a fire time of the schedule, so the run's window and idempotency key are the
-    /// occurrence's own.
-    #[serde(default)]
-    pub scheduled_for: Option<DateTime<Utc>>,
-    #[serde(default)]
-    pub note: Option<String>,
-}
-
 fn whole_second(t: DateTime<Utc>) -> DateTime<Utc> {
     t.duration_trunc(TimeDelta::seconds(1)).unwrap_or(t)
 }
 
-impl RunNowRequest {
-    /// SHA-256 (hex) of the request as parsed, re-serialized with sorted keys: key order,
-    /// spacing, defaults and time formats do not change it, any field's value does.
-    fn body_hash(&self) -> String {
-        let canonical = serde_json::to_value(self)
-            .map(|v| v.to_string())
-            .unwrap_or_default();
-        Sha256::digest(canonical.as_bytes())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
-    }
+/// SHA-256 (hex) of a run request as parsed, re-serialized with sorted keys: key order,
+/// spacing, defaults and time formats do not change it, any field's value does.
+fn body_hash(req: &RunNowRequest) -> String {
+    let canonical = serde_json::to_value(req)
+        .map(|v| v.to_string())
+        .unwrap_or_default();
+    Sha256::digest(canonical.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Refuses an instant that is not a fire time of the schedule: its window would overlap the
@@ -152,7 +133,7 @@ pub(crate) async fn manual_run(
     req: &RunNowRequest,
     idempotency_key: Option<&str>,
     request_id: Option<String>,
-) -> ApiResult<(StatusCode, Value)> {
+) -> ApiResult<(StatusCode, RunOutcome)> {
     let stored = api.deps().store.get_schedule(schedule_id).await?;
     if stored.state == ScheduleState::Archived {
         return Err(StoreError::ScheduleArchived(schedule_id.to_string()).into());
@@ -204,7 +185,7 @@ pub(crate) async fn manual_run(
             let claim = IdempotencyClaim {
                 key: format!("{schedule_id}:{key}"),
                 run: run_key.clone(),
-                body_hash: Some(req.body_hash()),
+                body_hash: Some(body_hash(req)),
                 created_at: now,
                 expires_at: now + api.deps().config.idempotency_ttl.as_delta(),
             };
@@ -225,17 +206,11 @@ pub(crate) async fn manual_run(
         }
     };
     if let Some(run) = chosen.filter(|r| r.key == run_key) {
-        return Ok((
-            StatusCode::OK,
-            json!({"created": false, "reused": true, "idempotent_replay": replay, "run": views::run(&run)}),
-        ));
+        return Ok((StatusCode::OK, outcome(false, true, replay, &run)));
     }
     if replay {
         if let Ok(run) = api.deps().store.get_run(&run_key).await {
-            return Ok((
-                StatusCode::OK,
-                json!({"created": false, "reused": false, "idempotent_replay": true, "run": views::run(&run)}),
-            ));
+            return Ok((StatusCode::OK, outcome(false, false, true, &run)));
         }
         // The first request claimed the key and has not written its run (yet, or ever):
         // write that very run; whichever write lands first is the one run.
@@ -252,10 +227,7 @@ pub(crate) async fn manual_run(
     run.forced = req.mode == Mode::New;
     let created = api.deps().store.create_run(&run).await?;
     if !created.is_new() {
-        return Ok((
-            StatusCode::OK,
-            json!({"created": false, "reused": false, "idempotent_replay": replay, "run": views::run(created.run())}),
-        ));
+        return Ok((StatusCode::OK, outcome(false, false, replay, created.run())));
     }
     claim_and_send::<ApiError>(
         api.deps().store.as_ref(),
@@ -266,10 +238,16 @@ pub(crate) async fn manual_run(
     )
     .await?;
     let run = api.deps().store.get_run(&run.key).await?;
-    Ok((
-        StatusCode::CREATED,
-        json!({"created": true, "reused": false, "idempotent_replay": false, "run": views::run(&run)}),
-    ))
+    Ok((StatusCode::CREATED, outcome(true, false, false, &run)))
+}
+
+fn outcome(created: bool, reused: bool, idempotent_replay: bool, run: &Run) -> RunOutcome {
+    RunOutcome {
+        created,
+        reused,
+        idempotent_replay,
+        run: views::run(run),
+    }
 }
 
 pub async fn run_now(
@@ -278,19 +256,18 @@ pub async fn run_now(
     ApiPath(id): ApiPath<String>,
     IdempotencyKeyHeader(key): IdempotencyKeyHeader,
     ApiJson(req): ApiJson<RunNowRequest>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<RunOutcome>)> {
     let (status, body) = manual_run(&api, &id, &req, key.as_deref(), None).await?;
     if status == StatusCode::CREATED {
         let note = Note {
             note: req.note.clone(),
         };
-        let run = body.get("run").and_then(|r| r.get("run_id"));
         api.record_on(
             &id,
             &actor,
             AuditAction::RunNow,
             &note,
-            json!({"run": run, "mode": req.mode}),
+            json!({"run": body.run.run_id, "mode": req.mode}),
         )
         .await;
     }
@@ -333,27 +310,6 @@ async fn send(api: &Api, run: &Run, lane: Lane) -> ApiResult<(Run, Vec<Attempt>)
     Ok(api.deps().store.get_run_with_attempts(&run.key).await?)
 }
 
-/// Which job a retried run executes from now on.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Definition {
-    /// The job of the version the run was created under (or last re-pinned to).
-    #[default]
-    Original,
-    /// The schedule's current job: the run is re-pinned to the current version.
-    Current,
-}
-
-/// `{"note": "...", "definition": "original" | "current"}`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RetryRequest {
-    #[serde(default)]
-    pub note: Option<String>,
-    #[serde(default)]
-    pub definition: Definition,
-}
-
 /// Reopens a failed run as itself. With `definition: current` the same conditional write
 /// re-pins it to the schedule's current version (one more read: the schedule).
 pub async fn retry(
@@ -361,7 +317,7 @@ pub async fn retry(
     actor: Actor,
     ApiPath((id, run_id)): ApiPath<(String, String)>,
     ApiJson(req): ApiJson<RetryRequest>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<RunView>> {
     let key = views::parse_run_id(&id, &run_id)?;
     let run = api.deps().store.get_run(&key).await?;
     let schedule_version = if req.definition == Definition::Current {
@@ -402,7 +358,7 @@ pub async fn approve(
     actor: Actor,
     ApiPath((id, run_id)): ApiPath<(String, String)>,
     ApiJson(note): ApiJson<Note>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ApprovalOutcome>> {
     let key = views::parse_run_id(&id, &run_id)?;
     let run = api.deps().store.get_run(&key).await?;
     if run.status != RunStatus::ManualRequired {
@@ -427,20 +383,28 @@ pub async fn approve(
             verify: None,
             note: Some(note.text("approved range record")),
         };
-        let (_, backfill) =
-            backfills::start(&api, &id, &req, actor.name(), Some(run.key.clone())).await?;
+        let backfill =
+            match backfills::start(&api, &id, &req, actor.name(), Some(run.key.clone())).await? {
+                backfills::Started::Created(view) => *view,
+                backfills::Started::Plan(_) => {
+                    return Err(ApiError::internal(
+                        "a range record's backfill was planned, not created",
+                    ))
+                }
+            };
         let folded = operate(&api, &key, RunEvent::Coalesce, Some(Reason::Coalesced)).await?;
         api.record_on(
             &id,
             &actor,
             AuditAction::RunApprove,
             &note,
-            json!({"run": run_id, "backfill": backfill.get("id")}),
+            json!({"run": run_id, "backfill": backfill.id}),
         )
         .await;
-        return Ok(Json(
-            json!({"run": views::run(&folded), "backfill": backfill}),
-        ));
+        return Ok(Json(ApprovalOutcome {
+            run: views::run(&folded),
+            backfill: Some(backfill),
+        }));
     }
     let approved = operate(&api, &key, RunEvent::Approve, None).await?;
     let (sent, _) = send(&api, &approved, Lane::Manual).await?;
@@ -452,7 +416,10 @@ pub async fn approve(
         json!({"run": run_id}),
     )
     .await;
-    Ok(Json(json!({"run": views::run(&sent), "backfill": null})))
+    Ok(Json(ApprovalOutcome {
+        run: views::run(&sent),
+        backfill: None,
+    }))
 }
 
 pub const REJECT: u8 = 0;
@@ -464,7 +431,7 @@ pub async fn close<const W: u8>(
     actor: Actor,
     ApiPath((id, run)): ApiPath<(String, String)>,
     ApiJson(note): ApiJson<Note>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<RunView>> {
     let key = views::parse_run_id(&id, &run)?;
     let (event, reason, action) = match W {
         REJECT => (RunEvent::Reject, Reason::Rejected, AuditAction::RunReject),

@@ -7,9 +7,11 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, Utc};
+use cronledger_contract::{
+    AuditLog, ChangeDiff, Note, Preview, PreviewRequest, PreviewTime, SchedulePage, ScheduleView,
+};
 use cronledger_core::health::Health;
 use cronledger_core::risk::{assess_change, RiskLevel, RiskReport};
-use cronledger_core::window::utc_text;
 use cronledger_core::{ScheduleSpec, Timing};
 use cronledger_ledger::ledger::{AuditAction, ChangeMeta, OperatorAction, Page, StoredSchedule};
 use serde::Deserialize;
@@ -18,28 +20,7 @@ use serde_json::{json, Value};
 use super::error::{ApiError, ApiResult};
 use super::extract::{Actor, ApiJson, ApiPath, ApiQuery, IfMatch};
 use super::paging::{offset_page, store_page};
-use super::{page_json, views, Api};
-
-/// `{"note": "..."}`: why an operator did something (the audit reason).
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Note {
-    #[serde(default)]
-    pub note: Option<String>,
-}
-
-impl Note {
-    pub fn text(&self, default: &str) -> String {
-        self.note
-            .as_deref()
-            .map(str::trim)
-            .filter(|n| !n.is_empty())
-            .unwrap_or(default)
-            .chars()
-            .take(1000)
-            .collect()
-    }
-}
+use super::{views, Api};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -135,7 +116,7 @@ fn with_etag(status: StatusCode, s: &StoredSchedule) -> Response {
 }
 
 /// `body` (a view of the schedule at `version`) with `ETag: "{version}"`.
-fn etagged(status: StatusCode, version: u64, body: Value) -> Response {
+fn etagged(status: StatusCode, version: u64, body: ScheduleView) -> Response {
     let mut resp = (status, Json(body)).into_response();
     if let Ok(v) = HeaderValue::from_str(&format!("\"{version}\"")) {
         resp.headers_mut().insert(header::ETAG, v);
@@ -172,7 +153,7 @@ pub struct ListQuery {
 pub async fn list(
     State(api): State<Api>,
     ApiQuery(q): ApiQuery<ListQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<SchedulePage>> {
     let start = api
         .cursors()
         .open_given(SCHEDULES_SCOPE, q.cursor.as_deref())?;
@@ -207,10 +188,10 @@ pub async fn list(
         }
     };
     let (items, next) = store_page(api.limit(q.limit), start, read, view).await?;
-    Ok(page_json(
+    Ok(Json(SchedulePage {
         items,
-        api.cursors().seal_next(SCHEDULES_SCOPE, next),
-    ))
+        next: api.cursors().seal_next(SCHEDULES_SCOPE, next),
+    }))
 }
 
 pub async fn get(State(api): State<Api>, ApiPath(id): ApiPath<String>) -> ApiResult<Response> {
@@ -377,16 +358,6 @@ pub async fn lifecycle<const W: u8>(
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PreviewRequest {
-    pub schedule: Value,
-    #[serde(default)]
-    pub count: Option<usize>,
-    #[serde(default)]
-    pub after: Option<DateTime<Utc>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct PreviewQuery {
     pub count: Option<usize>,
     pub after: Option<DateTime<Utc>>,
@@ -397,7 +368,7 @@ fn preview(
     spec: &ScheduleSpec,
     count: Option<usize>,
     after: Option<DateTime<Utc>>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Preview>> {
     let timing = Timing::parse(&spec.cron, spec.timezone).map_err(|i| ApiError::issues(&[i]))?;
     let count = count.unwrap_or(10).clamp(1, api.deps().config.preview_max);
     let after = after.unwrap_or_else(|| api.now());
@@ -405,35 +376,38 @@ fn preview(
     let offset = cronledger_core::Schedule::new(spec.clone())
         .map(|s| s.fire_offset())
         .unwrap_or_default();
-    let times: Vec<Value> = timing
+    let fire_times = timing
         .next_n(after, count)
         .into_iter()
         .map(|t| {
             let note = timing.dst_note(t);
-            json!({
-                "at": utc_text(t),
-                "local": t.with_timezone(&spec.timezone).format("%Y-%m-%d %H:%M:%S %Z").to_string(),
-                "dst": note,
-                "dst_note": note.map(|n| n.describe()),
-                "fire_at": utc_text(t + offset),
-            })
+            PreviewTime {
+                at: t,
+                local: t
+                    .with_timezone(&spec.timezone)
+                    .format("%Y-%m-%d %H:%M:%S %Z")
+                    .to_string(),
+                dst: note,
+                dst_note: note.map(|n| n.describe().to_string()),
+                fire_at: t + offset,
+            }
         })
         .collect();
-    Ok(Json(json!({
-        "schedule": spec.id,
-        "cron": spec.cron,
-        "timezone": spec.timezone.name(),
-        "describe": timing.describe(),
-        "after": utc_text(after),
-        "jitter_offset_seconds": offset.num_seconds(),
-        "fire_times": times,
-    })))
+    Ok(Json(Preview {
+        schedule: spec.id.clone(),
+        cron: spec.cron.clone(),
+        timezone: spec.timezone.name().to_string(),
+        describe: timing.describe(),
+        after,
+        jitter_offset_seconds: offset.num_seconds(),
+        fire_times,
+    }))
 }
 
 pub async fn preview_document(
     State(api): State<Api>,
     ApiJson(req): ApiJson<PreviewRequest>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Preview>> {
     let spec = api.validate(&req.schedule).await?;
     preview(&api, &spec, req.count, req.after)
 }
@@ -442,7 +416,7 @@ pub async fn preview_stored(
     State(api): State<Api>,
     ApiPath(id): ApiPath<String>,
     ApiQuery(q): ApiQuery<PreviewQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Preview>> {
     let stored = api.deps().store.get_schedule(&id).await?;
     preview(&api, &stored.spec, q.count, q.after)
 }
@@ -458,7 +432,7 @@ pub async fn diff(
     ApiPath(id): ApiPath<String>,
     ApiQuery(q): ApiQuery<DiffQuery>,
     ApiJson(mut doc): ApiJson<Value>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ChangeDiff>> {
     if let Some(obj) = doc.as_object_mut() {
         obj.entry("id").or_insert_with(|| json!(id));
     }
@@ -467,11 +441,11 @@ pub async fn diff(
     let count = q.count.unwrap_or(5).clamp(1, api.deps().config.preview_max);
     let report = assess_change(&stored.spec, &proposed, api.now(), None, count)
         .map_err(|i| ApiError::issues(&[i]))?;
-    Ok(Json(json!({
-        "schedule": id,
-        "version": stored.version,
-        "report": report,
-    })))
+    Ok(Json(ChangeDiff {
+        schedule: id,
+        version: stored.version,
+        report,
+    }))
 }
 
 /// A schedule's audit log, a page at a time (oldest first; `next` continues it).
@@ -479,7 +453,7 @@ pub async fn audit(
     State(api): State<Api>,
     ApiPath(id): ApiPath<String>,
     ApiQuery(q): ApiQuery<PageQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<AuditLog>> {
     let scope = format!("audit|{id}");
     let offset = api.cursors().open_offset(&scope, q.cursor.as_deref())?;
     let entries = api.deps().store.audit_log(&id).await?;
@@ -489,10 +463,10 @@ pub async fn audit(
     }
     let limit = api.limit_or_max(q.limit);
     let (items, next) = offset_page(&entries, offset, limit, views::audit);
-    Ok(Json(json!({
-        "schedule": id,
-        "entries": items,
-        "total": entries.len(),
-        "next": api.cursors().seal_next(&scope, next.map(|n| n.to_string())),
-    })))
+    Ok(Json(AuditLog {
+        next: api.cursors().seal_next(&scope, next.map(|n| n.to_string())),
+        schedule: id,
+        entries: items,
+        total: entries.len() as u64,
+    }))
 }

@@ -27,10 +27,13 @@ use serde_json::{json, Value};
 use super::error::{ApiError, ApiResult};
 use super::extract::{Actor, ApiJson, ApiPath, ApiQuery};
 use super::paging::fitting;
-use super::runs::{check_occurrence, manual_run, Mode, RunNowRequest};
-use super::schedules::Note;
+use super::runs::{check_occurrence, manual_run};
 use super::{new_id, Api};
 use crate::reconciler::signals::display;
+use cronledger_contract::{
+    AutomaticSchedule, KillSwitchRequest, Mode, Note, RunAtOutcome, RunAtRequest, RunNowRequest,
+    RunOutcome, SystemAudit, SystemStatus,
+};
 
 /// A failed EventBridge Scheduler or Lambda call: which call (`UpdateSchedule
 /// cronledger-ticker`), and its error text (for the log only, never an answer).
@@ -264,7 +267,7 @@ fn control(api: &Api) -> ApiResult<Arc<dyn SystemControl>> {
 
 /// The kill switch's state: the stored flag (the truth every function checks) and, where
 /// this deployment has EventBridge Scheduler, the automatic schedules it disables.
-async fn status_of(api: &Api) -> ApiResult<Value> {
+async fn status_of(api: &Api) -> ApiResult<SystemStatus> {
     let stored = api.deps().ops.kill_switch().await?;
     let engaged = stored.as_ref().is_some_and(|k| k.engaged);
     let mut schedules = Vec::new();
@@ -273,29 +276,23 @@ async fn status_of(api: &Api) -> ApiResult<Value> {
         for name in control.automatic() {
             let enabled = control.enabled(&name).await?;
             all_on &= enabled == Some(true);
-            schedules.push(
-                json!({"name": name, "exists": enabled.is_some(), "enabled": enabled == Some(true)}),
-            );
+            schedules.push(AutomaticSchedule {
+                name,
+                exists: enabled.is_some(),
+                enabled: enabled == Some(true),
+            });
         }
     }
-    Ok(json!({
-        "automatic_firing": all_on,
-        "kill_switch_engaged": engaged,
-        "kill_switch": stored,
-        "schedules": schedules,
-    }))
+    Ok(SystemStatus {
+        automatic_firing: all_on,
+        kill_switch_engaged: engaged,
+        kill_switch: stored,
+        schedules,
+    })
 }
 
-pub async fn status(State(api): State<Api>) -> ApiResult<Json<Value>> {
+pub async fn status(State(api): State<Api>) -> ApiResult<Json<SystemStatus>> {
     Ok(Json(status_of(&api).await?))
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct KillSwitchRequest {
-    /// `true` stops every automatic start; `false` restarts.
-    pub engaged: bool,
-    pub note: String,
 }
 
 /// Engages or releases the kill switch. The stored flag goes first: from then on no
@@ -307,7 +304,7 @@ pub async fn kill_switch(
     State(api): State<Api>,
     actor: Actor,
     ApiJson(req): ApiJson<KillSwitchRequest>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<SystemStatus>> {
     if req.note.trim().is_empty() {
         return Err(ApiError::invalid(
             "NOTE_REQUIRED",
@@ -378,14 +375,13 @@ pub struct AuditQuery {
 pub async fn audit(
     State(api): State<Api>,
     ApiQuery(q): ApiQuery<AuditQuery>,
-) -> ApiResult<Json<Value>> {
-    let entries = api.deps().ops.system_audit(api.limit(q.limit)).await?;
-    let mut entries: Vec<Value> = entries.iter().map(|e| json!(e)).collect();
+) -> ApiResult<Json<SystemAudit>> {
+    let mut entries = api.deps().ops.system_audit(api.limit(q.limit)).await?;
     // Newest first: past the page's byte budget the oldest are left off.
     let fit = fitting(&entries);
     let truncated = fit < entries.len();
     entries.truncate(fit);
-    Ok(Json(json!({ "entries": entries, "truncated": truncated })))
+    Ok(Json(SystemAudit { entries, truncated }))
 }
 
 /// What a one-off run's firing carries.
@@ -407,24 +403,12 @@ pub struct RunAtEvent {
     pub run_at: RunAtSpec,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RunAtRequest {
-    pub at: DateTime<Utc>,
-    #[serde(default)]
-    pub mode: Mode,
-    #[serde(default)]
-    pub scheduled_for: Option<DateTime<Utc>>,
-    #[serde(default)]
-    pub note: Option<String>,
-}
-
 pub async fn run_at(
     State(api): State<Api>,
     actor: Actor,
     ApiPath(id): ApiPath<String>,
     ApiJson(req): ApiJson<RunAtRequest>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<RunAtOutcome>)> {
     let control = control(&api)?;
     let now = api.now();
     if req.at <= now + TimeDelta::seconds(30) || req.at > now + TimeDelta::days(366) {
@@ -472,15 +456,19 @@ pub async fn run_at(
     .await;
     Ok((
         StatusCode::CREATED,
-        Json(
-            json!({"schedule": id, "at": utc_text(req.at), "request_id": request_id, "scheduler_schedule": name, "event": input}),
-        ),
+        Json(RunAtOutcome {
+            schedule: id,
+            at: req.at,
+            request_id,
+            scheduler_schedule: name,
+            event: input,
+        }),
     ))
 }
 
 impl Api {
     /// A one-off run's firing: the MANUAL run, once however often Scheduler delivers it.
-    pub async fn fire_run_at(&self, event: &RunAtEvent) -> ApiResult<Value> {
+    pub async fn fire_run_at(&self, event: &RunAtEvent) -> ApiResult<RunOutcome> {
         let spec = &event.run_at;
         let req = RunNowRequest {
             mode: spec.mode,

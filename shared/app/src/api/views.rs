@@ -1,13 +1,16 @@
 //! How schedules, runs and audit entries look in answers, and run ids in paths.
 
 use chrono::{DateTime, Utc};
+use cronledger_contract::{
+    AttemptDetail, AttemptError, AttemptView, AuditEntryView, ChildrenView, CurrentAttempt,
+    RunView, ScheduleView,
+};
 use cronledger_core::health::Health;
 use cronledger_core::http_target::redact_spec_json;
 use cronledger_core::run::Origin;
 use cronledger_core::window::utc_text;
 use cronledger_core::{Attempt, Run, RunKey, ScheduleSpec, Timing};
 use cronledger_ledger::ledger::{AuditEntry, StoredSchedule};
-use serde_json::{json, Value};
 
 use super::error::ApiError;
 use super::ids::{shown, valid_origin_id};
@@ -15,7 +18,7 @@ use super::ids::{shown, valid_origin_id};
 /// Longest RFC3339 instant a run id starts with (nanoseconds and an offset included).
 const RFC3339_MAX: usize = 40;
 
-pub fn schedule(s: &StoredSchedule) -> Value {
+pub fn schedule(s: &StoredSchedule) -> ScheduleView {
     // A url stored with credentials (before they were refused) is not shown with them.
     let spec = ScheduleSpec {
         job: s.spec.job.redacted(),
@@ -26,49 +29,46 @@ pub fn schedule(s: &StoredSchedule) -> Value {
     let describe = Timing::parse(&s.spec.cron, s.spec.timezone)
         .ok()
         .map(|t| t.describe());
-    json!({
-        "id": s.id(),
-        "version": s.version,
-        "state": s.state.as_str(),
-        "describe": describe,
-        "spec": spec,
-        "next_run_at": s.next_run_at.map(utc_text),
-        "reconciled_through": utc_text(s.reconciled_through),
+    ScheduleView {
+        id: s.id().to_string(),
+        version: s.version,
+        state: s.state,
+        describe,
+        spec,
+        next_run_at: s.next_run_at,
+        reconciled_through: s.reconciled_through,
         // The schedules that run after this one (its own upstreams are the spec's `after`),
         // as the reconciler last kept them.
-        "downstream": s.downstream,
-        "pauses": s.pauses,
-        "created_at": utc_text(s.created_at),
-        "updated_at": utc_text(s.updated_at),
-    })
+        downstream: s.downstream.clone(),
+        pauses: s.pauses.clone(),
+        created_at: s.created_at,
+        updated_at: s.updated_at,
+        health: None,
+    }
 }
 
 /// A schedule with its health (`null` when there is none to read).
-pub fn schedule_with_health(s: &StoredSchedule, health: Option<&Health>) -> Value {
-    let mut v = schedule(s);
-    if let Some(obj) = v.as_object_mut() {
-        obj.insert(
-            "health".into(),
-            serde_json::to_value(health).unwrap_or(Value::Null),
-        );
+pub fn schedule_with_health(s: &StoredSchedule, health: Option<&Health>) -> ScheduleView {
+    ScheduleView {
+        health: Some(health.cloned()),
+        ..schedule(s)
     }
-    v
 }
 
-pub fn audit(e: &AuditEntry) -> Value {
+pub fn audit(e: &AuditEntry) -> AuditEntryView {
     let (mut before, mut after) = (e.before.clone(), e.after.clone());
     before.iter_mut().for_each(redact_spec_json);
     redact_spec_json(&mut after);
-    json!({
-        "version": e.version,
-        "action": e.action.as_str(),
-        "actor": e.actor,
-        "reason": e.reason,
-        "at": utc_text(e.at),
-        "before": before,
-        "after": after,
-        "details": e.details,
-    })
+    AuditEntryView {
+        version: e.version,
+        action: e.action,
+        actor: e.actor.clone(),
+        reason: e.reason.clone(),
+        at: e.at,
+        before,
+        after,
+        details: e.details.clone(),
+    }
 }
 
 /// A run's id in paths: its scheduled instant, plus `~M~{request}` or `~B~{backfill}` for
@@ -113,100 +113,102 @@ pub fn parse_run_id(schedule_id: &str, text: &str) -> Result<RunKey, ApiError> {
     })
 }
 
-pub fn run(r: &Run) -> Value {
-    let mut v = serde_json::to_value(r.ledger_entry()).unwrap_or_else(|_| json!({}));
-    if let Some(obj) = v.as_object_mut() {
-        let t = |x: Option<DateTime<Utc>>| x.map(utc_text);
-        obj.insert("run_id".into(), json!(run_id(&r.key)));
-        obj.insert(
-            "origin".into(),
-            serde_json::to_value(&r.key.origin).unwrap_or(Value::Null),
-        );
-        obj.insert("business_date".into(), json!(r.business_date.to_string()));
-        obj.insert("lane".into(), json!(r.lane.map(|l| l.as_str())));
-        obj.insert("forced".into(), json!(r.forced));
-        obj.insert("schedule_version".into(), json!(r.schedule_version));
-        obj.insert("cron".into(), json!(r.cron));
-        obj.insert("timezone".into(), json!(r.timezone));
-        obj.insert("job_id".into(), json!(r.job_id));
-        obj.insert("result".into(), json!(r.result));
-        obj.insert("created_at".into(), json!(utc_text(r.created_at)));
-        obj.insert("updated_at".into(), json!(utc_text(r.updated_at)));
-        obj.insert("queued_at".into(), json!(t(r.queued_at)));
-        obj.insert("started_at".into(), json!(t(r.started_at)));
-        obj.insert("completed_at".into(), json!(t(r.completed_at)));
-        obj.insert("last_heartbeat_at".into(), json!(t(r.last_heartbeat_at)));
-        if !r.steps.is_empty() {
-            // A steps job's checkpoints: {name, status, attempts, started_at, ended_at,
-            // output, error_code} per step, in order.
-            obj.insert("steps".into(), json!(r.steps));
-        }
-        if let Some(c) = &r.children {
-            obj.insert(
-                "children".into(),
-                json!({"total": c.total, "succeeded": c.succeeded, "failed": c.failed,
-                       "running": c.running()}),
-            );
-        }
+pub fn run(r: &Run) -> RunView {
+    RunView {
+        schedule: r.key.schedule_id.clone(),
+        scheduled_for: r.key.scheduled_for,
+        trigger: r.trigger,
+        status: r.status,
+        reason: r.reason,
+        attempts: r.attempts,
+        window_start: r.window.start,
+        window_end: r.window.end,
+        idempotency_key: r.idempotency_key.to_string(),
+        replay_group_id: r.replay_group_id.clone(),
+        range_end: r.range_end,
+        count: r.range_end.map(|_| r.count),
+        coalesced_into: r.coalesced_into,
+        run_id: run_id(&r.key),
+        origin: r.key.origin.clone(),
+        business_date: r.business_date,
+        lane: r.lane,
+        forced: r.forced,
+        schedule_version: r.schedule_version,
+        cron: r.cron.clone(),
+        timezone: r.timezone.clone(),
+        job_id: r.job_id.clone(),
+        result: r.result.clone(),
+        created_at: r.created_at,
+        updated_at: r.updated_at,
+        queued_at: r.queued_at,
+        started_at: r.started_at,
+        completed_at: r.completed_at,
+        last_heartbeat_at: r.last_heartbeat_at,
+        // A steps job's checkpoints, in order.
+        steps: r.steps.clone(),
+        children: r.children.as_ref().map(|c| ChildrenView {
+            total: c.total,
+            succeeded: c.succeeded,
+            failed: c.failed,
+            running: c.running(),
+        }),
+        attempt_detail: None,
+        attempt_history: None,
+        attempts_unlisted: None,
+        upstream: None,
+        downstream: None,
     }
-    v
 }
 
 /// A run with its attempts. `attempt_history` lists the attempts the run item records (the
 /// most recent ones, oldest first; `attempts_unlisted` counts older ones beyond that bound or
 /// from before attempts were kept); `attempt_detail.current` is the latest attempt as the
 /// run itself describes it (lease, heartbeat).
-pub fn run_with_attempts(r: &Run, attempts: &[Attempt]) -> Value {
-    let mut v = run(r);
-    if let Some(obj) = v.as_object_mut() {
-        obj.insert(
-            "attempt_detail".into(),
-            json!({
-                "count": r.attempts,
-                "current": (r.attempts > 0).then(|| json!({
-                    "number": r.attempts,
-                    "lease_epoch": r.lease_epoch,
-                    "lease_owner": r.lease.as_ref().map(|l| l.owner.clone()),
-                    "lease_until": r.lease.as_ref().map(|l| utc_text(l.until)),
-                    "started_at": r.started_at.map(utc_text),
-                    "last_heartbeat_at": r.last_heartbeat_at.map(utc_text),
-                    "completed_at": r.completed_at.map(utc_text),
-                    "status": r.status,
-                    "result": r.result,
-                })),
-            }),
-        );
-        obj.insert(
-            "attempt_history".into(),
-            attempts.iter().map(attempt).collect(),
-        );
-        obj.insert(
-            "attempts_unlisted".into(),
-            json!(u64::from(r.attempts).saturating_sub(attempts.len() as u64)),
-        );
+pub fn run_with_attempts(r: &Run, attempts: &[Attempt]) -> RunView {
+    let current = (r.attempts > 0).then(|| CurrentAttempt {
+        number: r.attempts,
+        lease_epoch: r.lease_epoch,
+        lease_owner: r.lease.as_ref().map(|l| l.owner.clone()),
+        lease_until: r.lease.as_ref().map(|l| l.until),
+        started_at: r.started_at,
+        last_heartbeat_at: r.last_heartbeat_at,
+        completed_at: r.completed_at,
+        status: r.status,
+        result: r.result.clone(),
+    });
+    RunView {
+        attempt_detail: Some(AttemptDetail {
+            count: r.attempts,
+            current,
+        }),
+        attempt_history: Some(attempts.iter().map(attempt).collect()),
+        attempts_unlisted: Some(u64::from(r.attempts).saturating_sub(attempts.len() as u64)),
+        ..run(r)
     }
-    v
 }
 
 /// One attempt: number (= its lease epoch), worker, start, end, duration, outcome, the
 /// status it left the run in, and the error it reported.
-pub fn attempt(a: &Attempt) -> Value {
+pub fn attempt(a: &Attempt) -> AttemptView {
     let start = a.start.as_ref();
     let end = a.end.as_ref();
-    json!({
-        "number": a.number,
-        "lease_epoch": a.number,
-        "worker": start.map(|s| s.worker.clone()),
-        "started_at": start.map(|s| utc_text(s.started_at)),
-        "finished_at": end.map(|e| utc_text(e.finished_at)),
-        "duration_ms": a.duration_ms(),
-        "outcome": end.map(|e| e.outcome),
-        "status": end.map(|e| e.status),
-        "reason": end.and_then(|e| e.reason),
-        "error": end
+    AttemptView {
+        number: a.number,
+        lease_epoch: a.number,
+        worker: start.map(|s| s.worker.clone()),
+        started_at: start.map(|s| s.started_at),
+        finished_at: end.map(|e| e.finished_at),
+        duration_ms: a.duration_ms(),
+        outcome: end.map(|e| e.outcome),
+        status: end.map(|e| e.status),
+        reason: end.and_then(|e| e.reason),
+        error: end
             .filter(|e| e.error_code.is_some() || e.message.is_some())
-            .map(|e| json!({"code": e.error_code, "message": e.message})),
-    })
+            .map(|e| AttemptError {
+                code: e.error_code.clone(),
+                message: e.message.clone(),
+            }),
+    }
 }
 
 #[cfg(test)]

@@ -16,11 +16,11 @@ use cronledger_ledger::ledger::ChangeMeta;
 use super::agenda::Lever;
 use super::SimulateError;
 use crate::api::extract::{ApiJson, ApiPath};
-use crate::api::schedules::Note;
-use crate::api::system::{self, KillSwitchRequest};
+use crate::api::system;
 use crate::api::{backfills, runs, views, Actor, Api, ApiConfig, ApiDeps, ApiError, Caller, Role};
 use crate::clock::Clock;
 use crate::reconciler::Signals;
+use cronledger_contract::{KillSwitchRequest, Note};
 
 /// Who the simulator's operator actions are recorded as (audit log, change metadata).
 pub const SIMULATOR_ACTOR: &str = "simulate";
