@@ -16,9 +16,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 
 use chrono::{TimeDelta, Utc};
+use cronledger_app::api::answer_log::{RecordedAnswer, ANSWER_LOG_VARIABLE};
 use cronledger_aws::prelude::*;
 use cronledger_aws::DynamoLedger;
 use cronledger_core::{Reason, RunEvent, RunStatus, Timing};
+use cronledger_tests::contract;
 use cronledger_tests::webdriver::{browser_binaries, free_port, Browser, WAIT};
 use cronledger_tests::{clients, ended_run, scheduled_run};
 use serde_json::{json, Value};
@@ -34,10 +36,13 @@ struct Runner {
     child: Child,
     url: String,
     table: String,
+    /// Every answer the runner's api gave (`CRONLEDGER_ANSWER_LOG`).
+    answers: PathBuf,
 }
 
 impl Drop for Runner {
     fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.answers);
         let _ = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status();
@@ -67,9 +72,15 @@ impl Runner {
         cronledger_tests::require_emulator();
         let port = free_port();
         let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/schedules.yaml");
+        let answers = std::env::temp_dir().join(format!(
+            "cronledger-console-answers-{identity}-{}-{port}.jsonl",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&answers);
         let mut child = Command::new(cronledger_binary())
             .args(["local", "-f", example, "--port", &port.to_string()])
             .env("CRONLEDGER_LOCAL_IDENTITY", identity)
+            .env(ANSWER_LOG_VARIABLE, &answers)
             .env("NO_COLOR", "1")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -87,6 +98,7 @@ impl Runner {
             child,
             url: format!("http://127.0.0.1:{port}"),
             table: String::new(),
+            answers,
         };
         loop {
             match rx.recv_timeout(WAIT) {
@@ -99,6 +111,29 @@ impl Runner {
                 Err(e) => panic!("the runner never said it was ready: {e}"),
             }
         }
+    }
+
+    /// Checks every answer the runner's api gave the browser and the test against
+    /// `/openapi.json` (the webhook receiver's own routes are not the api's); how many.
+    fn check_answers(&self) -> usize {
+        let text = std::fs::read_to_string(&self.answers).expect("the runner recorded its answers");
+        let mut checked = 0;
+        for line in text.lines() {
+            let answer: RecordedAnswer = serde_json::from_str(line).expect("a recorded answer");
+            let api = ["/v1/", "/console", "/openapi.json"];
+            if !api.iter().any(|prefix| answer.path.starts_with(prefix)) {
+                continue;
+            }
+            contract::check(
+                &answer.method,
+                &answer.path,
+                answer.status,
+                answer.content_type.as_deref(),
+                answer.body.as_bytes(),
+            );
+            checked += 1;
+        }
+        checked
     }
 
     /// The ledger behind the runner (one shard, as `local` creates it).
@@ -386,4 +421,8 @@ async fn the_console_lists_shows_and_approves_and_a_viewer_cannot_act() {
         )
         .await;
     assert_eq!(still["status"], "MANUAL_REQUIRED", "{still}");
+
+    // Every answer the console's pages and this test got is what /openapi.json promises.
+    let checked = admin.check_answers() + viewer.check_answers();
+    assert!(checked > 20, "only {checked} answers recorded");
 }

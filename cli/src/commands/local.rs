@@ -139,6 +139,8 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
     // The api on the receiver's port, every request as the configured local identity.
     let listener_router = receiver::router(executions.clone())
         .merge(api.router().layer(axum::Extension(caller.clone())));
+    // Every answer to a file, when a test asks (the console's contract check).
+    let listener_router = cronledger_app::api::answer_log::from_env(listener_router);
     // The reconciler as in AWS (missed windows, stuck runs, throttled catch-up, backfills),
     // paused by the local lanes' backlog and DLQ; there are no CloudWatch alarms locally.
     let sdk = load_sdk_config(&AwsSettings::default()).await;

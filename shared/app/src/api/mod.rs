@@ -6,6 +6,7 @@
 //! (`GET /openapi.json`) are both built from that table, so the document cannot drift from
 //! what is served.
 
+pub mod answer_log;
 pub mod auth;
 pub mod backfills;
 mod chain;
