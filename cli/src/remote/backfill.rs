@@ -4,93 +4,112 @@
 use std::io::Write;
 use std::process::ExitCode;
 
+use cronledger_contract::{BackfillPlan, BackfillRequest, BackfillView, Problem, Verification};
+use cronledger_ledger::ops::{BackfillState, PauseConditions, Reprocess};
 use reqwest::Method;
-use serde_json::{json, Value};
+use serde::Deserialize;
+use serde_json::Value;
 
 use super::args::{BackfillArgs, BackfillCommand, NoteArgs, OutputFormat};
 use super::client::{segment, Client};
-use super::{note, print, s};
+use super::{cell, note, print};
 use crate::commands::instant;
 use crate::output::Table;
 use crate::CliError;
 
-fn backfill_line(b: &Value) -> String {
-    let total = b["total"].as_u64().unwrap_or(0).max(1);
-    let done = b["succeeded"].as_u64().unwrap_or(0) + b["failed"].as_u64().unwrap_or(0);
+fn backfill_line(b: &BackfillView) -> String {
+    let total = b.total.max(1);
+    let done = b.succeeded + b.failed;
     let width = 30usize;
     let filled = ((done as f64 / total as f64) * width as f64).round() as usize;
     format!(
         "{} {} [{}{}] {done}/{} queued {} running {} ok {} failed {} skipped {} rate {}/min eta {}{}\n",
-        s(&b["id"]),
-        s(&b["state"]),
+        b.id,
+        cell(&b.state),
         "#".repeat(filled.min(width)),
         "-".repeat(width - filled.min(width)),
-        s(&b["total"]),
-        s(&b["queued"]),
-        s(&b["running"]),
-        s(&b["succeeded"]),
-        s(&b["failed"]),
-        s(&b["skipped"]),
-        s(&b["rate_per_minute"]),
-        s(&b["eta"]),
-        b["held"].as_str().map(|h| format!(" held: {h}")).unwrap_or_default(),
+        b.total,
+        b.queued,
+        b.running,
+        b.succeeded,
+        b.failed,
+        b.skipped,
+        cell(&b.rate_per_minute),
+        cell(&b.eta),
+        b.held.as_ref().map(|h| format!(" held: {h}")).unwrap_or_default(),
     )
+}
+
+fn plan_line(p: &BackfillPlan) -> String {
+    let approval = if p.approval_required {
+        let reasons: Vec<String> = p.approval_reasons.iter().map(cell).collect();
+        format!(
+            "; it would wait PAUSED for an admin's approval ({})",
+            reasons.join(", ")
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "dry run: {} of {} windows would run ({}){approval}; nothing written\n",
+        p.size,
+        p.total_windows,
+        cell(&p.reprocess)
+    )
+}
+
+/// `--reprocess`: missing, failed or all.
+fn reprocess(text: &str) -> Result<Reprocess, CliError> {
+    serde_json::from_value(Value::String(text.to_string())).map_err(|_| {
+        CliError::msg(format!(
+            "INVALID_ARGUMENT: --reprocess `{text}` is not missing, failed or all"
+        ))
+    })
 }
 
 pub(super) async fn backfill(a: BackfillArgs) -> Result<ExitCode, CliError> {
     match a.command {
         BackfillCommand::Create(c) => {
             let client = Client::connect(&c.remote).await?;
-            let from = instant("from", &c.from)?;
-            let to = instant("to", &c.to)?;
-            let body = json!({
-                "from": from, "to": to, "reprocess": c.reprocess,
-                "concurrency": c.concurrency, "batch_size": c.batch_size,
-                "rate_per_minute": c.rate_per_minute,
-                "pause_when": {"realtime_backlog": c.pause_backlog, "error_rate": c.pause_error_rate, "alarms": c.pause_alarms},
-                "dry_run": c.dry_run, "note": c.note, "cascade": c.cascade,
-            });
+            let body = BackfillRequest {
+                from: instant("from", &c.from)?,
+                to: instant("to", &c.to)?,
+                reprocess: Some(reprocess(&c.reprocess)?),
+                concurrency: c.concurrency,
+                batch_size: c.batch_size,
+                rate_per_minute: c.rate_per_minute,
+                pause_when: Some(PauseConditions {
+                    realtime_backlog: c.pause_backlog,
+                    error_rate: c.pause_error_rate,
+                    alarms: c.pause_alarms,
+                }),
+                dry_run: c.dry_run,
+                cascade: c.cascade,
+                verify: None,
+                note: c.note,
+            };
             let path = format!("/v1/schedules/{}/backfills", segment(&c.schedule));
-            let out = client.ok(Method::POST, &path, Some(&body), &[]).await?;
-            print(c.remote.format, &out, |b| {
-                if b["dry_run"] == true {
-                    let approval = if b["approval_required"] == true {
-                        let reasons: Vec<String> = b["approval_reasons"]
-                            .as_array()
-                            .into_iter()
-                            .flatten()
-                            .map(s)
-                            .collect();
-                        format!(
-                            "; it would wait PAUSED for an admin's approval ({})",
-                            reasons.join(", ")
-                        )
-                    } else {
-                        String::new()
-                    };
-                    format!(
-                        "dry run: {} of {} windows would run ({}){approval}; nothing written\n",
-                        s(&b["size"]),
-                        s(&b["total_windows"]),
-                        s(&b["reprocess"])
-                    )
-                } else {
-                    backfill_line(b)
-                }
-            });
+            // A dry run answers its plan (200), a backfill its progress (201).
+            if c.dry_run {
+                let plan: BackfillPlan = client.send(Method::POST, &path, &body, &[]).await?;
+                print(c.remote.format, &plan, plan_line);
+            } else {
+                let created: BackfillView = client.send(Method::POST, &path, &body, &[]).await?;
+                print(c.remote.format, &created, backfill_line);
+            }
         }
         BackfillCommand::Status(st) => {
             let client = Client::connect(&st.remote).await?;
             let path = format!("/v1/backfills/{}", segment(&st.id));
             loop {
-                let b = client.ok(Method::GET, &path, None, &[]).await?;
+                let b: BackfillView = client.get(&path).await?;
                 if st.watch && st.remote.format == OutputFormat::Table {
                     print!("\r{}", backfill_line(&b).trim_end());
                     let _ = std::io::stdout().flush();
                 } else {
                     print(st.remote.format, &b, backfill_line);
                 }
-                let open = matches!(b["state"].as_str(), Some("RUNNING" | "PAUSED"));
+                let open = matches!(b.state, BackfillState::Running | BackfillState::Paused);
                 if !st.watch || !open {
                     if st.watch {
                         println!();
@@ -107,49 +126,14 @@ pub(super) async fn backfill(a: BackfillArgs) -> Result<ExitCode, CliError> {
         BackfillCommand::Verify(n) => {
             let client = Client::connect(&n.remote).await?;
             let path = format!("/v1/backfills/{}/verify", segment(&n.id));
-            let v = client.ok(Method::GET, &path, None, &[]).await?;
-            print(n.remote.format, &v, |v| {
-                let mut out = format!(
-                    "{} expected windows: {} succeeded, {} missing, {} failed, {} not run, {} in flight, {} mismatched, {} unverified; reported count total {}\n",
-                    s(&v["expected_windows"]),
-                    s(&v["succeeded"]),
-                    s(&v["missing"]),
-                    s(&v["failed"]),
-                    s(&v["not_run"]),
-                    s(&v["in_flight"]),
-                    s(&v["mismatched"]),
-                    s(&v["unverified"]),
-                    s(&v["reported_count_total"])
-                );
-                let mut t = Table::new(["WINDOW", "PROBLEM", "STATUSES", "EXPECTED", "REPORTED"]);
-                let results = |r: &serde_json::Value| {
-                    if r.is_null() {
-                        String::new()
-                    } else {
-                        format!("count {} checksum {}", s(&r["count"]), s(&r["checksum"]))
-                    }
-                };
-                for p in v["problems"].as_array().into_iter().flatten() {
-                    t.row([
-                        s(&p["scheduled_for"]),
-                        s(&p["problem"]),
-                        s(&p["statuses"]),
-                        results(&p["expected"]),
-                        results(&p["reported"]),
-                    ]);
-                }
-                out.push_str(&t.to_string());
-                // The api lists one page of problem windows; the counts above cover all.
-                if v["truncated"] == true {
-                    let listed = v["problems"].as_array().map_or(0, Vec::len);
-                    out.push_str(&format!(
-                        "(first {listed} of {} problem windows listed)\n",
-                        s(&v["problems_total"])
-                    ));
-                }
-                out
-            });
-            if v["complete"] != true {
+            let v: Verification = client.get(&path).await?;
+            let rows = v
+                .problems
+                .iter()
+                .map(problem_row)
+                .collect::<Result<Vec<_>, _>>()?;
+            print(n.remote.format, &v, |v| verification(v, rows));
+            if !v.complete {
                 return Ok(ExitCode::from(3));
             }
         }
@@ -157,11 +141,73 @@ pub(super) async fn backfill(a: BackfillArgs) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
+fn verification(v: &Verification, rows: Vec<[String; 5]>) -> String {
+    let mut out = format!(
+        "{} expected windows: {} succeeded, {} missing, {} failed, {} not run, {} in flight, {} mismatched, {} unverified; reported count total {}\n",
+        v.expected_windows,
+        v.succeeded,
+        v.missing,
+        v.failed,
+        v.not_run,
+        v.in_flight,
+        v.mismatched,
+        v.unverified,
+        v.reported_count_total
+    );
+    let mut t = Table::new(["WINDOW", "PROBLEM", "STATUSES", "EXPECTED", "REPORTED"]);
+    for row in rows {
+        t.row(row);
+    }
+    out.push_str(&t.to_string());
+    // The api lists one page of problem windows; the counts above cover all.
+    if v.truncated {
+        out.push_str(&format!(
+            "(first {} of {} problem windows listed)\n",
+            v.problems.len(),
+            v.problems_total
+        ));
+    }
+    out
+}
+
+/// A MISMATCH window's `expected` and `reported` results (the contract keeps them as JSON).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Results {
+    count: Option<u64>,
+    checksum: Option<String>,
+}
+
+fn problem_row(p: &Problem) -> Result<[String; 5], CliError> {
+    let results = |r: &Option<Value>, field: &str| -> Result<String, CliError> {
+        let Some(r) = r else {
+            return Ok(String::new());
+        };
+        let r: Results = serde_json::from_value(r.clone()).map_err(|e| {
+            CliError::msg(format!(
+                "REMOTE_ANSWER_UNREADABLE: a verification's problems[].{field} is not {{count, checksum}}: {e}"
+            ))
+        })?;
+        Ok(format!(
+            "count {} checksum {}",
+            cell(&r.count),
+            cell(&r.checksum)
+        ))
+    };
+    Ok([
+        cell(&p.scheduled_for),
+        p.problem.clone(),
+        cell(&p.statuses),
+        results(&p.expected, "expected")?,
+        results(&p.reported, "reported")?,
+    ])
+}
+
 async fn backfill_action(n: NoteArgs, action: &str) -> Result<ExitCode, CliError> {
     let client = Client::connect(&n.remote).await?;
     let path = format!("/v1/backfills/{}/{action}", segment(&n.id));
-    let b = client
-        .ok(Method::POST, &path, Some(&note(&n.note)), &[])
+    let b: BackfillView = client
+        .send(Method::POST, &path, &note(&n.note), &[])
         .await?;
     print(n.remote.format, &b, backfill_line);
     Ok(ExitCode::SUCCESS)

@@ -11,8 +11,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 
+use cronledger_contract::{
+    ApprovalOutcome, BackfillView, ChangeDiff, Definition, Mode, Note, RetryRequest, RunNowRequest,
+    RunOutcome, RunPage, RunView, SchedulePage, ScheduleView,
+};
 use cronledger_core::dependency::chain;
+use cronledger_core::risk::{RiskLevel, RiskReport};
+use cronledger_core::ScheduleSpec;
+use cronledger_ledger::ledger::ScheduleState;
 use reqwest::Method;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use self::args::{
@@ -20,7 +29,7 @@ use self::args::{
     RunCommand, RunsArgs, StatusArgs,
 };
 use self::client::{segment, Client};
-use crate::commands::{fleet_warnings, load_manifest, print_warnings, read_file};
+use crate::commands::{fleet_warnings, instant, load_manifest, print_warnings, read_file};
 use crate::output::Table;
 use crate::CliError;
 
@@ -48,25 +57,41 @@ pub fn run(command: Remote) -> Result<ExitCode, CliError> {
     runtime.block_on(dispatch(command))
 }
 
-fn s(v: &Value) -> String {
-    match v {
-        Value::Null => "-".into(),
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
+/// A field of an answer as a table shows it: as the answer writes it (a string bare), `-`
+/// for `null` or none.
+fn cell<T: Serialize + ?Sized>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::Null) | Err(_) => "-".into(),
+        Ok(Value::String(s)) => s,
+        Ok(other) => other.to_string(),
     }
 }
 
-fn print(format: OutputFormat, body: &Value, table: impl FnOnce(&Value) -> String) {
+/// An answer as JSON (`--format json`, keys in order as before) or as `table` draws it.
+fn print<T: Serialize>(format: OutputFormat, answer: &T, table: impl FnOnce(&T) -> String) {
     match format {
         OutputFormat::Json => {
-            println!("{}", serde_json::to_string_pretty(body).unwrap_or_default())
+            let value = serde_json::to_value(answer).unwrap_or_default();
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&value).unwrap_or_default()
+            )
         }
-        OutputFormat::Table => print!("{}", table(body)),
+        OutputFormat::Table => print!("{}", table(answer)),
     }
 }
 
-fn note(n: &Option<String>) -> Value {
-    json!({ "note": n })
+fn note(n: &Option<String>) -> Note {
+    Note { note: n.clone() }
+}
+
+/// `--mode`: reuse or new.
+fn mode(text: &str) -> Result<Mode, CliError> {
+    serde_json::from_value(Value::String(text.to_string())).map_err(|_| {
+        CliError::msg(format!(
+            "INVALID_ARGUMENT: --mode `{text}` is not reuse or new"
+        ))
+    })
 }
 
 async fn dispatch(command: Remote) -> Result<ExitCode, CliError> {
@@ -79,27 +104,26 @@ async fn dispatch(command: Remote) -> Result<ExitCode, CliError> {
         }) => {
             let client = Client::connect(&a.remote).await?;
             let key = a.idempotency_key.clone().unwrap_or_else(fresh_key);
-            let body = json!({"mode": a.mode, "scheduled_for": a.scheduled_for, "note": a.note});
+            let body = RunNowRequest {
+                mode: mode(&a.mode)?,
+                scheduled_for: a
+                    .scheduled_for
+                    .as_deref()
+                    .map(|t| instant("scheduled-for", t))
+                    .transpose()?,
+                note: a.note.clone(),
+            };
             let path = format!("/v1/schedules/{}/runs", segment(&a.schedule));
-            let out = client
-                .ok(
-                    Method::POST,
-                    &path,
-                    Some(&body),
-                    &[("Idempotency-Key", key)],
-                )
+            let out: RunOutcome = client
+                .send(Method::POST, &path, &body, &[("Idempotency-Key", key)])
                 .await?;
-            print(a.remote.format, &out, |b| {
+            print(a.remote.format, &out, |o| {
                 format!(
                     "{} run {} ({}){}\n",
-                    if b["created"] == true {
-                        "created"
-                    } else {
-                        "existing"
-                    },
-                    s(&b["run"]["run_id"]),
-                    s(&b["run"]["status"]),
-                    if b["reused"] == true {
+                    if o.created { "created" } else { "existing" },
+                    o.run.run_id,
+                    cell(&o.run.status),
+                    if o.reused {
                         ", reused for its window"
                     } else {
                         ""
@@ -109,21 +133,29 @@ async fn dispatch(command: Remote) -> Result<ExitCode, CliError> {
             Ok(ExitCode::SUCCESS)
         }
         Remote::Retry(a) => {
-            let definition = if a.current_definition {
-                "current"
-            } else {
-                "original"
+            let body = RetryRequest {
+                note: a.action.note.clone(),
+                definition: if a.current_definition {
+                    Definition::Current
+                } else {
+                    Definition::Original
+                },
             };
-            let body = json!({"note": a.action.note, "definition": definition});
-            run_action(a.action, "retry", body).await
+            run_action(a.action, "retry", &body, |r: &RunView| {
+                acted("retry", r, None)
+            })
+            .await
         }
         Remote::Approve(a) => {
             let body = note(&a.note);
-            run_action(a, "approve", body).await
+            run_action(a, "approve", &body, |o: &ApprovalOutcome| {
+                acted("approve", &o.run, o.backfill.as_ref())
+            })
+            .await
         }
         Remote::Reject(a) => {
             let body = note(&a.note);
-            run_action(a, "reject", body).await
+            run_action(a, "reject", &body, |r: &RunView| acted("reject", r, None)).await
         }
         Remote::Pause(a) => schedule_action(a, "pause").await,
         Remote::Resume(a) => schedule_action(a, "resume").await,
@@ -145,16 +177,16 @@ fn fresh_key() -> String {
     )
 }
 
-fn schedules_table(items: &[Value]) -> String {
+fn schedules_table(items: &[ScheduleView]) -> String {
     let mut t = Table::new(["ID", "VERSION", "STATE", "CRON", "TIMEZONE", "NEXT RUN"]);
     for i in items {
         t.row([
-            s(&i["id"]),
-            s(&i["version"]),
-            s(&i["state"]),
-            s(&i["spec"]["cron"]),
-            s(&i["spec"]["timezone"]),
-            s(&i["next_run_at"]),
+            i.id.clone(),
+            i.version.to_string(),
+            cell(&i.state),
+            i.spec.cron.clone(),
+            i.spec.timezone.name().to_string(),
+            cell(&i.next_run_at),
         ]);
     }
     t.to_string()
@@ -168,7 +200,7 @@ enum Listing {
 }
 
 /// Every stored schedule, following the pages.
-async fn all_schedules(client: &Client, listing: Listing) -> Result<Vec<Value>, CliError> {
+async fn all_schedules(client: &Client, listing: Listing) -> Result<Vec<ScheduleView>, CliError> {
     let mut items = Vec::new();
     let mut cursor: Option<String> = None;
     let first = match listing {
@@ -180,38 +212,43 @@ async fn all_schedules(client: &Client, listing: Listing) -> Result<Vec<Value>, 
             Some(c) => format!("{first}&cursor={c}"),
             None => first.to_string(),
         };
-        let page = client.ok(Method::GET, &path, None, &[]).await?;
-        items.extend(page["items"].as_array().cloned().unwrap_or_default());
-        match page["next"].as_str() {
-            Some(next) => cursor = Some(next.to_string()),
+        let page: SchedulePage = client.get(&path).await?;
+        items.extend(page.items);
+        match page.next {
+            Some(next) => cursor = Some(next),
             None => return Ok(items),
         }
     }
 }
 
+/// `get` without an id, as JSON: every schedule.
+#[derive(Serialize)]
+struct Listed {
+    items: Vec<ScheduleView>,
+}
+
 async fn get(a: GetArgs) -> Result<ExitCode, CliError> {
     let client = Client::connect(&a.remote).await?;
-    let body = match &a.id {
+    match &a.id {
         Some(id) => {
-            client
-                .ok(
-                    Method::GET,
-                    &format!("/v1/schedules/{}", segment(id)),
-                    None,
-                    &[],
+            let one: ScheduleView = client
+                .get(&format!("/v1/schedules/{}", segment(id)))
+                .await?;
+            print(a.remote.format, &one, |v| {
+                format!(
+                    "{}{}\n",
+                    schedules_table(std::slice::from_ref(v)),
+                    serde_json::to_string_pretty(&v.spec).unwrap_or_default()
                 )
-                .await?
+            });
         }
-        None => json!({ "items": all_schedules(&client, Listing::SpecsOnly).await? }),
-    };
-    print(a.remote.format, &body, |b| match b["items"].as_array() {
-        Some(items) => schedules_table(items),
-        None => format!(
-            "{}{}\n",
-            schedules_table(std::slice::from_ref(b)),
-            serde_json::to_string_pretty(&b["spec"]).unwrap_or_default()
-        ),
-    });
+        None => {
+            let items = all_schedules(&client, Listing::SpecsOnly).await?;
+            print(a.remote.format, &Listed { items }, |l| {
+                schedules_table(&l.items)
+            });
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -223,8 +260,8 @@ async fn runs(a: RunsArgs) -> Result<ExitCode, CliError> {
             segment(&a.schedule),
             segment(run)
         );
-        let body = client.ok(Method::GET, &path, None, &[]).await?;
-        print(a.remote.format, &body, one_run);
+        let one: RunView = client.get(&path).await?;
+        print(a.remote.format, &one, one_run);
         return Ok(ExitCode::SUCCESS);
     }
     let mut path = format!(
@@ -238,8 +275,8 @@ async fn runs(a: RunsArgs) -> Result<ExitCode, CliError> {
     if let Some(tr) = &a.trigger {
         path.push_str(&format!("&trigger={}", segment(tr)));
     }
-    let body = client.ok(Method::GET, &path, None, &[]).await?;
-    print(a.remote.format, &body, |b| {
+    let page: RunPage = client.get(&path).await?;
+    print(a.remote.format, &page, |p| {
         let mut t = Table::new([
             "RUN",
             "TRIGGER",
@@ -249,15 +286,15 @@ async fn runs(a: RunsArgs) -> Result<ExitCode, CliError> {
             "WINDOW START",
             "WINDOW END",
         ]);
-        for r in b["items"].as_array().into_iter().flatten() {
+        for r in &p.items {
             t.row([
-                s(&r["run_id"]),
-                s(&r["trigger"]),
-                s(&r["status"]),
-                s(&r["reason"]),
-                s(&r["attempts"]),
-                s(&r["window_start"]),
-                s(&r["window_end"]),
+                r.run_id.clone(),
+                cell(&r.trigger),
+                cell(&r.status),
+                cell(&r.reason),
+                r.attempts.to_string(),
+                cell(&r.window_start),
+                cell(&r.window_end),
             ]);
         }
         t.to_string()
@@ -266,56 +303,47 @@ async fn runs(a: RunsArgs) -> Result<ExitCode, CliError> {
 }
 
 /// One run for people: what it is, then a line per attempt.
-fn one_run(r: &Value) -> String {
+fn one_run(r: &RunView) -> String {
     let mut out = format!(
         "run {} of {}: {} {}{} (trigger {}, lane {})\nwindow {} .. {}  key {}\n",
-        s(&r["run_id"]),
-        s(&r["schedule"]),
-        s(&r["status"]),
-        s(&r["reason"]),
-        r["forced"]
-            .as_bool()
-            .filter(|f| *f)
-            .map(|_| " forced")
-            .unwrap_or(""),
-        s(&r["trigger"]),
-        s(&r["lane"]),
-        s(&r["window_start"]),
-        s(&r["window_end"]),
-        s(&r["idempotency_key"]),
+        r.run_id,
+        r.schedule,
+        cell(&r.status),
+        cell(&r.reason),
+        if r.forced { " forced" } else { "" },
+        cell(&r.trigger),
+        cell(&r.lane),
+        cell(&r.window_start),
+        cell(&r.window_end),
+        r.idempotency_key,
     );
-    out.push_str(&format!("attempts: {}\n", s(&r["attempts"])));
-    if r["children"].is_object() {
-        let c = &r["children"];
+    out.push_str(&format!("attempts: {}\n", r.attempts));
+    if let Some(c) = &r.children {
         out.push_str(&format!(
             "children: {} total, {} succeeded, {} failed, {} running\n",
-            s(&c["total"]),
-            s(&c["succeeded"]),
-            s(&c["failed"]),
-            s(&c["running"])
+            c.total, c.succeeded, c.failed, c.running
         ));
     }
-    for (field, title) in [("upstream", "runs after"), ("downstream", "runs before")] {
-        let related: Vec<String> = r[field]
-            .as_array()
-            .into_iter()
+    for (related, title) in [(&r.upstream, "runs after"), (&r.downstream, "runs before")] {
+        let related: Vec<String> = related
+            .iter()
             .flatten()
-            .map(|x| format!("{} ({})", s(&x["schedule"]), s(&x["status"])))
+            .map(|x| format!("{} ({})", x.schedule, cell(&x.status)))
             .collect();
         if !related.is_empty() {
             out.push_str(&format!("{title}: {}\n", related.join(", ")));
         }
     }
-    if let Some(steps) = r["steps"].as_array().filter(|s| !s.is_empty()) {
+    if !r.steps.is_empty() {
         let mut t = Table::new(["STEP", "STATUS", "ATTEMPTS", "STARTED", "ENDED", "ERROR"]);
-        for step in steps {
+        for step in &r.steps {
             t.row([
-                s(&step["name"]),
-                s(&step["status"]),
-                s(&step["attempts"]),
-                s(&step["started_at"]),
-                s(&step["ended_at"]),
-                s(&step["error_code"]),
+                step.name.clone(),
+                cell(&step.status),
+                step.attempts.to_string(),
+                cell(&step.started_at),
+                cell(&step.ended_at),
+                cell(&step.error_code),
             ]);
         }
         out.push_str(&t.to_string());
@@ -323,79 +351,103 @@ fn one_run(r: &Value) -> String {
     let mut t = Table::new([
         "#", "OUTCOME", "STARTED", "FINISHED", "DURATION", "WORKER", "ERROR",
     ]);
-    for a in r["attempt_history"].as_array().into_iter().flatten() {
-        let error = match (&a["error"]["code"], &a["error"]["message"]) {
-            (Value::Null, Value::Null) => "-".to_string(),
-            (code, message) => format!("{}: {}", s(code), s(message)),
+    for a in r.attempt_history.iter().flatten() {
+        let error = match &a.error {
+            Some(e) if e.code.is_some() || e.message.is_some() => {
+                format!("{}: {}", cell(&e.code), cell(&e.message))
+            }
+            _ => "-".to_string(),
         };
         t.row([
-            s(&a["number"]),
-            a["outcome"].as_str().unwrap_or("RUNNING").to_string(),
-            s(&a["started_at"]),
-            s(&a["finished_at"]),
-            a["duration_ms"]
-                .as_i64()
+            a.number.to_string(),
+            a.outcome
+                .as_ref()
+                .map_or_else(|| "RUNNING".to_string(), cell),
+            cell(&a.started_at),
+            cell(&a.finished_at),
+            a.duration_ms
                 .map(|ms| format!("{:.1}s", ms as f64 / 1000.0))
                 .unwrap_or_else(|| "-".into()),
-            s(&a["worker"]),
+            cell(&a.worker),
             error,
         ]);
     }
     out.push_str(&t.to_string());
-    if let Some(n) = r["attempts_unlisted"].as_u64().filter(|n| *n > 0) {
+    if let Some(n) = r.attempts_unlisted.filter(|n| *n > 0) {
         out.push_str(&format!("({n} earlier attempts not listed)\n"));
     }
     out
 }
 
-async fn run_action(a: RunActionArgs, action: &str, body: Value) -> Result<ExitCode, CliError> {
+/// What a run action did, for people.
+fn acted(action: &str, run: &RunView, backfill: Option<&BackfillView>) -> String {
+    let mut line = format!("{action}: run {} is {}\n", run.run_id, cell(&run.status));
+    if let Some(b) = backfill {
+        line.push_str(&format!("its windows became backfill {}\n", b.id));
+    }
+    line
+}
+
+/// A run's lever (retry, approve, reject), its answer `T` printed with `line`.
+async fn run_action<T: DeserializeOwned + Serialize>(
+    a: RunActionArgs,
+    action: &str,
+    body: &impl Serialize,
+    line: impl FnOnce(&T) -> String,
+) -> Result<ExitCode, CliError> {
     let client = Client::connect(&a.remote).await?;
     let path = format!(
         "/v1/schedules/{}/runs/{}/{action}",
         segment(&a.schedule),
         segment(&a.run)
     );
-    let body = client.ok(Method::POST, &path, Some(&body), &[]).await?;
-    print(a.remote.format, &body, |b| {
-        let run = if b["run"].is_object() { &b["run"] } else { b };
-        let mut line = format!(
-            "{action}: run {} is {}\n",
-            s(&run["run_id"]),
-            s(&run["status"])
-        );
-        if let Some(id) = b["backfill"]["id"].as_str() {
-            line.push_str(&format!("its windows became backfill {id}\n"));
-        }
-        line
-    });
+    let answer: T = client.send(Method::POST, &path, body, &[]).await?;
+    print(a.remote.format, &answer, line);
     Ok(ExitCode::SUCCESS)
 }
 
 async fn schedule_action(a: NoteArgs, action: &str) -> Result<ExitCode, CliError> {
     let client = Client::connect(&a.remote).await?;
     let path = format!("/v1/schedules/{}/{action}", segment(&a.id));
-    let body = client
-        .ok(Method::POST, &path, Some(&note(&a.note)), &[])
+    let view: ScheduleView = client
+        .send(Method::POST, &path, &note(&a.note), &[])
         .await?;
-    print(a.remote.format, &body, |b| {
-        schedules_table(std::slice::from_ref(b))
+    print(a.remote.format, &view, |v| {
+        schedules_table(std::slice::from_ref(v))
     });
     Ok(ExitCode::SUCCESS)
 }
 
-/// One step of an apply plan.
+/// One step of an apply plan; the documents are sent as the file has them (the api
+/// validates them with its own codes).
 enum Step {
-    Create(Value),
+    Create {
+        id: String,
+        doc: Value,
+    },
     Update {
         id: String,
         version: u64,
         doc: Value,
-        risk: Value,
+        risk: Box<RiskReport>,
     },
     Archive {
         id: String,
         version: u64,
     },
+}
+
+impl Step {
+    /// What the plan shows of it: action, schedule, the version it changes and the risk.
+    fn planned(&self) -> (&'static str, &str, Option<u64>, Option<&RiskReport>) {
+        match self {
+            Step::Create { id, .. } => ("create", id, None, None),
+            Step::Update {
+                id, version, risk, ..
+            } => ("update", id, Some(*version), Some(risk)),
+            Step::Archive { id, version } => ("archive", id, Some(*version), None),
+        }
+    }
 }
 
 async fn apply(a: ApplyArgs) -> Result<ExitCode, CliError> {
@@ -412,92 +464,94 @@ async fn apply(a: ApplyArgs) -> Result<ExitCode, CliError> {
         .collect();
     let warnings = fleet_warnings(&validated, now);
     print_warnings(&warnings);
-    let specs: BTreeMap<String, Value> = validated
+    let specs: BTreeMap<String, ScheduleSpec> = validated
         .into_iter()
-        .map(|spec| {
-            (
-                spec.id.clone(),
-                serde_json::to_value(&spec).unwrap_or_default(),
-            )
-        })
+        .map(|spec| (spec.id.clone(), spec))
         .collect();
+    // The manifest's documents, keyed by id (the file is valid: each has one).
     let doc = cronledger_core::spec::parse_document(&read_file(&a.file)?)?;
-    let wanted: BTreeMap<String, Value> = doc["schedules"]
-        .as_array()
+    let wanted: BTreeMap<String, Value> = doc
+        .get("schedules")
+        .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .filter_map(|d| d["id"].as_str().map(|id| (id.to_string(), d.clone())))
+        .filter_map(|d| {
+            d.get("id")
+                .and_then(Value::as_str)
+                .map(|id| (id.to_string(), d.clone()))
+        })
         .collect();
     let client = Client::connect(&a.remote).await?;
-    let stored: BTreeMap<String, Value> = all_schedules(&client, Listing::SpecsOnly)
+    let stored: BTreeMap<String, ScheduleView> = all_schedules(&client, Listing::SpecsOnly)
         .await?
         .into_iter()
-        .filter_map(|s| s["id"].as_str().map(|id| (id.to_string(), s.clone())))
+        .map(|s| (s.id.clone(), s))
         .collect();
     let mut in_order: Vec<(&String, &Value)> = wanted.iter().collect();
     in_order.sort_by_key(|(id, _)| upstream_count.get(*id).copied().unwrap_or(0));
     let mut steps = Vec::new();
     for (id, doc) in in_order {
         match stored.get(id) {
-            None => steps.push(Step::Create(doc.clone())),
+            None => steps.push(Step::Create {
+                id: id.clone(),
+                doc: doc.clone(),
+            }),
             // An archived schedule never changes again.
-            Some(current) if current["state"] == "ARCHIVED" => {}
-            Some(current) if specs.get(id) == Some(&current["spec"]) => {}
+            Some(current) if current.state == ScheduleState::Archived => {}
+            Some(current) if specs.get(id) == Some(&current.spec) => {}
             Some(current) => {
-                let risk = client
-                    .ok(
+                let diff: ChangeDiff = client
+                    .send(
                         Method::POST,
                         &format!("/v1/schedules/{}/diff", segment(id)),
-                        Some(doc),
+                        doc,
                         &[],
                     )
                     .await?;
                 steps.push(Step::Update {
                     id: id.clone(),
-                    version: current["version"].as_u64().unwrap_or(0),
+                    version: current.version,
                     doc: doc.clone(),
-                    risk: risk["report"].clone(),
+                    risk: Box::new(diff.report),
                 });
             }
         }
     }
     let gone: BTreeSet<&String> = stored
-        .keys()
-        .filter(|id| !wanted.contains_key(*id) && stored[*id]["state"] != "ARCHIVED")
+        .iter()
+        .filter(|(id, s)| !wanted.contains_key(*id) && s.state != ScheduleState::Archived)
+        .map(|(id, _)| id)
         .collect();
     if a.prune {
         for id in &gone {
             steps.push(Step::Archive {
                 id: (*id).clone(),
-                version: stored[*id]["version"].as_u64().unwrap_or(0),
+                version: stored[*id].version,
             });
         }
     }
     let plan: Vec<Value> = steps
         .iter()
-        .map(|step| match step {
-            Step::Create(doc) => json!({"action": "create", "id": doc["id"]}),
-            Step::Update {
-                id, version, risk, ..
-            } => json!({"action": "update", "id": id, "version": version, "risk": risk}),
-            Step::Archive { id, version } => {
-                json!({"action": "archive", "id": id, "version": version})
+        .map(|step| match step.planned() {
+            (action, id, None, _) => json!({"action": action, "id": id}),
+            (action, id, Some(version), None) => {
+                json!({"action": action, "id": id, "version": version})
+            }
+            (action, id, Some(version), Some(risk)) => {
+                json!({"action": action, "id": id, "version": version, "risk": risk})
             }
         })
         .collect();
     let out = json!({"plan": plan, "not_in_file": gone, "applied": false, "warnings": warnings});
     if a.remote.format == OutputFormat::Table {
         let mut t = Table::new(["ACTION", "SCHEDULE", "VERSION", "RISK", "FINDINGS"]);
-        for p in &plan {
+        for (action, id, version, risk) in steps.iter().map(Step::planned) {
             t.row([
-                s(&p["action"]),
-                s(&p["id"]),
-                s(&p["version"]),
-                s(&p["risk"]["level"]),
-                p["risk"]["findings"]
-                    .as_array()
-                    .map(|f| f.iter().map(s).collect::<Vec<_>>().join("; "))
-                    .unwrap_or_default(),
+                action.to_string(),
+                id.to_string(),
+                cell(&version),
+                cell(&risk.map(|r| r.level)),
+                risk.map(|r| r.findings.join("; ")).unwrap_or_default(),
             ]);
         }
         print!("{t}");
@@ -529,13 +583,13 @@ async fn apply(a: ApplyArgs) -> Result<ExitCode, CliError> {
     let reason = format!("cronledger apply -f {}", a.file.display());
     let mut results = Vec::new();
     for step in steps {
-        let result = match step {
-            Step::Create(doc) => {
+        let result: ScheduleView = match step {
+            Step::Create { doc, .. } => {
                 client
-                    .ok(
+                    .send(
                         Method::POST,
                         "/v1/schedules",
-                        Some(&doc),
+                        &doc,
                         &[("Cronledger-Note", reason.clone())],
                     )
                     .await?
@@ -552,24 +606,24 @@ async fn apply(a: ApplyArgs) -> Result<ExitCode, CliError> {
                 ];
                 // The plan showed this risk and the user (or --yes) accepted it: say so, as
                 // the api refuses an unconfirmed HIGH-risk change.
-                if risk["level"] == "HIGH" {
+                if risk.level == RiskLevel::High {
                     headers.push(("X-Cronledger-Confirm", "high-risk".to_string()));
                 }
                 client
-                    .ok(
+                    .send(
                         Method::PUT,
                         &format!("/v1/schedules/{}", segment(&id)),
-                        Some(&doc),
+                        &doc,
                         &headers,
                     )
                     .await?
             }
             Step::Archive { id, version } => {
                 client
-                    .ok(
+                    .send(
                         Method::POST,
                         &format!("/v1/schedules/{}/archive", segment(&id)),
-                        Some(&json!({"note": reason})),
+                        &Note::new(reason.clone()),
                         &[("If-Match", format!("\"{version}\""))],
                     )
                     .await?
@@ -578,9 +632,9 @@ async fn apply(a: ApplyArgs) -> Result<ExitCode, CliError> {
         if a.remote.format == OutputFormat::Table {
             println!(
                 "{} at version {} ({})",
-                s(&result["id"]),
-                s(&result["version"]),
-                s(&result["state"])
+                result.id,
+                result.version,
+                cell(&result.state)
             );
         }
         results.push(result);

@@ -5,7 +5,6 @@ use std::process::ExitCode;
 use cronledger_app::api::health::ScheduleHealth;
 use cronledger_core::health::Health;
 use cronledger_core::window::utc_text;
-use serde_json::Value;
 
 use super::args::{OutputFormat, StatusArgs};
 use super::client::Client;
@@ -15,9 +14,15 @@ use crate::CliError;
 
 pub async fn status(a: StatusArgs) -> Result<ExitCode, CliError> {
     let client = Client::connect(&a.remote).await?;
-    let listed = all_schedules(&client, Listing::WithHealth).await?;
-    let mut items: Vec<ScheduleHealth> = serde_json::from_value(Value::Array(listed))
-        .map_err(|e| CliError::msg(format!("REMOTE_ANSWER_UNREADABLE: {e}")))?;
+    let mut items: Vec<ScheduleHealth> = all_schedules(&client, Listing::WithHealth)
+        .await?
+        .into_iter()
+        .map(|s| ScheduleHealth {
+            id: s.id,
+            state: s.state,
+            health: s.health.flatten(),
+        })
+        .collect();
     items.sort_by(ScheduleHealth::worst_first);
     match a.remote.format {
         OutputFormat::Json => println!(
