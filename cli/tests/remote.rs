@@ -23,6 +23,8 @@ use cronledger_tests::app::worker_config;
 use cronledger_tests::{scheduled_run, unique_name};
 use serde_json::{json, Value};
 
+#[path = "remote/answers.rs"]
+mod answers;
 #[path = "remote/status.rs"]
 mod status;
 
@@ -96,7 +98,16 @@ async fn serve() -> Served {
             resp
         }
     };
-    let router = api.router.clone().layer(middleware::from_fn(identify));
+    let url = listen(api.router.clone().layer(middleware::from_fn(identify))).await;
+    Served {
+        api,
+        url,
+        interleave,
+    }
+}
+
+/// Serves `router` on 127.0.0.1 (any free port), its base URL.
+async fn listen(router: axum::Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("a free port");
@@ -104,10 +115,34 @@ async fn serve() -> Served {
     tokio::spawn(async move {
         let _ = axum::serve(listener, router).await;
     });
-    Served {
-        api,
-        url,
-        interleave,
+    url
+}
+
+/// The built CLI pointed at the api at `url` (no token, default auth).
+fn command_at(url: &str, args: &[&str]) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_cronledger"));
+    cmd.args(args)
+        .env("CRONLEDGER_API_URL", url)
+        .env_remove("CRONLEDGER_API_TOKEN")
+        .env_remove("CRONLEDGER_API_AUTH_MODE")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    cmd
+}
+
+/// One CLI run against the api at `url` to its end (stdin is not a terminal: nothing is
+/// ever confirmed).
+async fn cli_at(url: &str, args: &[&str]) -> Out {
+    let out = tokio::time::timeout(Duration::from_secs(60), command_at(url, args).output())
+        .await
+        .expect("the CLI ends")
+        .expect("the CLI runs");
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
 
@@ -135,29 +170,11 @@ impl Out {
 
 impl Served {
     fn command(&self, args: &[&str]) -> tokio::process::Command {
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_cronledger"));
-        cmd.args(args)
-            .env("CRONLEDGER_API_URL", &self.url)
-            .env_remove("CRONLEDGER_API_TOKEN")
-            .env_remove("CRONLEDGER_API_AUTH_MODE")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        cmd
+        command_at(&self.url, args)
     }
 
-    /// One CLI run to its end (stdin is not a terminal: nothing is ever confirmed).
     async fn cli(&self, args: &[&str]) -> Out {
-        let out = tokio::time::timeout(Duration::from_secs(60), self.command(args).output())
-            .await
-            .expect("the CLI ends")
-            .expect("the CLI runs");
-        Out {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        cli_at(&self.url, args).await
     }
 
     /// Hands whatever the lane holds to a worker until `done` says the run is settled.
