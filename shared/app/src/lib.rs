@@ -16,6 +16,7 @@ pub mod kill_switch;
 pub mod local;
 pub mod logging;
 pub mod metrics;
+pub mod operator;
 pub mod outcomes;
 pub mod overlap;
 pub mod pinned;

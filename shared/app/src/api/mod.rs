@@ -178,6 +178,11 @@ impl Api {
         self.0.clock.now()
     }
 
+    /// The operator's levers on these dependencies (what the lever routes call).
+    pub fn operator(&self) -> crate::operator::Operator {
+        crate::operator::Operator::of(self)
+    }
+
     pub(crate) fn cursors(&self) -> &CursorKey {
         &self.0.config.cursor_key
     }

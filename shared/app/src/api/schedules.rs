@@ -13,7 +13,7 @@ use cronledger_contract::{
 use cronledger_core::health::Health;
 use cronledger_core::risk::{assess_change, RiskLevel, RiskReport};
 use cronledger_core::{ScheduleSpec, Timing};
-use cronledger_ledger::ledger::{AuditAction, ChangeMeta, OperatorAction, Page, StoredSchedule};
+use cronledger_ledger::ledger::{ChangeMeta, Page, StoredSchedule};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -39,35 +39,12 @@ impl Api {
         self.limit(asked.or(Some(self.deps().config.page_max))) as usize
     }
 
-    fn meta(&self, actor: &Actor, reason: String) -> ChangeMeta {
+    pub(crate) fn meta(&self, actor: &Actor, reason: String) -> ChangeMeta {
         ChangeMeta {
             actor: actor.name().to_string(),
             reason,
             at: self.now(),
             details: None,
-        }
-    }
-
-    /// Records an operator's action on a schedule's runs or backfills, with its note, in that
-    /// schedule's audit log (best effort, like the system log: the action stands).
-    pub(crate) async fn record_on(
-        &self,
-        schedule_id: &str,
-        actor: &Actor,
-        action: AuditAction,
-        note: &Note,
-        details: Value,
-    ) {
-        let entry = OperatorAction {
-            schedule_id: schedule_id.to_string(),
-            action,
-            actor: actor.name().to_string(),
-            reason: note.text(""),
-            at: self.now(),
-            details,
-        };
-        if let Err(e) = self.deps().store.record_operator_action(&entry).await {
-            tracing::warn!(schedule = schedule_id, action = %action, error = %e, "operator action not audited");
         }
     }
 
@@ -337,23 +314,13 @@ pub async fn lifecycle<const W: u8>(
     IfMatch(version): IfMatch,
     ApiJson(note): ApiJson<Note>,
 ) -> ApiResult<Response> {
-    let store = &api.deps().store;
-    let stored = match W {
-        PAUSE => {
-            let meta = api.meta(&actor, note.text("paused through the api"));
-            store.pause_schedule(&id, version, meta).await?
-        }
-        RESUME => {
-            let meta = api.meta(&actor, note.text("resumed through the api"));
-            store.resume_schedule(&id, version, meta).await?
-        }
-        _ => {
-            api.check_no_dependents(&id).await?;
-            let meta = api.meta(&actor, note.text("archived through the api"));
-            store.archive_schedule(&id, version, meta).await?
-        }
+    let operator = api.operator();
+    let changed = match W {
+        PAUSE => operator.pause(&actor, &id, note, version).await?,
+        RESUME => operator.resume(&actor, &id, note, version).await?,
+        _ => operator.archive(&actor, &id, note, version).await?,
     };
-    Ok(with_etag(StatusCode::OK, &stored))
+    Ok(etagged(StatusCode::OK, changed.version, changed))
 }
 
 #[derive(Debug, Deserialize)]

@@ -1,14 +1,14 @@
 //! System routes: the kill switch (disable and enable the ticker's and the reconciler's
 //! EventBridge Scheduler schedules at once, with a note and an audit entry), its status, the
-//! system audit log, and "run at": a one-off MANUAL run at a future instant.
+//! system audit log, and "run at": a one-off MANUAL run at a future instant. The kill switch
+//! and run at translate HTTP to the [`Operator`](crate::operator::Operator) and back; this
+//! module keeps EventBridge Scheduler's side ([`SystemControl`]) and run at's event shape.
 //!
 //! Run at creates a one-time EventBridge Scheduler schedule, `at(...)` in UTC with
 //! `ActionAfterCompletion: DELETE`, whose target is the api function itself with the input
 //! `{"run_at": {...}}`. The api Lambda reads that event shape (not an HTTP request) and creates
 //! the MANUAL run through the same code as "run now", with `runat:{request_id}` as its
 //! idempotency key: Scheduler's at-least-once delivery still makes one run.
-
-use std::sync::Arc;
 
 use async_trait::async_trait;
 use aws_sdk_scheduler::types::{
@@ -17,22 +17,17 @@ use aws_sdk_scheduler::types::{
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use chrono::{DateTime, TimeDelta, Utc};
-use cronledger_aws::{AuditAction, KillSwitch, SystemAuditEntry};
-use cronledger_core::window::utc_text;
-use cronledger_core::Schedule;
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{Actor, ApiJson, ApiPath, ApiQuery};
 use super::paging::fitting;
-use super::runs::{check_occurrence, manual_run};
-use super::{new_id, Api};
+use super::Api;
 use crate::reconciler::signals::display;
 use cronledger_contract::{
-    AutomaticSchedule, KillSwitchRequest, Mode, Note, RunAtOutcome, RunAtRequest, RunNowRequest,
-    RunOutcome, SystemAudit, SystemStatus,
+    KillSwitchRequest, Mode, RunAtOutcome, RunAtRequest, RunOutcome, SystemAudit, SystemStatus,
 };
 
 /// A failed EventBridge Scheduler or Lambda call: which call (`UpdateSchedule
@@ -256,114 +251,17 @@ impl SystemControl for SchedulerControl {
     }
 }
 
-fn control(api: &Api) -> ApiResult<Arc<dyn SystemControl>> {
-    api.deps().system.clone().ok_or_else(|| {
-        ApiError::conflict(
-            "SYSTEM_CONTROL_UNAVAILABLE",
-            "this deployment has no EventBridge Scheduler control (the local runner)",
-        )
-    })
-}
-
-/// The kill switch's state: the stored flag (the truth every function checks) and, where
-/// this deployment has EventBridge Scheduler, the automatic schedules it disables.
-async fn status_of(api: &Api) -> ApiResult<SystemStatus> {
-    let stored = api.deps().ops.kill_switch().await?;
-    let engaged = stored.as_ref().is_some_and(|k| k.engaged);
-    let mut schedules = Vec::new();
-    let mut all_on = !engaged;
-    if let Some(control) = &api.deps().system {
-        for name in control.automatic() {
-            let enabled = control.enabled(&name).await?;
-            all_on &= enabled == Some(true);
-            schedules.push(AutomaticSchedule {
-                name,
-                exists: enabled.is_some(),
-                enabled: enabled == Some(true),
-            });
-        }
-    }
-    Ok(SystemStatus {
-        automatic_firing: all_on,
-        kill_switch_engaged: engaged,
-        kill_switch: stored,
-        schedules,
-    })
-}
-
 pub async fn status(State(api): State<Api>) -> ApiResult<Json<SystemStatus>> {
-    Ok(Json(status_of(&api).await?))
+    Ok(Json(api.operator().status().await?))
 }
 
-/// Engages or releases the kill switch. The stored flag goes first: from then on no
-/// function fires, plans, releases or starts anything (each checks it). Then what AWS can
-/// disable for it: the ticker's and the reconciler's schedules and the workers' event
-/// source mappings, so messages stay in their lanes and nothing is even invoked. If any of
-/// those calls fails the flag still holds; the answer says which failed.
+/// Engages or releases the kill switch (see [`crate::operator::Operator::kill_switch`]).
 pub async fn kill_switch(
     State(api): State<Api>,
     actor: Actor,
     ApiJson(req): ApiJson<KillSwitchRequest>,
 ) -> ApiResult<Json<SystemStatus>> {
-    if req.note.trim().is_empty() {
-        return Err(ApiError::invalid(
-            "NOTE_REQUIRED",
-            "the kill switch needs a note saying why",
-        ));
-    }
-    let state = KillSwitch {
-        engaged: req.engaged,
-        since: api.now(),
-        actor: actor.name().to_string(),
-        note: req.note.clone(),
-    };
-    api.deps().ops.put_kill_switch(&state).await?;
-    let mut failures = Vec::new();
-    let mut automatic = Vec::new();
-    let mut mappings = Vec::new();
-    if let Some(control) = &api.deps().system {
-        automatic = control.automatic();
-        for name in &automatic {
-            if let Err(e) = control.set_enabled(name, !req.engaged).await {
-                failures.push(e);
-            }
-        }
-        match control.set_intake(!req.engaged).await {
-            Ok(changed) => mappings = changed,
-            Err(e) => failures.push(e),
-        }
-    }
-    let action = if req.engaged {
-        "KILL_SWITCH_ENGAGED"
-    } else {
-        "KILL_SWITCH_RELEASED"
-    };
-    let note = Note {
-        note: Some(req.note.clone()),
-    };
-    api.record(
-        &actor,
-        action,
-        &note,
-        json!({"schedules": automatic, "event_source_mappings": mappings, "failures": failures.iter().map(|f| &f.call).collect::<Vec<_>>()}),
-    )
-    .await;
-    if !failures.is_empty() {
-        let calls: Vec<&str> = failures.iter().map(|f| f.call.as_str()).collect();
-        let causes: Vec<String> = failures.iter().map(ControlError::to_string).collect();
-        return Err(ApiError::new(
-            StatusCode::BAD_GATEWAY,
-            "SCHEDULER_UNAVAILABLE",
-            format!(
-                "the kill switch is {} (every function checks it), but these calls failed: {}",
-                if req.engaged { "engaged" } else { "released" },
-                calls.join("; ")
-            ),
-        )
-        .with_details(json!({"failed_calls": calls}))
-        .logging(causes.join("; ")));
-    }
-    Ok(Json(status_of(&api).await?))
+    Ok(Json(api.operator().kill_switch(&actor, req).await?))
 }
 
 #[derive(Debug, Deserialize)]
@@ -409,97 +307,13 @@ pub async fn run_at(
     ApiPath(id): ApiPath<String>,
     ApiJson(req): ApiJson<RunAtRequest>,
 ) -> ApiResult<(StatusCode, Json<RunAtOutcome>)> {
-    let control = control(&api)?;
-    let now = api.now();
-    if req.at <= now + TimeDelta::seconds(30) || req.at > now + TimeDelta::days(366) {
-        return Err(ApiError::invalid(
-            "RUN_AT_INVALID",
-            "`at` must be at least 30 seconds and at most a year ahead",
-        ));
-    }
-    let stored = api.deps().store.get_schedule(&id).await?;
-    if let Some(scheduled_for) = req.scheduled_for {
-        // Checked now, not when it fires hours later: the same rule as run now.
-        let schedule = Schedule::new(stored.spec).map_err(|i| ApiError::issues(&[i]))?;
-        check_occurrence(&schedule, scheduled_for)?;
-        if scheduled_for > req.at {
-            return Err(ApiError::invalid(
-                "RUN_IN_FUTURE",
-                "scheduled_for is after `at`: the run would name a window not yet due",
-            ));
-        }
-    }
-    let request_id = new_id("at");
-    let name = format!("cronledger-runat-{request_id}");
-    let event = RunAtEvent {
-        run_at: RunAtSpec {
-            schedule_id: id.clone(),
-            request_id: request_id.clone(),
-            mode: req.mode,
-            scheduled_for: req.scheduled_for,
-            actor: actor.name().to_string(),
-            note: req.note.clone(),
-        },
-    };
-    let input = serde_json::to_value(&event).unwrap_or(Value::Null);
-    control.create_one_time(&name, req.at, &input).await?;
-    let note = Note {
-        note: req.note.clone(),
-    };
-    api.record_on(
-        &id,
-        &actor,
-        AuditAction::RunAt,
-        &note,
-        json!({"at": utc_text(req.at), "scheduler_schedule": name}),
-    )
-    .await;
-    Ok((
-        StatusCode::CREATED,
-        Json(RunAtOutcome {
-            schedule: id,
-            at: req.at,
-            request_id,
-            scheduler_schedule: name,
-            event: input,
-        }),
-    ))
+    let outcome = api.operator().run_at(&actor, &id, req).await?;
+    Ok((StatusCode::CREATED, Json(outcome)))
 }
 
 impl Api {
     /// A one-off run's firing: the MANUAL run, once however often Scheduler delivers it.
     pub async fn fire_run_at(&self, event: &RunAtEvent) -> ApiResult<RunOutcome> {
-        let spec = &event.run_at;
-        let req = RunNowRequest {
-            mode: spec.mode,
-            scheduled_for: spec.scheduled_for,
-            note: spec.note.clone(),
-        };
-        let key = format!("runat:{}", spec.request_id);
-        let (_, body) = manual_run(
-            self,
-            &spec.schedule_id,
-            &req,
-            Some(&key),
-            Some(spec.request_id.clone()),
-        )
-        .await?;
-        Ok(body)
-    }
-
-    /// Records a system-wide action (the kill switch) in the system audit log (best effort:
-    /// the action stands). Actions on one schedule's runs and backfills go to that
-    /// schedule's log instead ([`Api::record_on`]).
-    pub(crate) async fn record(&self, actor: &Actor, action: &str, note: &Note, details: Value) {
-        let entry = SystemAuditEntry {
-            at: self.now(),
-            actor: actor.name().to_string(),
-            action: action.to_string(),
-            note: note.text(""),
-            details,
-        };
-        if let Err(e) = self.deps().ops.append_system_audit(&entry).await {
-            tracing::warn!(action, error = %e, "operator action not audited");
-        }
+        self.operator().fire_run_at(event).await
     }
 }
