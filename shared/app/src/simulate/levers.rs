@@ -1,24 +1,21 @@
 //! The operator's levers in a simulation, pulled at virtual instants: pause and resume a
-//! schedule (through the store, as the api does), the global kill switch, and approving
-//! everything that awaits an operator (through the api's own handlers, so a simulated
-//! approval is the api's approval).
+//! schedule, the global kill switch, and approving everything that awaits an operator. Each
+//! is the [`Operator`]'s own lever, as the api's routes call it, so a simulated approval is
+//! the api's approval.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use axum::extract::State;
 use chrono::{DateTime, Utc};
 use cronledger_aws::{BackfillState, LaneQueue, LedgerStore, OpsStore};
 use cronledger_core::window::utc_text;
 use cronledger_core::{RunStatus, Trigger};
-use cronledger_ledger::ledger::ChangeMeta;
 
 use super::agenda::Lever;
 use super::SimulateError;
-use crate::api::extract::{ApiJson, ApiPath};
-use crate::api::system;
-use crate::api::{backfills, runs, views, Actor, Api, ApiConfig, ApiDeps, ApiError, Caller, Role};
+use crate::api::{views, Actor, ApiConfig, ApiDeps, ApiError, Caller, Role};
 use crate::clock::Clock;
+use crate::operator::Operator;
 use crate::reconciler::Signals;
 use cronledger_contract::{KillSwitchRequest, Note};
 
@@ -26,9 +23,9 @@ use cronledger_contract::{KillSwitchRequest, Note};
 pub const SIMULATOR_ACTOR: &str = "simulate";
 
 pub(super) struct Levers {
-    store: Arc<dyn LedgerStore>,
-    ops: Arc<dyn OpsStore>,
-    api: Api,
+    /// The levers, on the simulation's store, lanes and clock (reads go through its
+    /// dependencies too).
+    operator: Operator,
     actor: Actor,
     schedules: Vec<String>,
     /// The simulation's start: no run is older.
@@ -49,9 +46,9 @@ impl Levers {
         schedules: Vec<String>,
         since: DateTime<Utc>,
     ) -> Levers {
-        let api = Api::new(ApiDeps {
-            store: store.clone(),
-            ops: ops.clone(),
+        let operator = Operator::new(ApiDeps {
+            store,
+            ops,
             health: None,
             lanes,
             clock,
@@ -61,9 +58,7 @@ impl Levers {
             config: ApiConfig::default(),
         });
         Levers {
-            store,
-            ops,
-            api,
+            operator,
             actor: Actor {
                 caller: Caller::new(SIMULATOR_ACTOR),
                 role: Role::Operator,
@@ -81,7 +76,7 @@ impl Levers {
     }
 
     /// The kill switch goes on or off at `at`. The stored flag, which the ticker, the
-    /// reconciler and the workers check, is set through the api's own handler (audited) when
+    /// reconciler and the workers check, is set through the operator's lever (audited) when
     /// the first overlapping window opens and cleared when the last closes. The AWS-native
     /// half (the ticker's and the reconciler's schedules and the workers' event sources
     /// disabled) is the simulation loop not invoking them while [`Levers::kill_switch_on`].
@@ -101,13 +96,10 @@ impl Levers {
                 engaged: on,
                 note: format!("--kill-switch at {}", utc_text(at)),
             };
-            let _status = system::kill_switch(
-                State(self.api.clone()),
-                self.actor.clone(),
-                ApiJson(request),
-            )
-            .await
-            .map_err(|e| SimulateError::Invalid(format!("kill switch at {at}: {e:?}")))?;
+            self.operator
+                .kill_switch(&self.actor, request)
+                .await
+                .map_err(|e| SimulateError::Invalid(format!("kill switch at {at}: {e:?}")))?;
         }
         let state = if on { "on" } else { "off" };
         self.pulled
@@ -126,13 +118,19 @@ impl Levers {
         match lever {
             Lever::KillSwitch(on) => self.set_kill_switch(on, at).await?,
             Lever::Pause(id) => {
-                let meta = self.meta(at, "paused by the simulator (--pause)");
-                self.store.pause_schedule(&id, None, meta).await?;
+                let note = note("paused by the simulator (--pause)");
+                self.operator
+                    .pause(&self.actor, &id, note, None)
+                    .await
+                    .map_err(|e| lever_failed("pause", &id, at, e))?;
                 self.pulled.push(format!("{} paused {id}", utc_text(at)));
             }
             Lever::Resume(id) => {
-                let meta = self.meta(at, "resumed by the simulator (--resume)");
-                self.store.resume_schedule(&id, None, meta).await?;
+                let note = note("resumed by the simulator (--resume)");
+                self.operator
+                    .resume(&self.actor, &id, note, None)
+                    .await
+                    .map_err(|e| lever_failed("resume", &id, at, e))?;
                 self.pulled.push(format!("{} resumed {id}", utc_text(at)));
             }
             Lever::ApproveAll => self.approve_all(at, errors).await?,
@@ -140,40 +138,26 @@ impl Levers {
         Ok(())
     }
 
-    fn meta(&self, at: DateTime<Utc>, reason: &str) -> ChangeMeta {
-        ChangeMeta {
-            actor: SIMULATOR_ACTOR.into(),
-            reason: reason.into(),
-            at,
-            details: None,
-        }
-    }
-
     /// Resumes every paused backfill (the reconciler's proposals for long gaps: running one
     /// is the approval of the windows it holds), then approves every other MANUAL_REQUIRED
-    /// run, each through the api's handler.
+    /// run, each through the operator's lever.
     async fn approve_all(
         &mut self,
         at: DateTime<Utc>,
         errors: &mut Vec<String>,
     ) -> Result<(), SimulateError> {
-        let note = || Note {
-            note: Some("approved by the simulator (--approve-all-at)".into()),
-        };
+        let note = || note("approved by the simulator (--approve-all-at)");
         let refused = |what: String, e: ApiError| format!("{what}: {}: {}", e.code, e.message);
         let mut resumed_groups: BTreeSet<String> = BTreeSet::new();
         let mut resumed = 0;
-        for b in self.ops.open_backfills().await? {
+        for b in self.operator.deps().ops.open_backfills().await? {
             if b.state != BackfillState::Paused {
                 continue;
             }
-            let answer = backfills::pause_resume::<{ backfills::RESUME }>(
-                State(self.api.clone()),
-                self.actor.clone(),
-                ApiPath(b.id.clone()),
-                ApiJson(note()),
-            )
-            .await;
+            let answer = self
+                .operator
+                .resume_backfill(&self.actor, &b.id, note())
+                .await;
             match answer {
                 Ok(_) => {
                     resumed += 1;
@@ -185,6 +169,8 @@ impl Levers {
         let mut approved = 0;
         for id in &self.schedules {
             let waiting = self
+                .operator
+                .deps()
                 .store
                 .runs_between(id, self.since, at)
                 .await?
@@ -199,13 +185,10 @@ impl Levers {
                 });
             for run in waiting {
                 let run_id = views::run_id(&run.key);
-                let answer = runs::approve(
-                    State(self.api.clone()),
-                    self.actor.clone(),
-                    ApiPath((id.clone(), run_id.clone())),
-                    ApiJson(note()),
-                )
-                .await;
+                let answer = self
+                    .operator
+                    .approve(&self.actor, id, &run_id, note())
+                    .await;
                 match answer {
                     Ok(_) => approved += 1,
                     Err(e) => errors.push(refused(format!("approve {id} {run_id}"), e)),
@@ -218,4 +201,21 @@ impl Levers {
         ));
         Ok(())
     }
+}
+
+fn note(text: &str) -> Note {
+    Note {
+        note: Some(text.into()),
+    }
+}
+
+/// A lever the simulation cannot go on without (the store failed, say): the refusal, with
+/// its cause when it has one (a server-side failure keeps it out of its message).
+fn lever_failed(lever: &str, id: &str, at: DateTime<Utc>, e: ApiError) -> SimulateError {
+    let cause = e.log_detail.as_deref().map(|d| format!(" ({d})"));
+    SimulateError::Invalid(format!(
+        "{lever} {id} at {}: {e}{}",
+        utc_text(at),
+        cause.unwrap_or_default()
+    ))
 }
