@@ -110,12 +110,12 @@ pub struct SimulationConfig {
     /// Windows the global kill switch is on: no tick, no reconciler pass (so no catch-up or
     /// backfill release), no delivery; messages stay in their lanes until it is off.
     pub kill_switches: Vec<Outage>,
-    /// Schedules paused at an instant, through the store as the api pauses them.
+    /// Schedules paused at an instant, through the operator service, as the api pauses them.
     pub pauses: Vec<ScheduleAt>,
     /// Schedules resumed at an instant (each after a pause of it).
     pub resumes: Vec<ScheduleAt>,
     /// Instants at which an operator approves every MANUAL_REQUIRED run and resumes every
-    /// paused backfill, through the api's own handlers.
+    /// paused backfill, through the operator service (the api handlers call the same).
     pub approve_all_at: Vec<DateTime<Utc>>,
     /// Tickers invoked at once on every tick (racing for the same windows).
     pub tickers: u32,
