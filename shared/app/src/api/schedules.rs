@@ -11,7 +11,7 @@ use cronledger_contract::{
     AuditLog, ChangeDiff, Note, Preview, PreviewRequest, PreviewTime, SchedulePage, ScheduleView,
 };
 use cronledger_core::health::Health;
-use cronledger_core::risk::{assess_change, RiskLevel, RiskReport};
+use cronledger_core::risk::assess_change;
 use cronledger_core::{ScheduleSpec, Timing};
 use cronledger_ledger::ledger::{ChangeMeta, Page, StoredSchedule};
 use serde::Deserialize;
@@ -21,6 +21,7 @@ use super::error::{ApiError, ApiResult};
 use super::extract::{Actor, ApiJson, ApiPath, ApiQuery, IfMatch};
 use super::paging::{offset_page, store_page};
 use super::{views, Api};
+use crate::operator::ScheduleChange;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -48,7 +49,7 @@ impl Api {
         }
     }
 
-    fn check_job_type(&self, actor: &Actor, spec: &ScheduleSpec) -> ApiResult<()> {
+    pub(crate) fn check_job_type(&self, actor: &Actor, spec: &ScheduleSpec) -> ApiResult<()> {
         let job_type = spec.job.type_name();
         if self.deps().auth.may_use_job_type(&actor.caller, job_type) {
             Ok(())
@@ -87,13 +88,9 @@ fn as_shown(
     stored
 }
 
-/// A schedule with `ETag: "{version}"`.
-fn with_etag(status: StatusCode, s: &StoredSchedule) -> Response {
-    etagged(status, s.version, views::schedule(s))
-}
-
-/// `body` (a view of the schedule at `version`) with `ETag: "{version}"`.
-fn etagged(status: StatusCode, version: u64, body: ScheduleView) -> Response {
+/// A schedule's view with `ETag: "{version}"`.
+fn etagged(status: StatusCode, body: ScheduleView) -> Response {
+    let version = body.version;
     let mut resp = (status, Json(body)).into_response();
     if let Ok(v) = HeaderValue::from_str(&format!("\"{version}\"")) {
         resp.headers_mut().insert(header::ETAG, v);
@@ -107,12 +104,9 @@ pub async fn create(
     headers: HeaderMap,
     ApiJson(doc): ApiJson<Value>,
 ) -> ApiResult<Response> {
-    let spec = api.validate(&doc).await?;
-    api.check_job_type(&actor, &spec)?;
-    api.check_dependencies(&spec, &[]).await?;
-    let meta = api.meta(&actor, header_note(&headers, "created through the api"));
-    let stored = api.deps().store.create_schedule(spec, meta).await?;
-    Ok(with_etag(StatusCode::CREATED, &stored))
+    let note = header_note(&headers, "created through the api");
+    let created = api.operator().create_schedule(&actor, &doc, note).await?;
+    Ok(etagged(StatusCode::CREATED, created))
 }
 
 /// The query identity of the schedule listing's cursors.
@@ -176,7 +170,7 @@ pub async fn get(State(api): State<Api>, ApiPath(id): ApiPath<String>) -> ApiRes
     let health = api.health_of(&stored).await?;
     let shown = as_shown(stored.clone(), api.now(), health.as_ref());
     let body = views::schedule_with_health(&shown, health.as_ref());
-    Ok(etagged(StatusCode::OK, stored.version, body))
+    Ok(etagged(StatusCode::OK, body))
 }
 
 /// The query parameter and the header that confirm a HIGH-risk update, and their value.
@@ -188,20 +182,6 @@ pub const CONFIRM_VALUE: &str = "high-risk";
 #[serde(deny_unknown_fields)]
 pub struct ConfirmQuery {
     pub confirm: Option<String>,
-}
-
-/// A HIGH-risk update (`runs per day x10` or more, or a window that would fire again) is
-/// applied only when the request says it knows.
-fn needs_confirmation(report: &RiskReport) -> bool {
-    report.level == RiskLevel::High || report.refires_past_window
-}
-
-fn level_text(level: RiskLevel) -> &'static str {
-    match level {
-        RiskLevel::Low => "LOW",
-        RiskLevel::Medium => "MEDIUM",
-        RiskLevel::High => "HIGH",
-    }
 }
 
 /// Whether the request confirms a HIGH-risk change; any other confirmation value is refused
@@ -243,7 +223,7 @@ pub async fn update(
     IfMatch(version): IfMatch,
     ApiQuery(confirm): ApiQuery<ConfirmQuery>,
     headers: HeaderMap,
-    ApiJson(mut doc): ApiJson<Value>,
+    ApiJson(doc): ApiJson<Value>,
 ) -> ApiResult<Response> {
     let Some(version) = version else {
         return Err(ApiError::malformed(
@@ -251,55 +231,14 @@ pub async fn update(
         )
         .with_details(json!({"header": "If-Match"})));
     };
-    match doc.get("id") {
-        None => {
-            if let Some(obj) = doc.as_object_mut() {
-                obj.insert("id".into(), json!(id));
-            }
-        }
-        Some(Value::String(body_id)) if *body_id == id => {}
-        Some(other) => {
-            return Err(ApiError::invalid(
-                "SCHEDULE_ID_MISMATCH",
-                format!("the body's id {other} is not the path's `{id}`"),
-            ))
-        }
-    }
-    let spec = api.validate(&doc).await?;
-    api.check_job_type(&actor, &spec)?;
-    let current = api.deps().store.get_schedule(&id).await?;
-    api.check_job_type(&actor, &current.spec)?;
-    api.check_dependencies(&spec, &current.downstream).await?;
-    let report = assess_change(&current.spec, &spec, api.now(), None, 0)
-        .map_err(|i| ApiError::issues(&[i]))?;
-    let confirmed = confirmed(&confirm, &headers)?;
-    if needs_confirmation(&report) && !confirmed {
-        return Err(ApiError::new(
-            StatusCode::PRECONDITION_REQUIRED,
-            "SCHEDULE_CHANGE_NEEDS_CONFIRMATION",
-            format!(
-                "this change is {} risk; confirm it with ?{CONFIRM_QUERY}={CONFIRM_VALUE} or {CONFIRM_HEADER}: {CONFIRM_VALUE}",
-                level_text(report.level)
-            ),
-        )
-        .with_details(json!({
-            "risk": level_text(report.level),
-            "findings": report.findings,
-            "confirm": {"query": CONFIRM_QUERY, "header": CONFIRM_HEADER, "value": CONFIRM_VALUE},
-        })));
-    }
-    let mut meta = api.meta(&actor, header_note(&headers, "updated through the api"));
-    meta.details = Some(json!({
-        "risk": level_text(report.level),
-        "findings": report.findings,
-        "confirmed": confirmed,
-    }));
-    let stored = api
-        .deps()
-        .store
-        .update_schedule(spec, version, meta)
-        .await?;
-    Ok(with_etag(StatusCode::OK, &stored))
+    let change = ScheduleChange {
+        document: doc,
+        version,
+        confirmed: confirmed(&confirm, &headers)?,
+        note: header_note(&headers, "updated through the api"),
+    };
+    let updated = api.operator().update_schedule(&actor, &id, change).await?;
+    Ok(etagged(StatusCode::OK, updated))
 }
 
 pub const PAUSE: u8 = 0;
@@ -320,7 +259,7 @@ pub async fn lifecycle<const W: u8>(
         RESUME => operator.resume(&actor, &id, note, version).await?,
         _ => operator.archive(&actor, &id, note, version).await?,
     };
-    Ok(etagged(StatusCode::OK, changed.version, changed))
+    Ok(etagged(StatusCode::OK, changed))
 }
 
 #[derive(Debug, Deserialize)]

@@ -1,5 +1,5 @@
 //! The operator's levers as one service: run now, run at, retry, approve, reject and cancel a
-//! run; pause, resume and archive a schedule; the kill switch; create, approve, pause, resume
+//! run; create, replace, pause, resume and archive a schedule; the kill switch; create, approve, pause, resume
 //! and cancel a backfill. Each takes a typed request of the contract (`cronledger_contract`)
 //! and the caller's identity ([`Actor`]), does the validation, the store writes and the audit
 //! record, and answers with a typed result of the contract.
@@ -32,6 +32,7 @@ use crate::api::{Actor, Api, ApiDeps};
 
 pub use backfills::BackfillStarted;
 pub use runs::Made;
+pub use schedules::ScheduleChange;
 
 /// The operator's levers on one set of dependencies (see the module's documentation).
 #[derive(Clone)]
