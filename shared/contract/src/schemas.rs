@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 
 use schemars::generate::SchemaSettings;
-use schemars::{JsonSchema, Schema, SchemaGenerator};
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde_json::{Map, Value};
 
 use crate::*;
@@ -20,12 +20,7 @@ pub const SCHEDULE_DOCUMENT: &str = "ScheduleDocument";
 
 /// A reference to the schedule document's component (what `PreviewRequest.schedule` is).
 pub fn schedule_document_ref(_: &mut SchemaGenerator) -> Schema {
-    Schema::from(
-        serde_json::json!({"$ref": format!("{COMPONENTS}{SCHEDULE_DOCUMENT}")})
-            .as_object()
-            .cloned()
-            .unwrap_or_default(),
-    )
+    json_schema!({"$ref": format!("{COMPONENTS}{SCHEDULE_DOCUMENT}")})
 }
 
 /// The name a type's schema has among the components.
@@ -56,7 +51,10 @@ pub fn components() -> Map<String, Value> {
     let mut inputs = requests.take_definitions(true);
     // The schedule document, as the manifest's schema has it.
     let mut manifest = cronledger_core::schema::manifest_schema();
-    rewrite_refs(&mut manifest, "#/$defs/", COMPONENTS);
+    rewrite_refs(&mut manifest, &|r| {
+        r.strip_prefix("#/$defs/")
+            .map(|name| format!("{COMPONENTS}{name}"))
+    });
     if let Some(Value::Object(defs)) = manifest.get_mut("$defs").map(Value::take) {
         inputs.extend(defs);
     }
@@ -72,14 +70,15 @@ fn merge_inputs(components: &mut Map<String, Value>, mut inputs: Map<String, Val
         .filter(|(name, schema)| components.get(*name).is_some_and(|a| a != *schema))
         .map(|(name, _)| name.clone())
         .collect();
+    let rename = |r: &str| {
+        let name = r.strip_prefix(COMPONENTS)?;
+        renamed
+            .iter()
+            .any(|n| n == name)
+            .then(|| format!("{COMPONENTS}{name}Input"))
+    };
     for schema in inputs.values_mut() {
-        for name in &renamed {
-            rewrite_ref(
-                schema,
-                &format!("{COMPONENTS}{name}"),
-                &format!("{COMPONENTS}{name}Input"),
-            );
-        }
+        rewrite_refs(schema, &rename);
     }
     for (name, schema) in inputs {
         let name = if renamed.contains(&name) {
@@ -91,36 +90,22 @@ fn merge_inputs(components: &mut Map<String, Value>, mut inputs: Map<String, Val
     }
 }
 
-/// Every `$ref` that starts with `from` starts with `to` instead.
-fn rewrite_refs(value: &mut Value, from: &str, to: &str) {
+/// Every `$ref` that `to` maps to a new target points there instead.
+fn rewrite_refs(value: &mut Value, to: &dyn Fn(&str) -> Option<String>) {
     match value {
         Value::Object(map) => {
             for (key, v) in map.iter_mut() {
                 match v {
-                    Value::String(s) if key == "$ref" && s.starts_with(from) => {
-                        *s = format!("{to}{}", &s[from.len()..]);
+                    Value::String(s) if key == "$ref" => {
+                        if let Some(target) = to(s) {
+                            *s = target;
+                        }
                     }
-                    _ => rewrite_refs(v, from, to),
+                    _ => rewrite_refs(v, to),
                 }
             }
         }
-        Value::Array(items) => items.iter_mut().for_each(|v| rewrite_refs(v, from, to)),
-        _ => {}
-    }
-}
-
-/// Every `$ref` equal to `from` becomes `to`.
-fn rewrite_ref(value: &mut Value, from: &str, to: &str) {
-    match value {
-        Value::Object(map) => {
-            for (key, v) in map.iter_mut() {
-                match v {
-                    Value::String(s) if key == "$ref" && s == from => *s = to.to_string(),
-                    _ => rewrite_ref(v, from, to),
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(|v| rewrite_ref(v, from, to)),
+        Value::Array(items) => items.iter_mut().for_each(|v| rewrite_refs(v, to)),
         _ => {}
     }
 }
@@ -172,15 +157,5 @@ mod tests {
         let backfill = &components["BackfillRequest"];
         assert_eq!(backfill["required"], serde_json::json!(["from", "to"]));
         assert_eq!(backfill["additionalProperties"], false);
-    }
-}
-
-#[cfg(test)]
-mod print {
-    #[test]
-    #[ignore]
-    fn print_components() {
-        let c = super::components();
-        println!("{}", serde_json::to_string_pretty(&c).unwrap());
     }
 }
