@@ -85,6 +85,7 @@ pub async fn record_window(
                 run: Candidate::of(&run),
                 stopped,
                 others: &others,
+                excluded: false,
                 late,
                 now,
             })

@@ -68,6 +68,12 @@ fn spec(id: String, cron: &str, misfire: MisfirePolicy) -> ScheduleSpec {
         verify: None,
         max_failed_children: None,
         batch_lane: None,
+        calendars: Vec::new(),
+        exclude: Vec::new(),
+        start_at: None,
+        end_at: None,
+        max_runs: None,
+        dst: Default::default(),
         job: JobSpec::Noop {
             duration: Span::ZERO,
             duration_ms: 0,

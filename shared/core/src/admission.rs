@@ -8,6 +8,10 @@
 //! hand-overs), so a lever that a creating path got wrong is still held before anything runs.
 //!
 //! The rules, in the order they apply:
+//! 0. **Excluded** (at creation): a window on a date the schedule's calendars or its own
+//!    `exclude` list leave out is recorded SKIPPED (EXCLUDED), whoever creates it; only an
+//!    operator's own run is exempt (it is a request, not a window of the grid). A calendar
+//!    edit changes the future only: a run already created is not judged again.
 //! 1. **Stopped** (paused, disabled, archived): a run that would start now does not. Live and
 //!    operators' runs end SKIPPED with the stop's reason; runs a throttled release sent
 //!    (catch-up, backfill, a late dependent's window) wait PENDING for the resume.
@@ -120,6 +124,9 @@ pub struct Ask<'a> {
     pub stopped: Option<Reason>,
     /// The schedule's other runs still in flight or waiting (any trigger).
     pub others: &'a [ActiveRun],
+    /// The window's local date is excluded by the schedule's calendars or `exclude` list
+    /// ([`crate::Schedule::excluded`]).
+    pub excluded: bool,
     /// The misfire policy's word on a start past the grace period, when the path judges
     /// lateness (a live window's first start; a dependent's window at creation).
     pub late: Option<LateStart>,
@@ -172,6 +179,11 @@ impl Admission {
 pub fn decide(ask: &Ask<'_>) -> Admission {
     let run = &ask.run;
     let spec = ask.spec;
+    if ask.excluded && ask.moment == Moment::Create && run.trigger != Trigger::Manual {
+        return Admission::Skip {
+            reason: Reason::Excluded,
+        };
+    }
     if let Some(stop) = ask.stopped {
         return if run.released() && stop != Reason::Archived {
             Admission::Wait { reason: stop }

@@ -71,6 +71,18 @@ pub enum Code {
     DependencyCycle,
     /// A schedule and an upstream it runs after fire on different grids (cron or zone).
     DependencyGridMismatch,
+    /// A calendar is malformed (a bad name, a date that is not a date, a range backwards).
+    CalendarInvalid,
+    /// A schedule names a calendar that does not exist.
+    CalendarUnknown,
+    /// A calendar is still named by schedules and cannot be deleted.
+    CalendarInUse,
+    /// `exclude` is not a list of dates or date ranges.
+    ScheduleInvalidExclude,
+    /// `start_at`/`end_at` are malformed or out of order, or `max_runs` is out of range.
+    ScheduleInvalidBounds,
+    /// `dst` is not `{gap: next_valid | skip, fold: first | both}`.
+    ScheduleInvalidDst,
 }
 
 impl Code {
@@ -114,6 +126,12 @@ impl Code {
             Code::DependencyUnknownUpstream => "DEPENDENCY_UNKNOWN_UPSTREAM",
             Code::DependencyCycle => "DEPENDENCY_CYCLE",
             Code::DependencyGridMismatch => "DEPENDENCY_GRID_MISMATCH",
+            Code::CalendarInvalid => "CALENDAR_INVALID",
+            Code::CalendarUnknown => "CALENDAR_UNKNOWN",
+            Code::CalendarInUse => "CALENDAR_IN_USE",
+            Code::ScheduleInvalidExclude => "SCHEDULE_INVALID_EXCLUDE",
+            Code::ScheduleInvalidBounds => "SCHEDULE_INVALID_BOUNDS",
+            Code::ScheduleInvalidDst => "SCHEDULE_INVALID_DST",
         }
     }
 }

@@ -5,9 +5,11 @@
 pub mod admission;
 pub mod alerts;
 pub mod attempt;
+pub mod calendar;
 pub mod children;
 pub mod delay;
 pub mod dependency;
+pub mod dst;
 pub mod error;
 pub mod health;
 pub mod http_target;

@@ -429,10 +429,13 @@ fn plan_bounded(input: PlanInput<'_>, until: Option<DateTime<Utc>>) -> Result<Pl
         .max(input.watermark);
 
     // One walk over the expected windows: keep the ones the ledger lacks.
-    let timing = schedule.timing();
+    // The schedule's windows: its expression within its bounds (`start_at`, `end_at`,
+    // `max_runs`); a window's start is the expression's previous occurrence all the same.
+    let timing = schedule;
     let mut totals = PlanTotals::default();
     let mut missed: Vec<Missed> = Vec::new();
-    let mut previous = timing.prev_before(timing.next_after(input.watermark).unwrap_or(through));
+    let mut previous =
+        schedule.grid_prev_before(timing.next_after(input.watermark).unwrap_or(through));
     // Past this instant nothing is recorded and no pause starts or ends: a long stretch there
     // is counted, not walked (see [`QUIET_TAIL`]).
     let quiet_since = quiet_since(&input, through);
@@ -463,11 +466,7 @@ fn plan_bounded(input: PlanInput<'_>, until: Option<DateTime<Utc>>) -> Result<Pl
                     index,
                     at,
                     window: Window::new(previous.unwrap_or(at), middle_end),
-                    paused: input
-                        .pauses
-                        .iter()
-                        .find(|p| p.contains(at))
-                        .map(|p| p.reason),
+                    paused: stopped(&input, at),
                     planned: false,
                     count,
                 });
@@ -494,12 +493,8 @@ fn plan_bounded(input: PlanInput<'_>, until: Option<DateTime<Utc>>) -> Result<Pl
                 continue;
             }
         }
-        let paused = input
-            .pauses
-            .iter()
-            .find(|p| p.contains(at))
-            .map(|p| p.reason);
-        // A paused window is no part of the gap, whoever recorded it.
+        let paused = stopped(&input, at);
+        // A paused (or excluded) window is no part of the gap, whoever recorded it.
         if planned && paused.is_some() {
             continue;
         }
@@ -534,6 +529,19 @@ fn plan_bounded(input: PlanInput<'_>, until: Option<DateTime<Utc>>) -> Result<Pl
     Ok(plan)
 }
 
+/// Why a window is not part of a gap: excluded by the schedule's calendars (first: an
+/// excluded window was never to run), or paused or disabled when it fell due.
+fn stopped(input: &PlanInput<'_>, at: DateTime<Utc>) -> Option<Reason> {
+    if input.schedule.excluded(at) {
+        return Some(Reason::Excluded);
+    }
+    input
+        .pauses
+        .iter()
+        .find(|p| p.contains(at))
+        .map(|p| p.reason)
+}
+
 /// Where the walk is in a range's quiet tail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tail {
@@ -554,11 +562,22 @@ fn quiet_since(input: &PlanInput<'_>, through: DateTime<Utc>) -> DateTime<Utc> {
         .flat_map(|p| [Some(p.from), p.until])
         .flatten()
         .filter(|t| *t <= through);
+    // An excluded stretch ends a quiet tail as a pause does: its windows are decided apart.
+    let tz = input.schedule.spec.timezone;
+    let exclusion_edges = input
+        .schedule
+        .exclusions()
+        .iter()
+        .flat_map(|sel| [Some(sel.first), sel.last.succ_opt()])
+        .flatten()
+        .map(move |day| crate::calendar::local_day_start(day, tz))
+        .filter(|t| *t <= through);
     input
         .existing
         .last_covered_by(through)
         .into_iter()
         .chain(pause_edges)
+        .chain(exclusion_edges)
         .fold(input.watermark, DateTime::max)
 }
 

@@ -48,6 +48,9 @@ named_enum!(
         GraceExpired => "GRACE_EXPIRED",
         Paused => "PAUSED",
         Disabled => "DISABLED",
+        /// The window's local date is excluded by the schedule's calendars or its own
+        /// `exclude` list.
+        Excluded => "EXCLUDED",
         /// The schedule was archived before the run could start.
         Archived => "ARCHIVED",
         /// The window's idempotency key already succeeded.

@@ -19,6 +19,7 @@ use croner::parser::{CronParser, Seconds, Year};
 use croner::{Cron, JobType};
 use serde::{Deserialize, Serialize};
 
+use crate::dst::DstChoice;
 use crate::error::{Code, Issue};
 use crate::span::Span;
 
@@ -28,6 +29,8 @@ pub struct Timing {
     source: String,
     tz: Tz,
     kind: Kind,
+    /// The schedule's DST choice (see [`crate::dst`]); default: the documented rule.
+    dst: DstChoice,
 }
 
 #[derive(Debug, Clone)]
@@ -106,7 +109,22 @@ impl Timing {
                 fixed_time,
             }
         };
-        Ok(Timing { source, tz, kind })
+        Ok(Timing {
+            source,
+            tz,
+            kind,
+            dst: DstChoice::default(),
+        })
+    }
+
+    /// The same expression under a schedule's DST choice.
+    pub fn with_dst(mut self, dst: DstChoice) -> Timing {
+        self.dst = dst;
+        self
+    }
+
+    pub fn dst(&self) -> DstChoice {
+        self.dst
     }
 
     pub fn source(&self) -> &str {

@@ -202,6 +202,7 @@ impl Reconciler {
                     run: Candidate::of(run),
                     stopped: stored.stopped(),
                     others: &others,
+                    excluded: false,
                     late: None,
                     now,
                 });

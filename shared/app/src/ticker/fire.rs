@@ -47,6 +47,7 @@ impl Ticker {
             run: Candidate::of(&run),
             stopped,
             others: &others,
+            excluded: false,
             late: None,
             now,
         });

@@ -136,6 +136,7 @@ impl Worker {
             run: candidate,
             stopped,
             others: &others,
+            excluded: false,
             late,
             now,
         });

@@ -62,6 +62,7 @@ fn ask<'a>(
         run,
         stopped: None,
         others,
+        excluded: false,
         late: None,
         now,
     }

@@ -16,6 +16,7 @@ use crate::policy::{MisfirePolicy, OverlapPolicy, Priority};
 use crate::span::Span;
 
 mod alerting;
+mod bounds;
 mod field_reader;
 mod job_check;
 mod upstreams;
@@ -307,6 +308,26 @@ pub struct ScheduleSpec {
     /// The lane children are sent to; the run's own lane when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch_lane: Option<crate::policy::Lane>,
+    /// Named calendars whose excluded dates this schedule does not run on (see
+    /// [`crate::calendar`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calendars: Vec<String>,
+    /// Local dates (or inclusive ranges) this schedule does not run on, besides its calendars.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude: Vec<crate::calendar::DateSel>,
+    /// No window before this (inclusive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_at: Option<crate::calendar::Bound>,
+    /// No window after this (inclusive); past it the schedule is ENDED.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_at: Option<crate::calendar::Bound>,
+    /// The schedule ends after this many windows, counted from `start_at` (or from its
+    /// creation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_runs: Option<u32>,
+    /// What DST does to its fire times; absent rules are the default (see [`crate::dst`]).
+    #[serde(default, skip_serializing_if = "crate::dst::DstChoice::is_default")]
+    pub dst: crate::dst::DstChoice,
     pub job: JobSpec,
 }
 

@@ -46,6 +46,12 @@ const KNOWN_FIELDS: &[&str] = &[
     "verify",
     "max_failed_children",
     "batch_lane",
+    "calendars",
+    "exclude",
+    "start_at",
+    "end_at",
+    "max_runs",
+    "dst",
     "job",
 ];
 
@@ -319,6 +325,10 @@ pub fn validate_schedule(
         },
     };
     let alerting = alerting::read(obj, &field, &mut issues);
+    let bounds = bounds::read(obj, &field, &mut issues);
+    if let Some(tz) = timezone {
+        bounds::check_order(&bounds, tz, &field, &mut issues);
+    }
     let upstreams = upstreams::read(obj, id.as_deref(), &field, &mut issues);
     let job = validate_job(obj.get("job"), &field("job"), rules, &mut issues);
     let verify = match obj.get("verify") {
@@ -441,6 +451,12 @@ pub fn validate_schedule(
                 verify,
                 max_failed_children,
                 batch_lane,
+                calendars: bounds.calendars,
+                exclude: bounds.exclude,
+                start_at: bounds.start_at,
+                end_at: bounds.end_at,
+                max_runs: bounds.max_runs,
+                dst: bounds.dst,
                 job,
             })
         }
