@@ -5,6 +5,7 @@
 //!
 //! Instants are RFC3339 in UTC (`2026-03-01T02:00:00Z`, fractions only when there are any).
 
+pub mod audit;
 pub mod backfill;
 pub mod error;
 pub mod requests;
@@ -13,6 +14,7 @@ pub mod schedule;
 pub mod schemas;
 pub mod system;
 
+pub use audit::*;
 pub use backfill::*;
 pub use error::ErrorBody;
 pub use requests::*;

@@ -42,7 +42,7 @@ pub fn components() -> Map<String, Value> {
     }
     each!(answers: ErrorBody, ScheduleView, SchedulePage, Preview, ChangeDiff, AuditLog,
         RunView, RunPage, RunOutcome, ApprovalOutcome, RunAtOutcome, BackfillView, BackfillList, BackfillPlan,
-        Verification, SystemStatus, SystemAudit, WhoAmI);
+        Verification, SystemStatus, SystemAudit, WhoAmI, CompletenessReport);
     let mut components = answers.take_definitions(true);
 
     let mut requests = generator(SchemaSettings::draft2020_12().for_deserialize());
