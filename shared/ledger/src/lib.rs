@@ -6,6 +6,7 @@
 //! below it.
 
 pub mod alerts;
+pub mod calendars;
 pub mod child_plan;
 pub mod codec;
 pub mod control;
@@ -29,6 +30,7 @@ pub mod store;
 pub mod subjects;
 
 pub use alerts::{AlertStore, Awaiting, HeldWork, Notifier, NotifyError, RecordedAlert};
+pub use calendars::{CalendarStore, StoredCalendar};
 pub use control::{ReleaseState, ReleaseStateStore};
 pub use error::StoreError;
 pub use health::{DayTally, HealthStore, Outcome};
@@ -48,6 +50,7 @@ pub use store::{ChildStore, LedgerStore, RunStore, ScheduleStore};
 /// can be called on a `dyn LedgerStore` or `dyn OpsStore`.
 pub mod prelude {
     pub use crate::alerts::AlertStore as _;
+    pub use crate::calendars::CalendarStore as _;
     pub use crate::control::ReleaseStateStore as _;
     pub use crate::health::HealthStore as _;
     pub use crate::ops::{BackfillStore as _, SystemStore as _};

@@ -1,11 +1,13 @@
 //! The ledger's store traits, by subject: schedules (their changes, audit and the reconciler's
 //! marks), runs (the ticker's fires, transitions, listings) and children. [`LedgerStore`] is
-//! all three, which every store implements (see `crate::layer` for wrappers).
+//! all three and the calendars (`crate::calendars`), which every store implements (see
+//! `crate::layer` for wrappers).
 
 use chrono::{DateTime, Utc};
 use cronledger_core::children::Child;
 use cronledger_core::{Attempt, Run, RunKey, RunStatus, ScheduleSpec};
 
+use crate::calendars::CalendarStore;
 use crate::error::StoreError;
 use crate::fire_mark::FireMark;
 use crate::layer::store_trait;
@@ -283,6 +285,6 @@ store_trait! {
 }
 
 /// The ledger of schedules, runs and children: what the Lambda functions ask of a store.
-pub trait LedgerStore: ScheduleStore + RunStore + ChildStore {}
+pub trait LedgerStore: ScheduleStore + RunStore + ChildStore + CalendarStore {}
 
-impl<T: ScheduleStore + RunStore + ChildStore + ?Sized> LedgerStore for T {}
+impl<T: ScheduleStore + RunStore + ChildStore + CalendarStore + ?Sized> LedgerStore for T {}

@@ -6,6 +6,7 @@
 
 pub mod alerts;
 pub mod backfills;
+pub mod calendars;
 pub mod children;
 pub mod fire;
 pub mod health;
@@ -116,6 +117,10 @@ macro_rules! engine_subjects {
                 fn put_kill_switch(&self, state: &KillSwitch) -> () = system::put_kill_switch;
             });
 
+            $crate::__forward_to_subjects!($store, CalendarStore {
+                fn calendars(&self) -> CalendarSet = calendars::set;
+            });
+
             $crate::__forward_to_subjects!($store, ReleaseStateStore {
                 fn release_state(&self, lane: Lane) -> Option<ReleaseState> = release::get;
                 fn put_release_state(&self, state: &ReleaseState) -> bool = release::put;
@@ -133,6 +138,7 @@ macro_rules! engine_subjects {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::alerts::{AlertStore, Awaiting, RecordedAlert};
+    pub use crate::calendars::CalendarStore;
     pub use crate::control::{ReleaseState, ReleaseStateStore};
     pub use crate::error::StoreError;
     pub use crate::fire_mark::FireMark;
@@ -146,11 +152,13 @@ pub mod __private {
     };
     pub use crate::store::{ChildStore, RunStore, ScheduleStore};
     pub use crate::subjects::{
-        alerts, backfills, children, fire, health, marks, release, runs, schedules, system,
+        alerts, backfills, calendars, children, fire, health, marks, release, runs, schedules,
+        system,
     };
     pub use async_trait::async_trait;
     pub use chrono::NaiveDate;
     pub use cronledger_core::alerts::Alert;
+    pub use cronledger_core::calendar::CalendarSet;
     pub use cronledger_core::children::Child;
     pub use cronledger_core::{Attempt, Lane, Run, RunKey, RunStatus, ScheduleSpec};
 
