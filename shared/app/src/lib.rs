@@ -3,6 +3,7 @@
 
 pub mod alerting;
 pub mod api;
+pub mod audit;
 pub mod backfill;
 pub mod backoff;
 pub mod cascade;
