@@ -39,6 +39,7 @@ pub enum AlertKind {
     BackfillPaused,
     Recovered,
     PausedOnFailure,
+    LedgerIncomplete,
 }
 
 impl AlertKind {
@@ -51,6 +52,7 @@ impl AlertKind {
             AlertKind::BackfillPaused => "BACKFILL_PAUSED",
             AlertKind::Recovered => "RECOVERED",
             AlertKind::PausedOnFailure => "PAUSED_ON_FAILURE",
+            AlertKind::LedgerIncomplete => "LEDGER_INCOMPLETE",
         }
     }
 }
@@ -619,6 +621,78 @@ pub fn backfill_paused(
         format!("{what} paused: {cause}"),
         paused_at,
     )
+}
+
+/// What the auditor found wrong with one schedule's ledger over an audited range: counts,
+/// and the first few windows of each kind (oldest first).
+#[derive(Debug, Clone)]
+pub struct Incompleteness<'a> {
+    /// The audited range `[start, end)`.
+    pub range: Window,
+    /// Expected windows with no ledger entry.
+    pub missing: u64,
+    pub missing_sample: &'a [DateTime<Utc>],
+    /// Windows run (or executed) more than once.
+    pub duplicates: u64,
+    pub duplicate_sample: &'a [DateTime<Utc>],
+    /// Entries no version of the schedule explains.
+    pub unexplained: u64,
+    pub unexplained_sample: &'a [DateTime<Utc>],
+}
+
+impl Incompleteness<'_> {
+    pub fn is_complete(&self) -> bool {
+        self.missing == 0 && self.duplicates == 0 && self.unexplained == 0
+    }
+}
+
+/// The audited range as an alert's subject: one alert per schedule per range, whoever
+/// audits it (the daily pass, an operator's run, a retried invocation).
+pub fn audit_subject(range: &Window) -> String {
+    format!("audit:{}/{}", utc_text(range.start), utc_text(range.end))
+}
+
+/// The auditor found a schedule's ledger wrong over a range: windows missing, run twice, or
+/// entries no version explains (invariant 23). Critical, graded by priority: the ledger is
+/// the record, and nothing else checks it. `None` when the schedule's ledger is complete.
+pub fn ledger_incomplete(
+    about: &About<'_>,
+    found: &Incompleteness<'_>,
+    at: DateTime<Utc>,
+) -> Option<Alert> {
+    if found.is_complete() {
+        return None;
+    }
+    let part = |count: u64, what: &str, sample: &[DateTime<Utc>]| {
+        let mut text = format!("{count} {what}");
+        if !sample.is_empty() {
+            let listed: Vec<String> = sample.iter().map(|t| utc_text(*t)).collect();
+            let more = if count > sample.len() as u64 {
+                ", ..."
+            } else {
+                ""
+            };
+            text.push_str(&format!(" ({}{more})", listed.join(", ")));
+        }
+        text
+    };
+    let message = format!(
+        "ledger audit of {}/{}: windows {}; {}; {}",
+        utc_text(found.range.start),
+        utc_text(found.range.end),
+        part(found.missing, "missing", found.missing_sample),
+        part(found.duplicates, "duplicated", found.duplicate_sample),
+        part(found.unexplained, "unexplained", found.unexplained_sample),
+    );
+    let mut alert = about.alert(
+        AlertKind::LedgerIncomplete,
+        Severity::Critical,
+        audit_subject(&found.range),
+        message,
+        at,
+    );
+    alert.window = Some(found.range);
+    Some(alert)
 }
 
 /// Failures in a row at the end of `statuses` (newest last), counting only runs that ended:

@@ -364,6 +364,55 @@ fn slo_targets_read_as_percent() {
     assert_eq!(back["target"], "99.5%");
 }
 
+#[test]
+fn an_incomplete_ledger_alerts_once_per_range_with_counts_and_a_sample() {
+    let day = Window::new(at("2026-12-01T00:00:00Z"), at("2026-12-02T00:00:00Z"));
+    let missing = [at("2026-12-01T03:00:00Z"), at("2026-12-01T04:00:00Z")];
+    let twice = [at("2026-12-01T09:00:00Z")];
+    let found = Incompleteness {
+        range: day,
+        missing: 7,
+        missing_sample: &missing,
+        duplicates: 1,
+        duplicate_sample: &twice,
+        unexplained: 0,
+        unexplained_sample: &[],
+    };
+    let now = at("2026-12-02T01:00:00Z");
+    let alert =
+        ledger_incomplete(&about(Priority::Normal), &found, now).expect("an incomplete ledger");
+    assert_eq!(alert.kind, AlertKind::LedgerIncomplete);
+    assert_eq!(alert.severity, Severity::Critical);
+    assert_eq!(alert.schedule, "billing-sync");
+    assert_eq!(alert.owner.as_deref(), Some("team-billing"));
+    assert_eq!(alert.window, Some(day));
+    assert_eq!(
+        alert.key(),
+        "LEDGER_INCOMPLETE#audit:2026-12-01T00:00:00Z/2026-12-02T00:00:00Z"
+    );
+    assert_eq!(
+        alert.message,
+        "ledger audit of 2026-12-01T00:00:00Z/2026-12-02T00:00:00Z: windows 7 missing \
+         (2026-12-01T03:00:00Z, 2026-12-01T04:00:00Z, ...); 1 duplicated \
+         (2026-12-01T09:00:00Z); 0 unexplained"
+    );
+    // The same range audited again (a retry, an operator's run) is the same alert.
+    let again = ledger_incomplete(&about(Priority::Normal), &found, now + TimeDelta::hours(3))
+        .expect("still incomplete");
+    assert_eq!(again.key(), alert.key());
+    // A LOW schedule's is a warning; a complete ledger alerts nothing.
+    let low = ledger_incomplete(&about(Priority::Low), &found, now).expect("an alert");
+    assert_eq!(low.severity, Severity::Warning);
+    let complete = Incompleteness {
+        missing: 0,
+        missing_sample: &[],
+        duplicates: 0,
+        duplicate_sample: &[],
+        ..found
+    };
+    assert!(ledger_incomplete(&about(Priority::Normal), &complete, now).is_none());
+}
+
 fn status() -> impl Strategy<Value = RunStatus> {
     prop_oneof![
         Just(RunStatus::Success),
