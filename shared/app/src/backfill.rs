@@ -56,13 +56,13 @@ pub fn occurrences(
     max: u64,
 ) -> Result<Vec<DateTime<Utc>>, BackfillError> {
     let mut out = Vec::new();
-    let mut next = schedule.timing().next_at_or_after(from);
+    let mut next = schedule.next_at_or_after(from);
     while let Some(t) = next.filter(|t| *t <= to) {
         if out.len() as u64 >= max {
             return Err(BackfillError::TooLarge(max));
         }
         out.push(t);
-        next = schedule.timing().next_after(t);
+        next = schedule.next_after(t);
     }
     Ok(out)
 }
@@ -486,7 +486,8 @@ impl BackfillReleaser {
             return Ok(());
         }
         let stored = self.store.get_schedule(&b.schedule_id).await?;
-        let schedule = Schedule::new(stored.spec.clone())
+        let schedule = stored
+            .schedule()
             .map_err(|i| BackfillError::Invalid(i.to_string()))?;
         let runs = self
             .store
@@ -526,8 +527,8 @@ impl BackfillReleaser {
         let mut folded: BTreeSet<RunKey> = BTreeSet::new();
         for _ in 0..WALK_LIMIT {
             let next = match b.cursor {
-                None => schedule.timing().next_at_or_after(b.from),
-                Some(c) => schedule.timing().next_after(c),
+                None => schedule.next_at_or_after(b.from),
+                Some(c) => schedule.next_after(c),
             };
             let Some(t) = next.filter(|t| *t <= b.to) else {
                 exhausted = true;

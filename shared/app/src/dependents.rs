@@ -120,8 +120,8 @@ pub async fn dependent_at(
     if dependent.spec.after.is_empty() || dependent.state == ScheduleState::Archived {
         return Ok(None);
     }
-    let schedule = Schedule::new(dependent.spec.clone()).map_err(StoreError::ScheduleInvalid)?;
-    if !schedule.timing().is_occurrence(at) {
+    let schedule = dependent.schedule().map_err(StoreError::ScheduleInvalid)?;
+    if !schedule.is_occurrence(at) {
         return Ok(None);
     }
     Ok(Some((dependent, schedule)))

@@ -70,7 +70,7 @@ impl ScheduleCache {
         if let Some(s) = cache.by_version.get(&key) {
             return Ok(s.clone());
         }
-        let compiled = Arc::new(Schedule::new(stored.spec.clone())?);
+        let compiled = Arc::new(stored.schedule()?);
         if cache.by_version.len() >= CACHE_LIMIT {
             cache.by_version.clear();
             cache.latest.clear();

@@ -536,7 +536,7 @@ pub fn outage_start(
         }
     };
     let (mut first, mut before) = (gap_first, 0u32);
-    while let Some(previous) = schedule.timing().prev_before(first) {
+    while let Some(previous) = schedule.prev_before(first) {
         let Some(run) = runs
             .iter()
             .find(|r| r.key.scheduled_for == previous && late_in_outage(r))

@@ -110,12 +110,11 @@ pub fn find_herd(fleet: &[Schedule], now: DateTime<Utc>, rule: &HerdRule) -> Opt
         .iter()
         .filter(|s| s.spec.enabled && s.spec.jitter.is_none())
     {
-        let timing = schedule.timing();
-        if timing.count_between(now, until) >= minutes {
+        if schedule.count_between(now, until) >= minutes {
             everywhere += 1;
             continue;
         }
-        for at in timing.between(now, until) {
+        for at in schedule.between(now, until) {
             *per_minute.entry(minute_of(at)).or_default() += 1;
         }
     }

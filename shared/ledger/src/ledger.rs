@@ -102,10 +102,16 @@ impl StoredSchedule {
         if first > now {
             return Some(first);
         }
-        let schedule = cronledger_core::Schedule::new(self.spec.clone()).ok()?;
+        let schedule = self.schedule().ok()?;
         schedule
             .next_fire_after(schedule.occurrence_at(now))
             .map(|next| next.max(first))
+    }
+
+    /// The schedule ready to evaluate, its `max_runs` counted from its creation when it has
+    /// no `start_at`.
+    pub fn schedule(&self) -> Result<cronledger_core::Schedule, cronledger_core::Issue> {
+        Ok(cronledger_core::Schedule::new(self.spec.clone())?.anchored(self.created_at))
     }
 
     /// Whether the ticker fires it (active, enabled, with a first fire time).

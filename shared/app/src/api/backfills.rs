@@ -9,7 +9,6 @@ use axum::Json;
 use cronledger_contract::{
     BackfillList, BackfillRequest, BackfillSummary, BackfillView, Note, Verification,
 };
-use cronledger_core::Schedule;
 use serde::Deserialize;
 
 use super::error::{ApiError, ApiResult};
@@ -152,7 +151,7 @@ pub async fn verify(
     let offset = api.cursors().open_offset(&scope, q.cursor.as_deref())?;
     let b = api.deps().ops.get_backfill(&id).await?;
     let stored = api.deps().store.get_schedule(&b.schedule_id).await?;
-    let schedule = Schedule::new(stored.spec).map_err(|i| ApiError::issues(&[i]))?;
+    let schedule = stored.schedule().map_err(|i| ApiError::issues(&[i]))?;
     let mut found = backfill::verify(
         api.deps().store.as_ref(),
         &schedule,

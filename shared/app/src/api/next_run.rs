@@ -6,7 +6,7 @@
 
 use chrono::{DateTime, Utc};
 use cronledger_core::run::Origin;
-use cronledger_core::{Run, RunStatus, Schedule};
+use cronledger_core::{Run, RunStatus};
 use cronledger_ledger::ledger::StoredSchedule;
 
 /// `stored`'s next run at `now`, given its newest runs (the bounded read its health makes):
@@ -23,7 +23,7 @@ pub fn next_run_at(
     if stored.stopped().is_some() {
         return next_fire;
     }
-    let Ok(schedule) = Schedule::new(stored.spec.clone()) else {
+    let Ok(schedule) = stored.schedule() else {
         return next_fire;
     };
     newest_runs
@@ -84,7 +84,7 @@ mod tests {
 
     fn run(stored: &StoredSchedule, scheduled_for: &str, status: RunStatus) -> Run {
         let t = at(scheduled_for);
-        let mut run = Schedule::new(stored.spec.clone()).unwrap().pending_run(
+        let mut run = stored.schedule().unwrap().pending_run(
             t,
             Window::new(t - TimeDelta::minutes(1), t),
             Origin::Expected,

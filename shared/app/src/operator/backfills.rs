@@ -9,7 +9,7 @@ use cronledger_contract::{BackfillPlan, BackfillRequest, BackfillView, Note};
 use cronledger_core::run::Origin;
 use cronledger_core::spec::validate_target;
 use cronledger_core::window::utc_text;
-use cronledger_core::{Reason, RunEvent, RunKey, RunStatus, Schedule};
+use cronledger_core::{Reason, RunEvent, RunKey, RunStatus};
 use cronledger_ledger::ledger::{AuditAction, RunChange, ScheduleState};
 use serde_json::json;
 
@@ -108,7 +108,7 @@ impl Operator {
         if stored.state == ScheduleState::Archived {
             return Err(StoreError::ScheduleArchived(schedule_id.to_string()).into());
         }
-        let schedule = Schedule::new(stored.spec.clone()).map_err(|i| ApiError::issues(&[i]))?;
+        let schedule = stored.schedule().map_err(|i| ApiError::issues(&[i]))?;
         let now = self.now();
         if req.from > now {
             return Err(ApiError::invalid(

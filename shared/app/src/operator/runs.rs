@@ -46,7 +46,7 @@ fn body_hash(req: &RunNowRequest) -> String {
 /// Refuses an instant that is not a fire time of the schedule: its window would overlap the
 /// real occurrence's under another idempotency key, which then no longer stops a double run.
 fn check_occurrence(schedule: &Schedule, t: DateTime<Utc>) -> ApiResult<()> {
-    if schedule.timing().is_occurrence(t) {
+    if schedule.is_occurrence(t) {
         return Ok(());
     }
     let timing = schedule.timing();
@@ -61,8 +61,8 @@ fn check_occurrence(schedule: &Schedule, t: DateTime<Utc>) -> ApiResult<()> {
     )
     .with_details(json!({
         "scheduled_for": utc_text(t),
-        "previous": timing.prev_before(t).map(utc_text),
-        "next": timing.next_after(t).map(utc_text),
+        "previous": schedule.prev_before(t).map(utc_text),
+        "next": schedule.next_after(t).map(utc_text),
     })))
 }
 
@@ -146,7 +146,7 @@ impl Operator {
         if stored.state == ScheduleState::Archived {
             return Err(StoreError::ScheduleArchived(schedule_id.to_string()).into());
         }
-        let schedule = Schedule::new(stored.spec.clone()).map_err(|i| ApiError::issues(&[i]))?;
+        let schedule = stored.schedule().map_err(|i| ApiError::issues(&[i]))?;
         let now = self.now();
         let scheduled_for = match req.scheduled_for {
             Some(t) if whole_second(t) > now => {
@@ -160,7 +160,6 @@ impl Operator {
                 t
             }
             None => schedule
-                .timing()
                 .prev_before(whole_second(now) + TimeDelta::seconds(1))
                 .unwrap_or_else(|| whole_second(now)),
         };
@@ -269,7 +268,7 @@ impl Operator {
         let stored = self.deps().store.get_schedule(schedule_id).await?;
         if let Some(scheduled_for) = req.scheduled_for {
             // Checked now, not when it fires hours later: the same rule as run now.
-            let schedule = Schedule::new(stored.spec).map_err(|i| ApiError::issues(&[i]))?;
+            let schedule = stored.schedule().map_err(|i| ApiError::issues(&[i]))?;
             check_occurrence(&schedule, scheduled_for)?;
             if scheduled_for > req.at {
                 return Err(ApiError::invalid(

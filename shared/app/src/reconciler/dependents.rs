@@ -79,7 +79,6 @@ impl Reconciler {
             .map_err(|e| ReconcileError::Plan(e.to_string()))?;
         let from = stored.reconciled_through;
         let windows: Vec<DateTime<Utc>> = schedule
-            .timing()
             .between(from, now)
             .take(MAX_WINDOWS_PER_PASS)
             .collect();

@@ -88,7 +88,9 @@ fn segments(
                 .map_err(|_| invalid("has an unknown zone".into()))?,
             ..current.spec.clone()
         };
-        let schedule = Schedule::new(spec).map_err(|e| invalid(e.to_string()))?;
+        let schedule = Schedule::new(spec)
+            .map_err(|e| invalid(e.to_string()))?
+            .anchored(stored.created_at);
         out.push((Arc::new(schedule), Some(past.until)));
     }
     out.push((current.clone(), None));
@@ -109,7 +111,6 @@ fn watermark_due(watermark: DateTime<Utc>, through: DateTime<Utc>, runs_read: us
 /// cost what is due, not the fleet's size).
 fn nothing_fell_due(stored: &StoredSchedule, schedule: &Schedule, horizon: DateTime<Utc>) -> bool {
     let window_due = schedule
-        .timing()
         .next_after(stored.reconciled_through)
         .is_some_and(|window| window <= horizon);
     !window_due && stored.past_timings_ahead().next().is_none()
@@ -195,7 +196,6 @@ impl Reconciler {
         };
         if !stored.spec.after.is_empty() {
             return schedule
-                .timing()
                 .between(stored.reconciled_through, now)
                 .next()
                 .is_none();
@@ -310,7 +310,6 @@ impl Reconciler {
                 // A sparse schedule's watermark moves with each window: left behind, every
                 // pass until the next window would read its runs again.
                 let sparse = schedule
-                    .timing()
                     .next_after(through)
                     .is_none_or(|next| next - through >= SPARSE_GAP);
                 if !wrote

@@ -84,7 +84,7 @@ fn proposed(
     let last = theirs
         .map(|r| r.range_end.unwrap_or(r.key.scheduled_for))
         .fold(proposal.last, DateTime::max);
-    let total = 1 + schedule.timing().between(first, last).count() as u64;
+    let total = 1 + schedule.between(first, last).count() as u64;
     let (state, held, what) = if proposal.start_paused {
         (
             BackfillState::Paused,

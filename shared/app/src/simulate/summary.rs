@@ -51,7 +51,7 @@ pub fn windows_of(schedule: &Schedule, run: &Run) -> Vec<DateTime<Utc>> {
     match run.range_end {
         Some(last) => {
             let mut w = vec![first];
-            w.extend(schedule.timing().between(first, last));
+            w.extend(schedule.between(first, last));
             w
         }
         None => vec![first],
@@ -86,7 +86,6 @@ pub fn settled(
     schedules.iter().zip(entries).all(|(schedule, runs)| {
         let seen = accounted(schedule, runs, from, to);
         let all_there = schedule
-            .timing()
             .between(from, to)
             .all(|w| seen.contains_key(&w));
         all_there && runs.iter().all(|r| !in_flight(r.status))
@@ -110,7 +109,7 @@ pub fn summarize(
         misfire: schedule.spec.misfire.to_string(),
         ..ScheduleSummary::default()
     };
-    let expected: Vec<DateTime<Utc>> = schedule.timing().between(from, to).collect();
+    let expected: Vec<DateTime<Utc>> = schedule.between(from, to).collect();
     s.expected = expected.len() as u32;
     let seen = accounted(schedule, runs, from, to);
     let mut duplicated: BTreeSet<DateTime<Utc>> = BTreeSet::new();

@@ -202,8 +202,7 @@ impl Worker {
         run: &Run,
     ) -> Result<bool, StoreError> {
         let at = run.key.scheduled_for;
-        let timing = schedule.timing();
-        for neighbour in [timing.prev_before(at), timing.next_after(at)]
+        for neighbour in [schedule.prev_before(at), schedule.next_after(at)]
             .into_iter()
             .flatten()
         {
