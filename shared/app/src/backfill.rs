@@ -20,6 +20,8 @@ use cronledger_aws::{
     Reprocess, StoreError,
 };
 use cronledger_contract::{BackfillView, Problem, Reported, Verification};
+use cronledger_core::admission::{decide, Ask, Candidate, Moment};
+use cronledger_core::calendar::CalendarSet;
 use cronledger_core::run::{Origin, RunResult};
 use cronledger_core::{Lane, Reason, Run, RunKey, RunStatus, Schedule, Trigger};
 use cronledger_ledger::ledger::{RunChange, Transition};
@@ -489,6 +491,11 @@ impl BackfillReleaser {
         let schedule = stored
             .schedule()
             .map_err(|i| BackfillError::Invalid(i.to_string()))?;
+        let calendars = if stored.spec.calendars.is_empty() {
+            CalendarSet::default()
+        } else {
+            self.store.calendars().await?
+        };
         let runs = self
             .store
             .runs_between(&b.schedule_id, b.from - TimeDelta::days(31), b.to)
@@ -556,8 +563,25 @@ impl BackfillReleaser {
             run.forced = b.reprocess == Reprocess::All;
             run.cascade = b.cascade;
             run.verify = b.verify.clone();
+            // The rule book at creation: a window on an excluded date is recorded SKIPPED
+            // (EXCLUDED) and not sent (the backfill's stop and approval are judged above and
+            // again by the worker at start).
+            let send = decide(&Ask {
+                moment: Moment::Create,
+                spec: &schedule.spec,
+                run: Candidate::of(&run),
+                stopped: None,
+                others: &[],
+                excluded: schedule.excluded_by(&calendars, t),
+                late: None,
+                now,
+            })
+            .shape(&mut run);
             let created = self.store.create_run(&run).await?;
-            if created.is_new() && claim(self.store.as_ref(), &run, Lane::Backfill, now).await? {
+            if send
+                && created.is_new()
+                && claim(self.store.as_ref(), &run, Lane::Backfill, now).await?
+            {
                 to_send.push((run, Lane::Backfill));
                 released += 1;
                 in_flight += 1;

@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use chrono::{DateTime, Utc};
 use cronledger_aws::{Created, LaneError, LaneQueue, LedgerStore, StoreError};
 use cronledger_core::admission::{decide, lane_of, Ask, Candidate, Moment};
+use cronledger_core::calendar::CalendarSet;
 use cronledger_core::dependency::{due_from, readiness, Readiness};
 use cronledger_core::run::Origin;
 use cronledger_core::{
@@ -62,7 +63,28 @@ pub async fn record_window(
         stored.version,
     );
     let mut send = false;
+    // A window on an excluded date is recorded SKIPPED (EXCLUDED) by the rule book, whatever
+    // its upstreams did: it was never to run.
+    let calendars = if schedule.spec.calendars.is_empty() {
+        CalendarSet::default()
+    } else {
+        store.calendars().await?
+    };
+    let excluded = schedule.excluded_by(&calendars, at);
     match readiness {
+        _ if excluded => {
+            decide(&Ask {
+                moment: Moment::Create,
+                spec: &schedule.spec,
+                run: Candidate::of(&run),
+                stopped: None,
+                others: &[],
+                excluded,
+                late: None,
+                now,
+            })
+            .shape(&mut run);
+        }
         Readiness::Waiting { .. } => return Ok(Recorded::Waiting),
         Readiness::Ready => {
             let others = if schedule.spec.overlap == OverlapPolicy::Allow {
@@ -85,7 +107,7 @@ pub async fn record_window(
                 run: Candidate::of(&run),
                 stopped,
                 others: &others,
-                excluded: false,
+                excluded,
                 late,
                 now,
             })
@@ -98,7 +120,9 @@ pub async fn record_window(
     }
     Ok(match store.create_run(&run).await? {
         Created::New(run) => {
-            if let Readiness::Skip { upstream, status } = readiness {
+            if let (Readiness::Skip { upstream, status }, Some(Reason::UpstreamNotSucceeded)) =
+                (readiness, run.reason)
+            {
                 tracing::info!(run = %run.key, %upstream, upstream_status = %status,
                     "window skipped: an upstream did not succeed");
             }

@@ -29,6 +29,10 @@ pub struct ScheduleView {
     /// The earliest window not yet started (a run written ahead of its fire time and still
     /// waiting counts); `null` when it never fires again.
     pub next_run_at: Option<DateTime<Utc>>,
+    /// The last instant a window may fall on (`end_at`, or the last of `max_runs` windows);
+    /// absent when unbounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ends_at: Option<DateTime<Utc>>,
     /// Every window up to here is accounted for in the ledger.
     pub reconciled_through: DateTime<Utc>,
     /// The schedules that run after this one, as the reconciler last kept them.

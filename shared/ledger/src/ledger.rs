@@ -19,6 +19,10 @@ named_enum!(
         Paused => "PAUSED",
         /// Retired: never fires again, never changes again, its runs stay readable.
         Archived => "ARCHIVED",
+        /// Shown, never stored: an active schedule with no window left (past its `end_at`,
+        /// or its `max_runs` windows all created). It stays, with its ledger, editable (a
+        /// later `end_at` brings it back).
+        Ended => "ENDED",
     }
 );
 
@@ -125,8 +129,10 @@ impl StoredSchedule {
         match self.state {
             ScheduleState::Archived => Some(Reason::Archived),
             ScheduleState::Paused => Some(Reason::Paused),
-            ScheduleState::Active if !self.spec.enabled => Some(Reason::Disabled),
-            ScheduleState::Active => None,
+            ScheduleState::Active | ScheduleState::Ended if !self.spec.enabled => {
+                Some(Reason::Disabled)
+            }
+            ScheduleState::Active | ScheduleState::Ended => None,
         }
     }
 

@@ -25,6 +25,7 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use cronledger_core::calendar::CalendarSet;
 use cronledger_core::planner::{Action, Pause, PlannedEntry, Release};
 use cronledger_core::run::{Origin, Trigger};
 use cronledger_core::{
@@ -68,6 +69,7 @@ type Expression = (Arc<Schedule>, Option<DateTime<Utc>>);
 fn segments(
     stored: &StoredSchedule,
     current: &Arc<Schedule>,
+    calendars: &CalendarSet,
 ) -> Result<Vec<Expression>, ReconcileError> {
     let mut out = Vec::new();
     for past in stored.past_timings_ahead() {
@@ -90,10 +92,16 @@ fn segments(
         };
         let schedule = Schedule::new(spec)
             .map_err(|e| invalid(e.to_string()))?
-            .anchored(stored.created_at);
+            .anchored(stored.created_at)
+            .with_calendars(calendars);
         out.push((Arc::new(schedule), Some(past.until)));
     }
-    out.push((current.clone(), None));
+    let current = if stored.spec.calendars.is_empty() {
+        current.clone()
+    } else {
+        Arc::new(Schedule::clone(current).with_calendars(calendars))
+    };
+    out.push((current, None));
     Ok(out)
 }
 
@@ -229,8 +237,14 @@ impl Reconciler {
         let pauses = pauses_of(&stored);
         let mut pending = Vec::new();
         let mut watermark = stored.reconciled_through;
+        // The calendars it names as they are now (an edit changes what is planned after it).
+        let calendars = if stored.spec.calendars.is_empty() {
+            CalendarSet::default()
+        } else {
+            self.store.calendars().await?
+        };
         // Windows up to an edit of the expression are judged by the expression in force then.
-        for (segment, until) in segments(&stored, &schedule)? {
+        for (segment, until) in segments(&stored, &schedule, &calendars)? {
             if watermark >= horizon {
                 break;
             }

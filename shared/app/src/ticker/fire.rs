@@ -5,6 +5,7 @@
 use chrono::{DateTime, Utc};
 use cronledger_aws::StoreError;
 use cronledger_core::admission::{decide, Ask, Candidate, Moment};
+use cronledger_core::calendar::CalendarSet;
 use cronledger_core::{OverlapPolicy, Reason, Run, RunStatus, Trigger};
 use cronledger_ledger::ledger::StoredSchedule;
 
@@ -22,10 +23,12 @@ impl Ticker {
         &self,
         stored: &StoredSchedule,
         schedule: &cronledger_core::Schedule,
+        calendars: &CalendarSet,
         fire_at: DateTime<Utc>,
         now: DateTime<Utc>,
     ) -> Result<(Run, bool), StoreError> {
         let scheduled_for = schedule.occurrence_at(fire_at);
+        let excluded = schedule.excluded_by(calendars, scheduled_for);
         let mut run = new_run(
             schedule,
             stored.version,
@@ -34,8 +37,10 @@ impl Ticker {
             now,
         );
         // Only a window already due can meet a running run; one inside the lookahead is
-        // judged by the worker when it starts, when the earlier run may be done.
-        let others = if schedule.spec.overlap != OverlapPolicy::Allow && fire_at <= now {
+        // judged by the worker when it starts, when the earlier run may be done. An excluded
+        // window meets nothing: it is recorded SKIPPED.
+        let others = if schedule.spec.overlap != OverlapPolicy::Allow && fire_at <= now && !excluded
+        {
             self.active_runs_of(stored.id()).await?
         } else {
             Vec::new()
@@ -47,7 +52,7 @@ impl Ticker {
             run: Candidate::of(&run),
             stopped,
             others: &others,
-            excluded: false,
+            excluded,
             late: None,
             now,
         });

@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, TimeDelta, Utc};
 use cronledger_aws::StoreError;
+use cronledger_core::calendar::CalendarSet;
 use cronledger_core::{Run, RunKey, RunStatus, Trigger};
 use cronledger_ledger::fire_mark::FireMark;
 use cronledger_ledger::ledger::{Created, StoredSchedule};
@@ -52,6 +53,9 @@ pub struct ShardTick {
     pub from: DateTime<Utc>,
     /// Windows in (`sent_through`, `fired_through`]: their runs may not have been sent.
     pub unsent: Vec<Window>,
+    /// The calendars the shard's schedules name, as they are now (empty, and not read,
+    /// when no schedule of the shard names one).
+    pub calendars: Arc<CalendarSet>,
 }
 
 impl ShardTick {
@@ -156,13 +160,24 @@ impl Ticker {
     ) -> Result<ShardTick, StoreError> {
         let mut mark = self.store.fire_mark(shard).await?;
         let firing = self.catalog(&mut mark, errors).await?;
-        Ok(self.plan_from(mark, firing, now, until))
+        let calendars = self.calendars_for(&firing).await?;
+        Ok(self.plan_from(mark, firing, calendars, now, until))
+    }
+
+    /// The stored calendars, read (one Query) only when a schedule of the shard names one:
+    /// an edit to a calendar changes the windows fired after it, never one already written.
+    async fn calendars_for(&self, firing: &[Firing]) -> Result<Arc<CalendarSet>, StoreError> {
+        if firing.iter().all(|f| f.stored.spec.calendars.is_empty()) {
+            return Ok(Arc::default());
+        }
+        Ok(Arc::new(self.store.calendars().await?))
     }
 
     fn plan_from(
         &self,
         mark: FireMark,
         firing: Arc<Vec<Firing>>,
+        calendars: Arc<CalendarSet>,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
     ) -> ShardTick {
@@ -194,6 +209,7 @@ impl Ticker {
             plan,
             from,
             unsent,
+            calendars,
         }
     }
 
@@ -460,7 +476,13 @@ impl Ticker {
     ) -> Result<(Created, bool), StoreError> {
         let firing = &tick.firing[window.schedule];
         let (mut run, send) = self
-            .window_run(&firing.stored, &firing.schedule, window.fire_at, now)
+            .window_run(
+                &firing.stored,
+                &firing.schedule,
+                &tick.calendars,
+                window.fire_at,
+                now,
+            )
             .await?;
         if send {
             // Written QUEUED: the send follows the mark (see the module docs).
@@ -502,7 +524,8 @@ impl Ticker {
         if mark.fired_through.is_some_and(|f| f >= until) {
             return Ok(None);
         }
-        let next = self.plan_from(mark, firing, now, until);
+        let calendars = self.calendars_for(&firing).await?;
+        let next = self.plan_from(mark, firing, calendars, now, until);
         Ok(Some(ShardTick {
             unsent: Vec::new(),
             ..next
