@@ -455,3 +455,64 @@ async fn idempotent_false_never_executes_a_window_twice_under_crashes() {
         );
     }
 }
+
+/// An excluded date (`exclude`) x the ticker's fire, the reconciler's catch-up over an
+/// outage that crosses midnight, and a dependency: every window of the excluded day is
+/// recorded SKIPPED (EXCLUDED) whoever wrote it, none executes, and the day before runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_excluded_day_is_skipped_on_the_fire_the_catch_up_and_a_dependency() {
+    let holiday = json!(["2026-03-02"]);
+    let specs = vec![
+        minutely("fire", json!({"exclude": holiday})),
+        minutely(
+            "catch-up",
+            json!({"exclude": holiday, "misfire": "CATCH_UP_ALL", "side_effects": false,
+                   "max_auto_catch_up": 50}),
+        ),
+        minutely(
+            "up",
+            json!({"misfire": "CATCH_UP_ALL", "side_effects": false}),
+        ),
+        minutely("down", json!({"after": ["up"], "exclude": holiday})),
+    ];
+    let mut config = config("2026-03-01T23:40:00Z", "2026-03-02T00:20:00Z");
+    config.outages =
+        vec![Outage::parse("2026-03-01T23:55:10Z..2026-03-02T00:05:30Z").expect("outage")];
+    let holiday_starts = at("2026-03-02T00:00:00Z");
+    for store in STORES {
+        let c = cell(store, specs.clone(), &config).await;
+        for id in ["fire", "catch-up", "down"] {
+            let entries = c.entries(id);
+            let on_holiday: Vec<_> = entries
+                .iter()
+                .filter(|e| at(&e.entry.scheduled_for) >= holiday_starts)
+                .collect();
+            assert!(on_holiday.len() >= 15, "{store:?} {id}: {on_holiday:#?}");
+            for e in &on_holiday {
+                assert_eq!(
+                    (e.entry.status, e.entry.reason, e.executions),
+                    (RunStatus::Skipped, Some(Reason::Excluded), 0),
+                    "{store:?} {id}: {e:#?}"
+                );
+            }
+            assert!(
+                entries
+                    .iter()
+                    .filter(|e| at(&e.entry.scheduled_for) < holiday_starts)
+                    .any(|e| e.executions > 0),
+                "{store:?} {id}: the day before runs"
+            );
+        }
+        // The outage's windows of the excluded day were written by the reconciler's plan.
+        assert!(
+            c.entries("catch-up").iter().any(|e| {
+                e.entry.trigger == Trigger::CatchUp
+                    && at(&e.entry.scheduled_for) >= holiday_starts
+                    && e.entry.reason == Some(Reason::Excluded)
+            }),
+            "{store:?}: {:#?}",
+            c.entries("catch-up")
+        );
+        assert!(c.executions("up") > 30, "{store:?}: the upstream runs");
+    }
+}
