@@ -15,11 +15,13 @@ pub mod table;
 
 // The port this crate implements, under the paths its users and its own modules name.
 pub use cronledger_ledger::{
-    alerts, child_plan, codec, control, cursor, engine, expr, fire_mark, fire_plan, health, item,
-    keys, layer, ledger, ops, prelude, run_plan, schedule_change, schedule_marks, store, subjects,
+    alerts, calendars, child_plan, codec, control, cursor, engine, expr, fire_mark, fire_plan,
+    health, item, keys, layer, ledger, ops, prelude, run_plan, schedule_change, schedule_marks,
+    store, subjects,
 };
 
 pub use alerts::{AlertStore, Awaiting, HeldWork, Notifier, NotifyError, RecordedAlert};
+pub use calendars::{CalendarAction, CalendarAuditEntry, CalendarStore, StoredCalendar};
 pub use config::{AwsClients, AwsSettings};
 pub use control::{ReleaseState, ReleaseStateStore};
 pub use dynamo::DynamoLedger;

@@ -89,6 +89,28 @@ pub enum StoreError {
     #[error("BACKFILL_ALREADY_EXISTS: backfill `{0}` already exists")]
     BackfillAlreadyExists(String),
 
+    #[error("CALENDAR_NOT_FOUND: calendar `{0}` does not exist")]
+    CalendarNotFound(String),
+
+    /// A create found the name taken, at `version`.
+    #[error("CALENDAR_ALREADY_EXISTS: calendar `{name}` already exists (version {version}); replace it under that version")]
+    CalendarAlreadyExists { name: String, version: u64 },
+
+    /// The caller's expected version is not the stored one (someone else changed it first).
+    #[error("CALENDAR_VERSION_CONFLICT: calendar `{name}` is at version {actual}, the change expected {expected}")]
+    CalendarVersionConflict {
+        name: String,
+        expected: u64,
+        actual: u64,
+    },
+
+    /// A delete refused while schedules that are not archived name the calendar.
+    #[error("CALENDAR_IN_USE: calendar `{name}` is named by {}", schedules.join(", "))]
+    CalendarInUse {
+        name: String,
+        schedules: Vec<String>,
+    },
+
     #[error("STORE_BAD_CURSOR: the pagination cursor is not one this store issued")]
     BadCursor,
 
@@ -127,6 +149,10 @@ impl StoreError {
             StoreError::Malformed { .. } => "STORE_MALFORMED_ITEM",
             StoreError::BackfillNotFound(_) => "BACKFILL_NOT_FOUND",
             StoreError::BackfillAlreadyExists(_) => "BACKFILL_ALREADY_EXISTS",
+            StoreError::CalendarNotFound(_) => "CALENDAR_NOT_FOUND",
+            StoreError::CalendarAlreadyExists { .. } => "CALENDAR_ALREADY_EXISTS",
+            StoreError::CalendarVersionConflict { .. } => "CALENDAR_VERSION_CONFLICT",
+            StoreError::CalendarInUse { .. } => "CALENDAR_IN_USE",
             StoreError::BadCursor => "STORE_BAD_CURSOR",
             StoreError::Contention(_) => "STORE_CONTENTION",
             StoreError::TableDefinition(_) => "STORE_TABLE_DEFINITION",

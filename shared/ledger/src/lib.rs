@@ -30,7 +30,7 @@ pub mod store;
 pub mod subjects;
 
 pub use alerts::{AlertStore, Awaiting, HeldWork, Notifier, NotifyError, RecordedAlert};
-pub use calendars::{CalendarStore, StoredCalendar};
+pub use calendars::{CalendarAction, CalendarAuditEntry, CalendarStore, StoredCalendar};
 pub use control::{ReleaseState, ReleaseStateStore};
 pub use error::StoreError;
 pub use health::{DayTally, HealthStore, Outcome};

@@ -9,6 +9,7 @@
 mod alerts;
 mod attempts;
 mod awaiting;
+mod calendars;
 mod capacity;
 mod children;
 mod fire_marks;

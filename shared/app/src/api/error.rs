@@ -162,10 +162,20 @@ impl From<StoreError> for ApiError {
             | StoreError::VersionNotFound { .. }
             | StoreError::RunNotFound(_)
             | StoreError::ChildNotFound(_)
-            | StoreError::BackfillNotFound(_) => StatusCode::NOT_FOUND,
-            StoreError::VersionConflict { actual, .. } => {
+            | StoreError::BackfillNotFound(_)
+            | StoreError::CalendarNotFound(_) => StatusCode::NOT_FOUND,
+            StoreError::VersionConflict { actual, .. }
+            | StoreError::CalendarVersionConflict { actual, .. } => {
                 return ApiError::new(StatusCode::PRECONDITION_FAILED, code, message)
                     .with_details(json!({ "current_version": actual }))
+            }
+            StoreError::CalendarAlreadyExists { version, .. } => {
+                return ApiError::conflict(code, message)
+                    .with_details(json!({ "current_version": version }))
+            }
+            StoreError::CalendarInUse { schedules, .. } => {
+                return ApiError::conflict(code, message)
+                    .with_details(json!({ "schedules": schedules }))
             }
             StoreError::ScheduleAlreadyExists(_)
             | StoreError::BackfillAlreadyExists(_)

@@ -119,6 +119,11 @@ macro_rules! engine_subjects {
 
             $crate::__forward_to_subjects!($store, CalendarStore {
                 fn calendars(&self) -> CalendarSet = calendars::set;
+                fn list_calendars(&self) -> Vec<StoredCalendar> = calendars::all;
+                fn get_calendar(&self, name: &str) -> StoredCalendar = calendars::get;
+                fn put_calendar(&self, name: &str, spec: CalendarSpec, expected_version: Option<u64>, meta: ChangeMeta) -> StoredCalendar = calendars::put;
+                fn delete_calendar(&self, name: &str, expected_version: Option<u64>, meta: ChangeMeta) -> CalendarAuditEntry = calendars::delete;
+                fn calendar_audit(&self, name: &str) -> Vec<CalendarAuditEntry> = calendars::audit;
             });
 
             $crate::__forward_to_subjects!($store, ReleaseStateStore {
@@ -138,7 +143,7 @@ macro_rules! engine_subjects {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::alerts::{AlertStore, Awaiting, RecordedAlert};
-    pub use crate::calendars::CalendarStore;
+    pub use crate::calendars::{CalendarAuditEntry, CalendarStore, StoredCalendar};
     pub use crate::control::{ReleaseState, ReleaseStateStore};
     pub use crate::error::StoreError;
     pub use crate::fire_mark::FireMark;
@@ -158,7 +163,7 @@ pub mod __private {
     pub use async_trait::async_trait;
     pub use chrono::NaiveDate;
     pub use cronledger_core::alerts::Alert;
-    pub use cronledger_core::calendar::CalendarSet;
+    pub use cronledger_core::calendar::{CalendarSet, CalendarSpec};
     pub use cronledger_core::children::Child;
     pub use cronledger_core::{Attempt, Lane, Run, RunKey, RunStatus, ScheduleSpec};
 
