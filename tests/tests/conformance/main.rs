@@ -8,6 +8,7 @@
 
 mod alerts;
 mod attempts;
+mod audit;
 mod awaiting;
 mod calendars;
 mod capacity;
