@@ -86,8 +86,8 @@ pub fn assess_change(
     last_fired: Option<DateTime<Utc>>,
     preview: usize,
 ) -> Result<RiskReport, Issue> {
-    let old_timing = Timing::parse(&old.cron, old.timezone)?;
-    let new_timing = Timing::parse(&new.cron, new.timezone)?;
+    let old_timing = Timing::parse(&old.cron, old.timezone)?.with_dst(old.dst);
+    let new_timing = Timing::parse(&new.cron, new.timezone)?.with_dst(new.dst);
     let before = old_timing.calendar_stats(now, 366);
     let after = new_timing.calendar_stats(now, 366);
     let frequency_ratio = if before.total == 0 {

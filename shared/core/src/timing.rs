@@ -1,12 +1,15 @@
 //! When a schedule fires: cron (5-field POSIX, macros, EventBridge `cron(...)`) or
 //! EventBridge `rate(...)`, evaluated in an IANA time zone.
 //!
-//! DST rules (see README "Daylight saving time"):
+//! DST rules (see README "Daylight saving time"), by default:
 //! - spring-forward gap: a fixed-time expression (one minute, one hour) fires once, at the
 //!   first instant after the gap; interval expressions have no slots in the missing hour;
 //! - fall-back overlap: a fixed-time expression fires once, on the first pass; interval
 //!   expressions fire in both passes;
 //! - the next occurrence is searched strictly after a UTC instant; results are UTC.
+//!
+//! A schedule may choose otherwise (`dst: {gap, fold}`, [`crate::dst`]); croner's search is
+//! the default and [`dst`] applies any other choice around it.
 //!
 //! `rate(...)` is elapsed time, not wall-clock time: it ignores DST and is anchored at the
 //! Unix epoch, so `rate(5 minutes)` fires at :00, :05, ... UTC whatever the zone.
@@ -22,6 +25,8 @@ use serde::{Deserialize, Serialize};
 use crate::dst::DstChoice;
 use crate::error::{Code, Issue};
 use crate::span::Span;
+
+mod dst;
 
 /// A parsed, compiled expression in its zone. Parse once, evaluate many times.
 #[derive(Debug, Clone)]
@@ -52,6 +57,8 @@ pub enum DstNote {
 }
 
 impl DstNote {
+    /// The note in words, without the rule that produced it (see
+    /// [`Timing::describe_dst_note`]).
     pub fn describe(self) -> &'static str {
         match self {
             DstNote::ShiftedPastGap => {
@@ -146,9 +153,23 @@ impl Timing {
         )
     }
 
+    /// True for `rate(...)`: elapsed time, to which no DST choice applies.
+    pub fn is_rate(&self) -> bool {
+        matches!(self.kind, Kind::Rate { .. })
+    }
+
     /// The first occurrence strictly after `after`.
     pub fn next_after(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        match &self.kind {
+        self.next_within(after, DateTime::<Utc>::MAX_UTC)
+    }
+
+    /// The first occurrence strictly after `after`, if it is at or before `until`. A range's
+    /// end bounds the search under a DST choice (which may drop croner's instants).
+    fn next_within(&self, after: DateTime<Utc>, until: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        if let Some(adjusted) = self.adjusted() {
+            return adjusted.next_within(after, until);
+        }
+        let next = match &self.kind {
             Kind::Cron { cron, .. } => cron
                 .find_next_occurrence(&after.with_timezone(&self.tz), false)
                 .ok()
@@ -158,7 +179,8 @@ impl Timing {
                 let k = after.timestamp().div_euclid(step) + 1;
                 DateTime::from_timestamp(k.checked_mul(step)?, 0)
             }
-        }
+        };
+        next.filter(|t| *t <= until)
     }
 
     /// Whether `t` is itself a fire time (what the ticker would fire), to the nanosecond.
@@ -174,6 +196,9 @@ impl Timing {
     /// The last occurrence strictly before `before`, consistent with [`Timing::next_after`]:
     /// the result `p` satisfies `next_after(p) >= before` and `p` is itself an occurrence.
     pub fn prev_before(&self, before: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        if let Some(adjusted) = self.adjusted() {
+            return adjusted.prev_before(before);
+        }
         match &self.kind {
             Kind::Rate { every } => {
                 let step = every.as_secs() as i64;
@@ -233,7 +258,7 @@ impl Timing {
         let mut per_day: Option<u64> = None;
         let mut count = 0;
         let mut cursor = after;
-        while let Some(first) = self.next_after(cursor).filter(|t| *t <= until) {
+        while let Some(first) = self.next_within(cursor, until) {
             let day = first.with_timezone(&self.tz).date_naive();
             let bounds = (
                 self.local_midnight(day),
@@ -293,7 +318,8 @@ impl Timing {
         out
     }
 
-    /// What DST did to an occurrence, if anything.
+    /// What DST did to an occurrence, if anything: carried past a gap (by the `next_valid`
+    /// rule), or on the first or second pass of a repeated local time.
     ///
     /// `rate(...)` counts elapsed time, so DST never moves or repeats its occurrences: it has
     /// no note even when an occurrence falls on a repeated local time.
@@ -421,7 +447,15 @@ impl Timing {
             Kind::Rate { every } => format!("every {every} (elapsed time, UTC-anchored)"),
             Kind::Cron { cron, .. } => {
                 let text = describe_common(&self.source).unwrap_or_else(|| cron.describe());
-                format!("{text} ({})", self.tz.name())
+                // Only the rules the schedule chose: the defaults go without saying.
+                let chosen: String = [
+                    self.dst.gap.map(|g| format!(", dst.gap: {g}")),
+                    self.dst.fold.map(|f| format!(", dst.fold: {f}")),
+                ]
+                .into_iter()
+                .flatten()
+                .collect();
+                format!("{text} ({}{chosen})", self.tz.name())
             }
         }
     }
@@ -444,10 +478,7 @@ impl Iterator for Occurrences<'_> {
     type Item = DateTime<Utc>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let next = self.timing.next_after(self.cursor)?;
-        if next > self.until {
-            return None;
-        }
+        let next = self.timing.next_within(self.cursor, self.until)?;
         self.cursor = next;
         Some(next)
     }

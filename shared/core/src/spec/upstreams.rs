@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 
 use super::{valid_id, ScheduleSpec};
 use crate::dependency::MAX_UPSTREAMS;
+use crate::dst::DstChoice;
 use crate::error::{Code, Issue};
 use crate::timing::Timing;
 
@@ -277,8 +278,20 @@ impl ManifestGrids<'_> {
         let (Some(cron), Some(timezone)) = (text("cron"), text("timezone")) else {
             return UpstreamGrid::Unresolved;
         };
+        // The grid is known only when the upstream is valid with its own DST choice (a
+        // `dst` on a rate is refused, an unreadable one too): otherwise it is unresolved, and
+        // the upstream's own issues say why.
+        let dst = match doc.get("dst") {
+            None | Some(Value::Null) => Some(DstChoice::default()),
+            Some(v) => serde_json::from_value::<DstChoice>(v.clone()).ok(),
+        };
+        let valid = |tz: Tz| {
+            dst.is_some_and(|dst| {
+                Timing::parse(cron, tz).is_ok_and(|t| t.with_checked_dst(dst).is_ok())
+            })
+        };
         match timezone.parse::<Tz>() {
-            Ok(tz) if Timing::parse(cron, tz).is_ok() => UpstreamGrid::Known(Grid {
+            Ok(tz) if valid(tz) => UpstreamGrid::Known(Grid {
                 cron: cron.to_string(),
                 timezone: timezone.to_string(),
             }),

@@ -409,14 +409,20 @@ pub fn validate_schedule(
                 issue.field = field("cron");
                 issues.push(issue);
             }
-            Ok(timing) if timezone.is_some() => {
-                let min_gap =
-                    check_calendar(&timing, job.as_ref(), rules, now, &field, &mut issues);
-                if let Some(jitter) = jitter {
-                    issues.extend(crate::jitter::check(jitter, min_gap, &field("jitter")));
+            Ok(timing) => match timing.with_checked_dst(bounds.dst) {
+                Err(mut issue) => {
+                    issue.field = field("dst");
+                    issues.push(issue);
                 }
-            }
-            Ok(_) => {}
+                Ok(timing) if timezone.is_some() => {
+                    let min_gap =
+                        check_calendar(&timing, job.as_ref(), rules, now, &field, &mut issues);
+                    if let Some(jitter) = jitter {
+                        issues.extend(crate::jitter::check(jitter, min_gap, &field("jitter")));
+                    }
+                }
+                Ok(_) => {}
+            },
         }
     }
 
