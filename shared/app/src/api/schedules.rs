@@ -275,7 +275,9 @@ fn preview(
     count: Option<usize>,
     after: Option<DateTime<Utc>>,
 ) -> ApiResult<Json<Preview>> {
-    let timing = Timing::parse(&spec.cron, spec.timezone).map_err(|i| ApiError::issues(&[i]))?;
+    let timing = Timing::parse(&spec.cron, spec.timezone)
+        .map_err(|i| ApiError::issues(&[i]))?
+        .with_dst(spec.dst);
     let count = count.unwrap_or(10).clamp(1, api.deps().config.preview_max);
     let after = after.unwrap_or_else(|| api.now());
     // `jitter`: each occurrence fires this much later (its window and key stay).
@@ -294,7 +296,8 @@ fn preview(
                     .format("%Y-%m-%d %H:%M:%S %Z")
                     .to_string(),
                 dst: note,
-                dst_note: note.map(|n| n.describe().to_string()),
+                // Names the rule that applied (the schedule's choice or the default).
+                dst_note: note.map(|n| timing.describe_dst_note(n)),
                 fire_at: t + offset,
             }
         })

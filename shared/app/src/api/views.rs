@@ -28,7 +28,7 @@ pub fn schedule(s: &StoredSchedule) -> ScheduleView {
     // parses (stored before a rule tightened).
     let describe = Timing::parse(&s.spec.cron, s.spec.timezone)
         .ok()
-        .map(|t| t.describe());
+        .map(|t| t.with_dst(s.spec.dst).describe());
     ScheduleView {
         id: s.id().to_string(),
         version: s.version,
