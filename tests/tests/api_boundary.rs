@@ -70,14 +70,15 @@ async fn ids_no_resource_can_have_are_not_found_on_every_route_for_every_role() 
     let mut checked = 0;
     for (method, template) in &routes {
         // Each id in turn is the bad one; the others are well-formed.
-        for bad in ["{id}", "{backfill}", "{run}"] {
+        for bad in ["{id}", "{backfill}", "{run}", "{calendar}"] {
             if !template.contains(bad) {
                 continue;
             }
             let path = template
                 .replace("{id}", if bad == "{id}" { &long } else { "real" })
                 .replace("{backfill}", &long)
-                .replace("{run}", &run_suffix);
+                .replace("{run}", &run_suffix)
+                .replace("{calendar}", &long);
             for who in [ADMIN, VIEWER] {
                 let a = api
                     .call(Some(who), method.clone(), &path, Some(json!({})))
@@ -89,6 +90,7 @@ async fn ids_no_resource_can_have_are_not_found_on_every_route_for_every_role() 
                 let expected = match bad {
                     "{id}" => "SCHEDULE_NOT_FOUND",
                     "{backfill}" => "BACKFILL_NOT_FOUND",
+                    "{calendar}" => "CALENDAR_NOT_FOUND",
                     _ => "RUN_NOT_FOUND",
                 };
                 assert_eq!(

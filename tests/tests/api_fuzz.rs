@@ -196,6 +196,7 @@ fn request(op: &Operation, case: &Case) -> Generated {
         ("{id}", "fz"),
         ("{backfill}", "bf0"),
         ("{run}", "2026-03-10T12:00:00Z"),
+        ("{calendar}", "cal0"),
     ];
     for (i, (param, good)) in defaults.iter().enumerate() {
         let value = case

@@ -136,6 +136,37 @@ async fn todays_answers_still_read_as_the_golden_ones() {
         .await;
     promise("ChangeDiff", &diff, StatusCode::OK, &mut failures);
 
+    // Calendars: created, listed, deleted (no schedule names it), and its log, which stays.
+    let calendar = api
+        .put(
+            OPERATOR,
+            "/v1/calendars/holidays",
+            Some(json!({"exclude": ["2026-12-25", "2026-12-31..2027-01-01"]})),
+        )
+        .await;
+    promise(
+        "CalendarView",
+        &calendar,
+        StatusCode::CREATED,
+        &mut failures,
+    );
+    let calendars = api.get(VIEWER, "/v1/calendars").await;
+    promise(
+        "CalendarViewPage",
+        &calendars,
+        StatusCode::OK,
+        &mut failures,
+    );
+    let removed = api.delete(OPERATOR, "/v1/calendars/holidays", None).await;
+    promise("CalendarDeleted", &removed, StatusCode::OK, &mut failures);
+    let calendar_log = api.get(VIEWER, "/v1/calendars/holidays/audit").await;
+    promise(
+        "CalendarAuditLog",
+        &calendar_log,
+        StatusCode::OK,
+        &mut failures,
+    );
+
     // Runs: an operator's run, its view with attempts, the history.
     let run = api
         .post(

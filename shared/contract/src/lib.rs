@@ -7,6 +7,7 @@
 
 pub mod audit;
 pub mod backfill;
+pub mod calendar;
 pub mod error;
 pub mod requests;
 pub mod run;
@@ -16,6 +17,7 @@ pub mod system;
 
 pub use audit::*;
 pub use backfill::*;
+pub use calendar::*;
 pub use error::ErrorBody;
 pub use requests::*;
 pub use run::*;

@@ -19,6 +19,7 @@ use cronledger_tests::t;
 use serde_json::{json, Value};
 
 mod backfills;
+mod calendars;
 mod health;
 mod runs;
 mod schedules;

@@ -9,6 +9,7 @@
 pub mod answer_log;
 pub mod auth;
 pub mod backfills;
+pub mod calendars;
 mod chain;
 pub mod console;
 pub mod cursor;
@@ -32,13 +33,14 @@ use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put, MethodRouter};
+use axum::routing::{delete, get, post, put, MethodRouter};
 use axum::Router;
 use chrono::{DateTime, Utc};
 use cronledger_aws::{HealthStore, LaneQueue, LedgerStore, OpsStore};
 use cronledger_contract::schemas::{name_of, SCHEDULE_DOCUMENT};
 use cronledger_contract::{
     ApprovalOutcome, AuditLog, BackfillList, BackfillPlan, BackfillRequest, BackfillView,
+    CalendarAuditLog, CalendarDeleted, CalendarList, CalendarView,
     ChangeDiff, KillSwitchRequest, Note, Preview, PreviewRequest, RetryRequest, RunAtOutcome,
     RunAtRequest, RunNowRequest, RunOutcome, RunPage, RunView, SchedulePage, ScheduleView,
     SystemAudit, SystemStatus, Verification, WhoAmI,
@@ -472,6 +474,24 @@ pub fn routes() -> Vec<Route> {
         route(M::GET, "/v1/backfills/{backfill}/verify", v, "Expected windows against the ledger, with reported counts and checksums; every count, and a page of the missing or failed windows and of the reported ones (next_cursor)", get(backfills::verify))
             .query(&[("limit", "windows per page of each list (1-1000, default 1000)"), ("cursor", "the `next_cursor` of the previous page")])
             .ok::<Verification>(200)
+            .errors(&[404]),
+        // Calendars.
+        route(M::GET, "/v1/calendars", v, "Every calendar, by name (one read; next is always null)", get(calendars::list))
+            .ok::<CalendarList>(200),
+        route(M::GET, "/v1/calendars/{calendar}", v, "One calendar (ETag = version)", get(calendars::get))
+            .ok::<CalendarView>(200)
+            .errors(&[404]),
+        route(M::PUT, "/v1/calendars/{calendar}", o, "Create a calendar (no If-Match; a taken name is 409 CALENDAR_ALREADY_EXISTS) or replace it (If-Match: its version; stale: 412 with the current one); audited. An edit changes the future only", put(calendars::put))
+            .body_named(calendars::CALENDAR_DOCUMENT.into(), true)
+            .headers(&[("If-Match", "the version a replace is based on (none: a create)"), ("Cronledger-Note", "why (audit note)")])
+            .ok::<CalendarView>(201).ok::<CalendarView>(200)
+            .errors(&[404, 409, 412]),
+        route(M::DELETE, "/v1/calendars/{calendar}", o, "Delete a calendar (409 CALENDAR_IN_USE while a schedule that is not archived names it); audited", delete(calendars::delete))
+            .headers(&[("If-Match", "optional version"), ("Cronledger-Note", "why (audit note)")])
+            .ok::<CalendarDeleted>(200)
+            .errors(&[404, 409, 412]),
+        route(M::GET, "/v1/calendars/{calendar}/audit", v, "A calendar's audit log, oldest first (kept after a delete)", get(calendars::audit))
+            .ok::<CalendarAuditLog>(200)
             .errors(&[404]),
         // System.
         route(M::GET, "/v1/system", v, "Whether automatic firing is on (ticker and reconciler schedules)", get(system::status))

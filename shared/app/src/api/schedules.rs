@@ -63,7 +63,7 @@ impl Api {
     }
 }
 
-fn header_note(headers: &HeaderMap, default: &str) -> String {
+pub(crate) fn header_note(headers: &HeaderMap, default: &str) -> String {
     Note {
         note: headers
             .get("cronledger-note")

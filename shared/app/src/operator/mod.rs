@@ -19,6 +19,7 @@
 //! message only.
 
 mod backfills;
+mod calendars;
 mod runs;
 mod schedules;
 mod system;
@@ -31,6 +32,7 @@ use serde_json::Value;
 use crate::api::{Actor, Api, ApiDeps};
 
 pub use backfills::BackfillStarted;
+pub use calendars::{CalendarChange, CalendarPut};
 pub use runs::Made;
 pub use schedules::ScheduleChange;
 
