@@ -197,6 +197,33 @@ impl CalendarSet {
     }
 }
 
+/// A CALENDAR_UNKNOWN issue for each of a schedule's `calendars` that `known` does not
+/// define, naming its field (`calendars[0]`, under `prefix` when the schedule is one of a
+/// manifest's: `schedules[nightly].calendars[0]`).
+pub fn unknown_calendars(
+    calendars: &[String],
+    known: &dyn Fn(&str) -> bool,
+    prefix: &str,
+) -> Vec<Issue> {
+    let field = if prefix.is_empty() {
+        "calendars".to_string()
+    } else {
+        format!("{prefix}.calendars")
+    };
+    calendars
+        .iter()
+        .enumerate()
+        .filter(|(_, name)| !known(name))
+        .map(|(i, name)| {
+            Issue::new(
+                Code::CalendarUnknown,
+                format!("{field}[{i}]"),
+                format!("calendar `{name}` is not defined (define it under `calendars:` or PUT /v1/calendars/{name})"),
+            )
+        })
+        .collect()
+}
+
 /// Where a schedule's window may start or end: an RFC3339 instant, or a date meaning
 /// midnight in the schedule's zone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -302,6 +329,25 @@ mod tests {
         assert!("2026-12-26..2026-12-24".parse::<DateSel>().is_err());
         assert!("2026-13-01".parse::<DateSel>().is_err());
         assert!("christmas".parse::<DateSel>().is_err());
+    }
+
+    #[test]
+    fn each_unknown_calendar_is_named_by_its_position() {
+        let known = |name: &str| name == "holidays";
+        let names = ["holidays".to_string(), "closures".to_string()];
+        let issues = unknown_calendars(&names, &known, "");
+        assert_eq!(issues.len(), 1);
+        assert_eq!(issues[0].code, Code::CalendarUnknown);
+        assert_eq!(issues[0].field, "calendars[1]");
+        let issues = unknown_calendars(&names, &|_| false, "schedules[nightly]");
+        let fields: Vec<&str> = issues.iter().map(|i| i.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "schedules[nightly].calendars[0]",
+                "schedules[nightly].calendars[1]"
+            ]
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Calendars through the api: created, read with their ETag, replaced under If-Match,
-//! deleted unless a live schedule names them, each change in the calendar's audit log; every
-//! role allowed and refused; bad documents refused with the core's codes.
+//! deleted unless a live schedule names them, each change in the calendar's audit log; a
+//! schedule naming a calendar that does not exist is refused naming the field; every role
+//! allowed and refused; bad documents refused with the core's codes.
 
 use cronledger_aws::CalendarAction;
 use cronledger_contract::{CalendarAuditLog, CalendarDeleted, CalendarList, CalendarView};
@@ -214,6 +215,58 @@ async fn calendars_are_created_replaced_under_if_match_deleted_and_audited() {
         (never.status, never.code()),
         (StatusCode::NOT_FOUND, "CALENDAR_NOT_FOUND")
     );
+}
+
+#[tokio::test]
+async fn a_schedule_naming_an_unknown_calendar_is_refused_naming_the_field() {
+    let api = ApiEnv::new(t(NOW)).await;
+    put_calendar(
+        &api,
+        OPERATOR,
+        "holidays",
+        json!({"exclude": ["2026-12-25"]}),
+        &[],
+    )
+    .await;
+    let mut doc = schedule_doc("settle", "0 2 * * *");
+    doc["calendars"] = json!(["holidays", "closures"]);
+    let refused = api.post(ADMIN, "/v1/schedules", Some(doc.clone())).await;
+    assert_eq!(
+        (refused.status, refused.code()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "CALENDAR_UNKNOWN")
+    );
+    assert_eq!(
+        refused.body["details"]["issues"][0]["field"],
+        "calendars[1]"
+    );
+    assert_eq!(
+        api.get(VIEWER, "/v1/schedules/settle").await.status,
+        StatusCode::NOT_FOUND
+    );
+
+    doc["calendars"] = json!(["holidays"]);
+    create(&api, doc.clone()).await;
+    // A replace naming one that does not exist is refused too, and changes nothing.
+    doc["calendars"] = json!(["closures"]);
+    let replace = api
+        .call_with(
+            Some(Caller::new(ADMIN)),
+            Method::PUT,
+            "/v1/schedules/settle",
+            Some(doc),
+            &[("If-Match", "1")],
+        )
+        .await;
+    assert_eq!(
+        (replace.status, replace.code()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "CALENDAR_UNKNOWN")
+    );
+    assert_eq!(
+        replace.body["details"]["issues"][0]["field"],
+        "calendars[0]"
+    );
+    let kept = api.get(VIEWER, "/v1/schedules/settle").await;
+    assert_eq!(kept.body["version"], 1);
 }
 
 #[tokio::test]

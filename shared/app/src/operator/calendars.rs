@@ -7,8 +7,8 @@
 use cronledger_contract::{
     CalendarAuditEntryView, CalendarAuditLog, CalendarDeleted, CalendarList, CalendarView,
 };
-use cronledger_core::calendar::{read_calendar, CalendarSpec};
-use cronledger_core::Issue;
+use cronledger_core::calendar::{read_calendar, unknown_calendars, CalendarSpec};
+use cronledger_core::{Issue, ScheduleSpec};
 use cronledger_ledger::StoreError;
 use serde_json::Value;
 
@@ -117,5 +117,26 @@ impl Operator {
             calendar: name.to_string(),
             entries: entries.iter().map(CalendarAuditEntryView::from).collect(),
         })
+    }
+}
+
+impl Operator {
+    /// Refuses (422 CALENDAR_UNKNOWN, naming `calendars[i]`) a schedule that names a
+    /// calendar not stored: one read of every calendar, only when it names any.
+    pub(super) async fn check_calendars(&self, spec: &ScheduleSpec) -> ApiResult<()> {
+        if spec.calendars.is_empty() {
+            return Ok(());
+        }
+        let stored = self.deps().store.calendars().await?;
+        let issues = unknown_calendars(&spec.calendars, &|name| stored.contains(name), "");
+        if issues.is_empty() {
+            Ok(())
+        } else {
+            let placed: Vec<Issue> = issues
+                .into_iter()
+                .map(|issue| issue.in_schedule(Some(&spec.id), None))
+                .collect();
+            Err(ApiError::issues(&placed))
+        }
     }
 }

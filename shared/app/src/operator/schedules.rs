@@ -56,6 +56,7 @@ impl Operator {
         note: String,
     ) -> ApiResult<ScheduleView> {
         let spec = self.api.validate(document).await?;
+        self.check_calendars(&spec).await?;
         self.api.check_job_type(actor, &spec)?;
         self.api.check_dependencies(&spec, &[]).await?;
         let meta = self.api.meta(actor, note);
@@ -88,6 +89,7 @@ impl Operator {
             }
         }
         let spec = self.api.validate(&doc).await?;
+        self.check_calendars(&spec).await?;
         self.api.check_job_type(actor, &spec)?;
         let current = self.deps().store.get_schedule(id).await?;
         self.api.check_job_type(actor, &current.spec)?;
