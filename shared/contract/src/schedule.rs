@@ -85,6 +85,10 @@ pub struct PreviewTime {
     pub dst_note: Option<String>,
     /// When the ticker fires it (`at` plus the jitter offset).
     pub fire_at: DateTime<Utc>,
+    /// Its local date is excluded (the schedule's `exclude` or a calendar it names): the
+    /// window is recorded SKIPPED (EXCLUDED) and does not run.
+    #[serde(default)]
+    pub excluded: bool,
 }
 
 /// A proposed spec's risk against the stored one (nothing saved).

@@ -62,6 +62,7 @@ function healthFacts(s) {
   const c = hl.counts_7d || {};
   return facts([
     ["Next run", timeCell(s.next_run_at, s.spec.timezone)],
+    ["Last window", s.ends_at ? timeCell(s.ends_at, s.spec.timezone) : undefined],
     ["Last result", hl.last_run ? h("span", {}, badge(hl.last_run.status), " ", when(hl.last_run.ended_at || hl.last_run.scheduled_for, s.spec.timezone)) : "no run yet"],
     ["7-day success", `${percent(hl.success_rate_7d)} (${c.succeeded || 0} ok, ${c.failed || 0} failed, ${c.skipped || 0} skipped)`],
     ["30-day success", percent(hl.success_rate_30d)],
@@ -76,7 +77,12 @@ function nextFires(preview, zone) {
     ["Local", (f) => f.local],
     ["UTC", (f) => f.at.replace("T", " ").replace("Z", " UTC")],
     ["DST", (f) => (f.dst_note ? h("span", { class: "warn" }, f.dst_note) : "")],
-  ], { empty: "It never fires again.", rowAttrs: () => ({ class: "fire" }) });
+    // An excluded date's window is recorded SKIPPED (EXCLUDED): shown, marked, not run.
+    ["Calendar", (f) => (f.excluded ? h("span", { class: "muted" }, "excluded: skipped, not run") : "")],
+  ], {
+    empty: "It never fires again.",
+    rowAttrs: (f) => ({ class: f.excluded ? "fire excluded" : "fire" }),
+  });
 }
 
 /// The recent windows, oldest to newest, one cell each coloured by status; a range record (a

@@ -12,7 +12,7 @@ use cronledger_contract::{
 };
 use cronledger_core::health::Health;
 use cronledger_core::risk::assess_change;
-use cronledger_core::{ScheduleSpec, Timing};
+use cronledger_core::ScheduleSpec;
 use cronledger_ledger::ledger::{ChangeMeta, Page, StoredSchedule};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -85,6 +85,15 @@ fn as_shown(
         Some(health) => health.next_run_at,
         None => stored.next_fire_after(now),
     };
+    // Past its bounds an active schedule shows ENDED (never stored: a later `end_at` or a
+    // larger `max_runs` brings it back).
+    let ended = stored
+        .schedule()
+        .is_ok_and(|schedule| schedule.has_ended(now));
+    if stored.state == cronledger_ledger::ledger::ScheduleState::Active && ended {
+        stored.state = cronledger_ledger::ledger::ScheduleState::Ended;
+        stored.next_run_at = None;
+    }
     stored
 }
 
@@ -269,24 +278,27 @@ pub struct PreviewQuery {
     pub after: Option<DateTime<Utc>>,
 }
 
-fn preview(
+/// The next fire times of `schedule` (its bounds, DST choice and jitter), each marked
+/// excluded when its calendars or `exclude` leave its date out.
+async fn preview(
     api: &Api,
-    spec: &ScheduleSpec,
+    schedule: &cronledger_core::Schedule,
     count: Option<usize>,
     after: Option<DateTime<Utc>>,
 ) -> ApiResult<Json<Preview>> {
-    let timing = Timing::parse(&spec.cron, spec.timezone)
-        .map_err(|i| ApiError::issues(&[i]))?
-        .with_dst(spec.dst);
+    let spec = &schedule.spec;
+    let timing = schedule.timing();
     let count = count.unwrap_or(10).clamp(1, api.deps().config.preview_max);
     let after = after.unwrap_or_else(|| api.now());
     // `jitter`: each occurrence fires this much later (its window and key stay).
-    let offset = cronledger_core::Schedule::new(spec.clone())
-        .map(|s| s.fire_offset())
-        .unwrap_or_default();
-    let fire_times = timing
-        .next_n(after, count)
-        .into_iter()
+    let offset = schedule.fire_offset();
+    let calendars = if spec.calendars.is_empty() {
+        cronledger_core::calendar::CalendarSet::default()
+    } else {
+        api.deps().store.calendars().await?
+    };
+    let fire_times = std::iter::successors(schedule.next_after(after), |t| schedule.next_after(*t))
+        .take(count)
         .map(|t| {
             let note = timing.dst_note(t);
             PreviewTime {
@@ -299,6 +311,7 @@ fn preview(
                 // Names the rule that applied (the schedule's choice or the default).
                 dst_note: note.map(|n| timing.describe_dst_note(n)),
                 fire_at: t + offset,
+                excluded: schedule.excluded_by(&calendars, t),
             }
         })
         .collect();
@@ -318,7 +331,8 @@ pub async fn preview_document(
     ApiJson(req): ApiJson<PreviewRequest>,
 ) -> ApiResult<Json<Preview>> {
     let spec = api.validate(&req.schedule).await?;
-    preview(&api, &spec, req.count, req.after)
+    let schedule = cronledger_core::Schedule::new(spec).map_err(|i| ApiError::issues(&[i]))?;
+    preview(&api, &schedule, req.count, req.after).await
 }
 
 pub async fn preview_stored(
@@ -327,7 +341,8 @@ pub async fn preview_stored(
     ApiQuery(q): ApiQuery<PreviewQuery>,
 ) -> ApiResult<Json<Preview>> {
     let stored = api.deps().store.get_schedule(&id).await?;
-    preview(&api, &stored.spec, q.count, q.after)
+    let schedule = stored.schedule().map_err(|i| ApiError::issues(&[i]))?;
+    preview(&api, &schedule, q.count, q.after).await
 }
 
 #[derive(Debug, Deserialize)]

@@ -36,6 +36,7 @@ pub fn schedule(s: &StoredSchedule) -> ScheduleView {
         describe,
         spec,
         next_run_at: s.next_run_at,
+        ends_at: s.schedule().ok().and_then(|compiled| compiled.ends_at()),
         reconciled_through: s.reconciled_through,
         // The schedules that run after this one (its own upstreams are the spec's `after`),
         // as the reconciler last kept them.
