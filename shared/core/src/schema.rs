@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde_json::{Map, Value};
 
+use crate::calendar::CalendarSpec;
 use crate::span::Span;
 use crate::spec::{JobSpec, ScheduleSpec};
 use crate::steps::{Step, STEP_FIELDS};
@@ -109,7 +110,8 @@ fn variant_type(variant: &Value) -> Option<&str> {
         .or_else(|| pinned.get("enum")?.get(0)?.as_str())
 }
 
-/// The JSON Schema (2020-12) of a manifest: `schedules:` and a list of schedule documents.
+/// The JSON Schema (2020-12) of a manifest: `schedules:` and a list of schedule documents,
+/// and `calendars:` beside it, a mapping of names to calendars.
 /// A document may leave `cron` and `timezone` out when it has `after` (it inherits its
 /// upstreams' grid); what a schema cannot say (a cron expression that parses, a time zone
 /// that exists, limits that depend on the deployment) is checked by `cronledger validate`.
@@ -119,6 +121,7 @@ pub fn manifest_schema() -> Value {
         .into_generator();
     let mut document = ScheduleSpec::json_schema(&mut generator).to_value();
     relax_grid_fields(&mut document);
+    let calendar = generator.subschema_for::<CalendarSpec>().to_value();
     let mut definitions = generator.take_definitions(true);
     definitions.insert("ScheduleDocument".into(), document);
     let mut root = Map::new();
@@ -136,7 +139,15 @@ pub fn manifest_schema() -> Value {
     root.insert("required".into(), serde_json::json!(["schedules"]));
     root.insert(
         "properties".into(),
-        serde_json::json!({"schedules": {"type": "array", "items": {"$ref": "#/$defs/ScheduleDocument"}}}),
+        serde_json::json!({
+            "calendars": {
+                "type": "object",
+                "description": "Named calendars: the local dates the schedules naming them (`calendars: [NAME]`) do not run on.",
+                "propertyNames": {"pattern": "^[a-z0-9-]{1,64}$"},
+                "additionalProperties": calendar,
+            },
+            "schedules": {"type": "array", "items": {"$ref": "#/$defs/ScheduleDocument"}},
+        }),
     );
     root.insert("$defs".into(), Value::Object(definitions));
     Value::Object(root)
@@ -174,6 +185,24 @@ mod tests {
         assert!(!required.contains(&"cron"));
         assert_eq!(document["additionalProperties"], false);
         assert!(document["anyOf"].is_array());
+    }
+
+    #[test]
+    fn the_manifest_schema_has_named_calendars_beside_the_schedules() {
+        let schema = manifest_schema();
+        let calendars = &schema["properties"]["calendars"];
+        assert_eq!(calendars["type"], "object");
+        assert_eq!(
+            calendars["additionalProperties"]["$ref"],
+            "#/$defs/CalendarSpec"
+        );
+        let calendar = &schema["$defs"]["CalendarSpec"];
+        assert_eq!(calendar["additionalProperties"], false);
+        assert_eq!(
+            calendar["properties"]["exclude"]["items"]["$ref"],
+            "#/$defs/DateSel"
+        );
+        assert_eq!(schema["required"], serde_json::json!(["schedules"]));
     }
 
     #[test]

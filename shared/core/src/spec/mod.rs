@@ -24,8 +24,8 @@ mod validate;
 
 pub use upstreams::{Grid, UpstreamGrid};
 pub use validate::{
-    parse_document, parse_manifest, validate_schedule, validate_target, validate_timing,
-    validate_with_upstreams,
+    parse_document, parse_manifest, read_manifest, validate_schedule, validate_target,
+    validate_timing, validate_with_upstreams, Manifest,
 };
 
 /// Catch-up gap tiers: where "recent" ends and "history" begins (DESIGN catch-up table).

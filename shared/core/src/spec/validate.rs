@@ -12,6 +12,7 @@ use super::field_reader::FieldReader;
 use super::job_check::validate_job;
 use super::upstreams::{Inherited, UpstreamGrid};
 use super::*;
+use crate::calendar::{read_calendar, unknown_calendars, CalendarSet};
 use crate::children::FailureBudget;
 use crate::error::{Code, Invalid, Issue};
 use crate::timing::Timing;
@@ -55,13 +56,33 @@ const KNOWN_FIELDS: &[&str] = &[
     "job",
 ];
 
-/// Parses a manifest (`schedules:` and a list), YAML or JSON, and validates every schedule.
+/// A manifest as read: its calendars, by name, and its schedules.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Manifest {
+    pub calendars: CalendarSet,
+    pub schedules: Vec<ScheduleSpec>,
+}
+
+/// Parses a manifest (`schedules:` and a list, and `calendars:` beside it), YAML or JSON, and
+/// validates every schedule; a schedule may name only the calendars the manifest defines.
 /// `now` anchors the calendar checks ("can this ever fire again?").
 pub fn parse_manifest(
     text: &str,
     rules: &ValidationRules,
     now: DateTime<Utc>,
 ) -> Result<Vec<ScheduleSpec>, Invalid> {
+    read_manifest(text, rules, now, &|_| false).map(|m| m.schedules)
+}
+
+/// Parses a manifest with its calendars. `stored` says which calendars exist where it is
+/// applied (the api's, for `cronledger apply`): a schedule naming a calendar neither the
+/// manifest defines nor `stored` has is CALENDAR_UNKNOWN.
+pub fn read_manifest(
+    text: &str,
+    rules: &ValidationRules,
+    now: DateTime<Utc>,
+    stored: &dyn Fn(&str) -> bool,
+) -> Result<Manifest, Invalid> {
     let doc = parse_document(text)?;
     let Some(list) = doc.get("schedules").and_then(Value::as_array) else {
         return Err(Invalid::one(Issue::new(
@@ -72,7 +93,7 @@ pub fn parse_manifest(
     };
     let mut issues = Vec::new();
     if let Some(obj) = doc.as_object() {
-        for key in obj.keys().filter(|k| *k != "schedules") {
+        for key in obj.keys().filter(|k| !TOP_LEVEL.contains(&k.as_str())) {
             issues.push(Issue::new(
                 Code::ManifestInvalid,
                 key.clone(),
@@ -101,13 +122,19 @@ pub fn parse_manifest(
         })
         .collect();
     let inherited = upstreams::inherit_manifest_grids(list, &prefixes);
+    let (calendars, defined) = read_calendars(doc.get("calendars"), &mut issues);
+    let known = |name: &str| defined.contains(name) || stored(name);
     let mut specs = Vec::new();
     let mut seen = BTreeSet::new();
     for (i, (item, inherited)) in list.iter().zip(inherited).enumerate() {
         let prefix = &prefixes[i];
         let id = usable_id(i);
         match validate_inherited(item, prefix, rules, now, inherited) {
-            Ok(spec) => specs.push(spec),
+            Ok(spec) => {
+                let unknown = unknown_calendars(&spec.calendars, &known, prefix);
+                issues.extend(unknown.into_iter().map(|u| u.in_schedule(id, Some(i))));
+                specs.push(spec)
+            }
             Err(found) => issues.extend(found.into_iter().map(|f| f.in_schedule(id, Some(i)))),
         }
         // Read the id from the raw item so a duplicate is reported even when the schedule
@@ -140,10 +167,44 @@ pub fn parse_manifest(
         }
     }
     if issues.is_empty() {
-        Ok(specs)
+        Ok(Manifest {
+            calendars,
+            schedules: specs,
+        })
     } else {
         Err(Invalid(issues))
     }
+}
+
+/// The keys a manifest has at its top.
+const TOP_LEVEL: &[&str] = &["schedules", "calendars"];
+
+/// A manifest's `calendars:` (a mapping of names to `{exclude: [...]}`), each read with the
+/// core's codes, and every name it defines: a schedule naming a calendar written wrong is
+/// told about the calendar, not that it is unknown.
+fn read_calendars(value: Option<&Value>, issues: &mut Vec<Issue>) -> (CalendarSet, BTreeSet<String>) {
+    let mut set = CalendarSet::default();
+    let mut defined = BTreeSet::new();
+    match value {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(map)) => {
+            for (name, doc) in map {
+                defined.insert(name.clone());
+                match read_calendar(name, doc, &format!("calendars.{name}")) {
+                    Ok(spec) => {
+                        set.0.insert(name.clone(), spec);
+                    }
+                    Err(found) => issues.extend(found),
+                }
+            }
+        }
+        Some(other) => issues.push(Issue::new(
+            Code::CalendarInvalid,
+            "calendars",
+            format!("`calendars` maps names to `{{exclude: [DATE | \"DATE..DATE\"]}}`, found {other}"),
+        )),
+    }
+    (set, defined)
 }
 
 /// Validates one schedule that may leave `cron` and `timezone` out when it has `after`:
