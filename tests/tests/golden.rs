@@ -227,6 +227,49 @@ async fn todays_answers_still_read_as_the_golden_ones() {
     let verify = api.get(VIEWER, &format!("/v1/backfills/{id}/verify")).await;
     promise("Verification", &verify, StatusCode::OK, &mut failures);
 
+    // The completeness audit: a schedule with a window missing, one run twice, one entry off
+    // its grid.
+    let audited = cronledger_tests::spec("audited", "0 * * * *");
+    let meta = cronledger_aws::ChangeMeta {
+        actor: "tests".into(),
+        reason: "golden".into(),
+        at: t("2026-03-10T00:00:00Z"),
+        details: None,
+    };
+    let store = api.env.store.as_ref();
+    store
+        .create_schedule(audited.clone(), meta)
+        .await
+        .expect("audited");
+    for at in ["2026-03-10T01:00:00Z", "2026-03-10T01:30:00Z"] {
+        let run = cronledger_tests::scheduled_run(&audited, t(at), t(at), "tests");
+        store.create_run(&run).await.expect("entry");
+    }
+    let at = t("2026-03-10T02:00:00Z");
+    let ran = cronledger_tests::ended_run(store, &audited, at, cronledger_core::RunEvent::Succeed);
+    let mut again = cronledger_tests::manual_run(&ran.await, "golden");
+    (again.status, again.attempts, again.lease_epoch) = (RunStatus::Queued, 0, 0);
+    store.create_run(&again).await.expect("manual run");
+    let start = cronledger_aws::RunChange::open(
+        cronledger_aws::ledger::Opening::Start,
+        RunStatus::Queued,
+        0,
+        at,
+        "w",
+        t(NOW),
+    );
+    store
+        .transition_run(&again.key, &start)
+        .await
+        .expect("start");
+    let audit = api
+        .get(
+            VIEWER,
+            "/v1/audit/completeness?from=2026-03-10T00:00:00Z&to=2026-03-10T04:00:00Z&schedule=audited",
+        )
+        .await;
+    promise("CompletenessReport", &audit, StatusCode::OK, &mut failures);
+
     // The audit log, the system, the caller, an error.
     let audit = api.get(VIEWER, "/v1/schedules/s1/audit").await;
     promise("AuditLog", &audit, StatusCode::OK, &mut failures);

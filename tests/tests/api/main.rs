@@ -18,6 +18,7 @@ use cronledger_tests::app::worker_config;
 use cronledger_tests::t;
 use serde_json::{json, Value};
 
+mod audit;
 mod backfills;
 mod calendars;
 mod health;

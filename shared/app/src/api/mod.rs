@@ -7,6 +7,7 @@
 //! what is served.
 
 pub mod answer_log;
+pub mod audit;
 pub mod auth;
 pub mod backfills;
 pub mod calendars;
@@ -504,6 +505,11 @@ pub fn routes() -> Vec<Route> {
         route(M::GET, "/v1/system/audit", v, "System-wide operator actions (the kill switch), newest first; actions on a schedule's runs and backfills are in its audit log", get(system::audit))
             .query(&[("limit", "entries (default 50)")])
             .ok::<SystemAudit>(200),
+        // The ledger's completeness.
+        route(M::GET, "/v1/audit/completeness", v, "The completeness audit of [from, to) (every schedule with a window or a finding there, or one): each schedule's expected windows (versions, bounds, pauses) against its ledger entries; missing windows (a page of each list), duplicated runs or executions, entries no version explains; the fleet's share of windows accounted for exactly once. Reads only", get(audit::completeness))
+            .query(&[("from", "RFC3339 instant (required)"), ("to", "RFC3339 instant (required): after from, at most 31 days later, not after now (else 400 AUDIT_RANGE_INVALID or AUDIT_RANGE_TOO_LONG)"), ("schedule", "one schedule (default: every one)"), ("max_missing", "missing windows listed per schedule (1-1000, default 1000; the counts are whole)"), ("cursor", "the `next` of the previous page")])
+            .ok::<cronledger_contract::CompletenessReport>(200)
+            .errors(&[404]),
     ]
 }
 
