@@ -9,7 +9,6 @@ use chrono::{DateTime, Duration, Utc};
 use cronledger_app::reconciler::QuietSignals;
 use cronledger_aws::lanes::LaneSettings;
 use cronledger_aws::ledger::ChangeMeta;
-use cronledger_aws::CalendarStore;
 use cronledger_core::calendar::CalendarSpec;
 use cronledger_core::{Reason, RunKey, RunStatus, Schedule};
 use cronledger_tests::app::AppEnv;

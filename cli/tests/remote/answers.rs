@@ -26,6 +26,7 @@ fn view(id: &str) -> ScheduleView {
         describe: Some("at minute 0 of every hour (UTC)".into()),
         spec: cronledger_tests::spec(id, "0 * * * *"),
         next_run_at: Some(at),
+        ends_at: None,
         reconciled_through: at,
         downstream: Vec::new(),
         pauses: Vec::new(),
