@@ -159,3 +159,17 @@ pub struct PreviewRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<DateTime<Utc>>,
 }
+
+/// An audit of `[from, to)` now (`POST /v1/audit/runs`, and the auditor function's on-demand
+/// event): every schedule's, or one's. Its findings are published as the daily pass's are.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AuditRunRequest {
+    /// RFC3339; windows scheduled at or after it.
+    pub from: DateTime<Utc>,
+    /// RFC3339, not after now; windows scheduled before it.
+    pub to: DateTime<Utc>,
+    /// One schedule's id (default: every schedule).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<String>,
+}

@@ -48,7 +48,7 @@ pub fn components() -> Map<String, Value> {
 
     let mut requests = generator(SchemaSettings::draft2020_12().for_deserialize());
     each!(requests: Note, RunNowRequest, RunAtRequest, RetryRequest, BackfillRequest,
-        KillSwitchRequest, PreviewRequest, cronledger_core::calendar::CalendarSpec);
+        KillSwitchRequest, PreviewRequest, AuditRunRequest, cronledger_core::calendar::CalendarSpec);
     let mut inputs = requests.take_definitions(true);
     // The schedule document, as the manifest's schema has it.
     let mut manifest = cronledger_core::schema::manifest_schema();
