@@ -4,6 +4,7 @@
 pub mod alerting;
 pub mod api;
 pub mod audit;
+pub mod auditor;
 pub mod backfill;
 pub mod backoff;
 pub mod cascade;

@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 
 pub const NAMESPACE: &str = "cronledger";
 
-/// The only dimension set: bounded by the three functions.
+/// The only dimension set: bounded by the four functions that publish.
 pub const DIMENSIONS: &[&str] = &["Function"];
 
 /// Declares [`Metric`]: each variant's name is its metric name, so no emit site can name a
@@ -98,6 +98,9 @@ metrics! {
     /// Alerts recorded and published (or queued) by this call: not the ones already raised.
     AlertsRaised: Count,
     AlertsPublishedFromOutbox: Count,
+    /// The auditor: the audited range's windows accounted for exactly once over its expected
+    /// windows, fleet-wide (1: complete; an on-demand audit of one schedule names it).
+    LedgerCompleteness: Ratio,
 }
 
 /// The functions that publish metrics (the api publishes none).
@@ -106,11 +109,16 @@ pub enum Function {
     Ticker,
     Worker,
     Reconciler,
+    Auditor,
 }
 
 impl Function {
-    pub const ALL: &'static [Function] =
-        &[Function::Ticker, Function::Worker, Function::Reconciler];
+    pub const ALL: &'static [Function] = &[
+        Function::Ticker,
+        Function::Worker,
+        Function::Reconciler,
+        Function::Auditor,
+    ];
 
     /// The `Function` dimension's value.
     pub fn name(self) -> &'static str {
@@ -118,6 +126,7 @@ impl Function {
             Function::Ticker => "ticker",
             Function::Worker => "worker",
             Function::Reconciler => "reconciler",
+            Function::Auditor => "auditor",
         }
     }
 }
@@ -186,6 +195,9 @@ pub const CATALOG: &[(Function, &[Metric])] = &[
             Metric::AlertsPublishedFromOutbox,
         ],
     ),
+    // One metric, whatever the fleet: per-schedule findings go in the LEDGER_INCOMPLETE
+    // alerts, not in dimensions. The alerts it raises are not counted here.
+    (Function::Auditor, &[Metric::LedgerCompleteness]),
 ];
 
 /// The metrics `function` emits.
@@ -205,6 +217,8 @@ pub fn custom_metric_bound() -> usize {
 pub enum Unit {
     Count,
     Milliseconds,
+    /// A fraction in [0, 1] (CloudWatch's unit `None`).
+    Ratio,
 }
 
 impl Unit {
@@ -212,6 +226,7 @@ impl Unit {
         match self {
             Unit::Count => "Count",
             Unit::Milliseconds => "Milliseconds",
+            Unit::Ratio => "None",
         }
     }
 }
@@ -426,7 +441,7 @@ mod tests {
 
     #[test]
     fn the_whole_system_publishes_a_fixed_number_of_custom_metrics() {
-        assert_eq!(custom_metric_bound(), 45);
+        assert_eq!(custom_metric_bound(), 46);
         for (function, metrics) in CATALOG {
             let unique: BTreeSet<&Metric> = metrics.iter().collect();
             assert_eq!(
@@ -447,6 +462,7 @@ mod tests {
         (Function::Ticker, &["ticker/"]),
         (Function::Worker, &["worker/", "alerting"]),
         (Function::Reconciler, &["reconciler/", "alerting"]),
+        (Function::Auditor, &["auditor"]),
     ];
 
     /// Files that name metrics without emitting them in a function.
