@@ -10,11 +10,13 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use axum::Router;
 use chrono::{DateTime, Utc};
+use cronledger_app::alerting::Alerter;
 use cronledger_app::api::system::ControlError;
 use cronledger_app::api::{Api, ApiConfig, ApiDeps, AuthConfig, Caller, SystemControl};
+use cronledger_app::auditor::{Auditor, AuditorConfig};
 use cronledger_app::backfill::{BackfillPassReport, BackfillReleaser};
 use cronledger_aws::lanes::LaneSettings;
-use cronledger_aws::OpsStore;
+use cronledger_aws::{MemoryNotifier, OpsStore};
 use http_body_util::BodyExt;
 use serde_json::Value;
 use tower::ServiceExt;
@@ -104,6 +106,10 @@ pub struct ApiEnv {
     pub api: Api,
     pub router: Router,
     pub scheduler: Arc<FakeScheduler>,
+    /// The auditor behind `POST /v1/audit/runs` (its metric kept for the test to read).
+    pub auditor: Arc<Auditor>,
+    /// Where its alerts are published.
+    pub notifier: Arc<MemoryNotifier>,
 }
 
 impl ApiEnv {
@@ -115,6 +121,19 @@ impl ApiEnv {
         let env = AppEnv::new(LaneSettings::default(), now).await;
         let scheduler = FakeScheduler::new(&["cronledger-ticker", "cronledger-reconciler"]);
         let ops: Arc<dyn OpsStore> = Arc::new(env.ledger.ledger.clone());
+        let notifier = Arc::new(MemoryNotifier::new());
+        let auditor = Arc::new(
+            Auditor::new(
+                env.store.clone(),
+                Arc::new(env.clock.clone()),
+                AuditorConfig::default(),
+            )
+            .with_alerts(Arc::new(Alerter::new(
+                Arc::new(env.ledger.ledger.clone()),
+                notifier.clone(),
+            )))
+            .keeping_metrics(),
+        );
         let api = Api::new(ApiDeps {
             store: env.store.clone(),
             ops,
@@ -123,6 +142,7 @@ impl ApiEnv {
             clock: Arc::new(env.clock.clone()),
             system: Some(scheduler.clone()),
             signals: None,
+            auditor: Some(auditor.clone()),
             auth: auth_config(),
             config,
         });
@@ -132,6 +152,8 @@ impl ApiEnv {
             api,
             router,
             scheduler,
+            auditor,
+            notifier,
         }
     }
 

@@ -28,6 +28,7 @@ fn operator_on(env: &AppEnv) -> Operator {
         clock: Arc::new(env.clock.clone()),
         system: None,
         signals: None,
+        auditor: None,
         auth: Default::default(),
         config: ApiConfig::default(),
     })

@@ -1,6 +1,7 @@
-//! Assembling the components in one place: the ticker, worker, reconciler, backfill releaser
-//! and api, each with its store, lanes, kill switch, alerts (counted in its own metrics),
-//! health counters and backfills. The four functions, `cronledger local` and the simulator
+//! Assembling the components in one place: the ticker, worker, reconciler, backfill releaser,
+//! api and auditor (its builder is in [`crate::auditor`]), each with its store, lanes, kill
+//! switch, alerts (counted in its own metrics), health counters and backfills. The
+//! functions, `cronledger local` and the simulator
 //! all build through [`Components`], so a feature wired for one is wired for all; what
 //! differs between them (job targets, configs, signals, the simulator's faults and clocks,
 //! the reconciler's ticker check) is passed in or added after.
@@ -17,6 +18,7 @@ use serde::Serialize;
 use crate::alerting::Alerter;
 use crate::api::system::SystemControl;
 use crate::api::{Api, ApiConfig, ApiDeps, AuthConfig};
+use crate::auditor::AuditorConfig;
 use crate::backfill::BackfillReleaser;
 use crate::clock::{Clock, SystemClock};
 use crate::deployment::Connected;
@@ -202,7 +204,7 @@ impl Components {
     }
 
     /// `system`: the kill switch's and one-off runs' AWS side (`None` locally); `signals`:
-    /// what backfills' status reads.
+    /// what backfills' status reads. Its on-demand audits are [`Components::auditor`]'s.
     pub fn api(
         &self,
         system: Option<Arc<dyn SystemControl>>,
@@ -218,6 +220,7 @@ impl Components {
             clock: self.deps.clock.clone(),
             system,
             signals,
+            auditor: Some(Arc::new(self.auditor(AuditorConfig::default()))),
             auth,
             config,
         })
@@ -314,6 +317,10 @@ mod tests {
                     .reconciler(Arc::new(QuietSignals), ReconcilerConfig::default())
                     .features(),
             ),
+            (
+                "auditor",
+                components.auditor(AuditorConfig::default()).features(),
+            ),
         ])
     }
 
@@ -335,6 +342,8 @@ mod tests {
                 "reconciler",
                 BTreeSet::from([KillSwitch, Alerts, AlertMetrics, Health, Backfills]),
             ),
+            // One metric of its own: the alerts it raises are not counted in it.
+            ("auditor", BTreeSet::from([KillSwitch, Alerts])),
         ]);
         assert_eq!(functions, expected);
         assert_eq!(features(&local(now)), functions, "cronledger local");

@@ -8,6 +8,7 @@
 
 pub mod answer_log;
 pub mod audit;
+pub mod audit_runs;
 pub mod auth;
 pub mod backfills;
 pub mod calendars;
@@ -160,6 +161,9 @@ pub struct ApiDeps {
     pub system: Option<Arc<dyn SystemControl>>,
     /// Pause signals for backfill status (realtime backlog, alarms).
     pub signals: Option<Arc<dyn Signals>>,
+    /// On-demand audits (`POST /v1/audit/runs`), published as the auditor function's are;
+    /// `None`: that route answers 409 AUDITOR_UNAVAILABLE.
+    pub auditor: Option<Arc<crate::auditor::Auditor>>,
     pub auth: AuthConfig,
     pub config: ApiConfig,
 }
@@ -510,6 +514,11 @@ pub fn routes() -> Vec<Route> {
             .query(&[("from", "RFC3339 instant (required)"), ("to", "RFC3339 instant (required): after from, at most 31 days later, not after now (else 400 AUDIT_RANGE_INVALID or AUDIT_RANGE_TOO_LONG)"), ("schedule", "one schedule (default: every one)"), ("max_missing", "missing windows listed per schedule (1-1000, default 1000; the counts are whole)"), ("cursor", "the `next` of the previous page")])
             .ok::<cronledger_contract::CompletenessReport>(200)
             .errors(&[404]),
+        // The ledger's audit.
+        route(M::POST, "/v1/audit/runs", o, "Audit [from, to) now (every schedule, or one): the completeness report, published as the auditor's daily pass is (LedgerCompleteness, LEDGER_INCOMPLETE per schedule whose ledger is wrong, once per range); `to` not after now, at most 31 days", post(audit_runs::run))
+            .body::<audit_runs::AuditRunRequest>()
+            .ok::<audit_runs::CompletenessReport>(200)
+            .errors(&[404, 409]),
     ]
 }
 

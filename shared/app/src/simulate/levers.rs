@@ -54,6 +54,7 @@ impl Levers {
             clock,
             system: None,
             signals: Some(signals),
+            auditor: None,
             auth: Default::default(),
             config: ApiConfig::default(),
         });
