@@ -1,6 +1,7 @@
 //! The table is defined once, in infra/table.json; the SAM template must say the same, its
-//! lanes must be exactly the code's (names, redrive, one worker event source each), and its
-//! reconciler knobs the code's defaults. No emulator needed.
+//! lanes must be exactly the code's (names, redrive, one worker event source each), its
+//! reconciler knobs and auditor schedule the code's defaults, its functions the workspace's
+//! binaries. No emulator needed.
 
 use std::collections::BTreeSet;
 
@@ -18,7 +19,12 @@ const TEMPLATE: &str = include_str!("../../infra/template.yaml");
 /// What the functions that publish alerts read to build their notifier.
 const NOTIFIER_VARIABLES: &[&str] = &[ALERT_TOPIC_ENV, CONSOLE_URL_ENV];
 /// The functions that publish alerts.
-const ALERTING_FUNCTIONS: &[&str] = &["WorkerFunction", "ReconcilerFunction", "ApiFunction"];
+const ALERTING_FUNCTIONS: &[&str] = &[
+    "WorkerFunction",
+    "ReconcilerFunction",
+    "ApiFunction",
+    "AuditorFunction",
+];
 /// The alert topic: the stack's own unless AlertTopicArn names one.
 const ALERT_TOPIC: &str = "!If [CreateAlertTopic, !Ref AlertTopic, !Ref AlertTopicArn]";
 
@@ -562,6 +568,7 @@ fn a_function_that_queries_an_index_may_read_the_items_behind_it() {
         "WorkerFunction",
         "ReconcilerFunction",
         "ApiFunction",
+        "AuditorFunction",
     ] {
         let queries_an_index = role_statements(&template, function, "dynamodb:Query")
             .into_iter()
@@ -629,4 +636,239 @@ fn only_the_consoles_shell_is_public_and_the_console_knows_the_authorizer() {
     // The deployed defaults (IAM) parse: the api function starts.
     let lookup = |name: &str| (name == CONSOLE_AUTH_VARIABLE).then(|| "iam".to_string());
     assert!(ApiConfig::from_lookup(lookup).is_ok());
+}
+
+/// Every function the template deploys is a workspace binary that `infra/build` builds and
+/// checks (`target/lambda/NAME/`), and every function binary is deployed.
+#[test]
+fn the_template_deploys_exactly_the_function_binaries_infra_build_builds() {
+    let template = template();
+    let build = include_str!("../../infra/build");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut deployed = BTreeSet::new();
+    for (name, resource) in resources(&template) {
+        if text(&resource["Type"]) != "AWS::Serverless::Function" {
+            continue;
+        }
+        let code = text(&resource["Properties"]["CodeUri"]);
+        let binary = code
+            .strip_prefix("../target/lambda/")
+            .and_then(|b| b.strip_suffix('/'))
+            .unwrap_or_else(|| panic!("{name}: CodeUri {code} is cargo-lambda's output"));
+        let checked = build
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("for f in "))
+            .and_then(|l| l.strip_suffix("; do"))
+            .expect("infra/build checks each artifact");
+        assert!(
+            build.contains(&format!("-p {binary} ")) || build.contains(&format!("-p {binary}\n")),
+            "infra/build builds {binary}"
+        );
+        assert!(
+            checked.split(' ').any(|f| f == binary),
+            "infra/build checks {binary}'s artifact"
+        );
+        assert!(
+            root.join("functions")
+                .join(binary)
+                .join("Cargo.toml")
+                .is_file(),
+            "functions/{binary} is a crate"
+        );
+        assert_eq!(
+            text(&resource["Properties"]["FunctionName"]),
+            format!("!Sub ${{AWS::StackName}}-{binary}"),
+            "{name}"
+        );
+        deployed.insert(binary.to_string());
+    }
+    let crates: BTreeSet<String> = std::fs::read_dir(root.join("functions"))
+        .expect("functions/ is readable")
+        .flatten()
+        .filter(|e| e.path().join("Cargo.toml").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(deployed, crates, "every function crate is deployed");
+    let workspace = include_str!("../../Cargo.toml");
+    for binary in &deployed {
+        assert!(
+            workspace.contains(&format!("\"functions/{binary}\"")),
+            "functions/{binary} is a workspace member"
+        );
+    }
+}
+
+/// The EventBridge Scheduler schedules are the kill switch's: the api is told every one's
+/// name and may read and update each, and Scheduler may invoke each one's function.
+#[test]
+fn the_kill_switch_covers_every_automatic_schedule() {
+    let template = template();
+    let api = &resource(&template, "ApiFunction")["Properties"]["Environment"]["Variables"];
+    let told: Vec<String> = [
+        "CRONLEDGER_RECONCILER_SCHEDULES",
+        "CRONLEDGER_AUDITOR_SCHEDULES",
+    ]
+    .iter()
+    .flat_map(|v| {
+        text(&api[*v])
+            .split(',')
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    })
+    .collect();
+    let update = role_statements(&template, "ApiFunction", "scheduler:UpdateSchedule");
+    let updatable = format!(
+        "{:?}",
+        update.iter().map(|s| &s["Resource"]).collect::<Vec<_>>()
+    );
+    let scheduler_role = format!("{:?}", resource(&template, "SchedulerRole")["Properties"]);
+    let mut schedules = 0;
+    for (name, schedule) in resources(&template) {
+        if text(&schedule["Type"]) != "AWS::Scheduler::Schedule" {
+            continue;
+        }
+        schedules += 1;
+        let props = &schedule["Properties"];
+        let named = text(&props["Name"]);
+        if !named.starts_with("ticker-") {
+            // The tickers' names come from the shard groups (CRONLEDGER_TICKER_SCHEDULES).
+            assert!(told.contains(&named), "the api is told {named}: {told:?}");
+        }
+        assert!(
+            updatable.contains(&format!("{name}.Arn")),
+            "the kill switch may update {name}"
+        );
+        let target = text(&props["Target"]["Arn"]);
+        let function = target
+            .strip_prefix("!GetAtt ")
+            .and_then(|t| t.strip_suffix(".Arn"))
+            .unwrap_or_else(|| panic!("{name} targets a function of the stack"));
+        let function_name = text(&resource(&template, function)["Properties"]["FunctionName"]);
+        let function_name = function_name.trim_start_matches("!Sub ");
+        assert!(
+            scheduler_role.contains(function_name),
+            "Scheduler may invoke {function_name}"
+        );
+    }
+    assert_eq!(schedules, 6, "four tickers, the reconciler, the auditor");
+}
+
+/// The auditor runs daily at the code's time with Scheduler's event, reads the ledger and
+/// writes nothing of it but its alerts' records, and its metric has an alarm below 1.
+#[test]
+fn the_auditor_runs_daily_reads_the_ledger_and_writes_only_alert_records() {
+    use cronledger_app::auditor::{AuditEvent, AuditorConfig};
+    use cronledger_aws::codec::alert::encode;
+    use cronledger_aws::keys::schedule_pk;
+    use cronledger_aws::RecordedAlert;
+    use cronledger_core::alerts::{Alert, AlertKind, Severity};
+
+    let template = template();
+    // The schedule: the code's daily time, Scheduler's input read as a daily pass.
+    let schedule = &resource(&template, "AuditorSchedule")["Properties"];
+    assert_eq!(text(&schedule["ScheduleExpression"]), "!Ref AuditSchedule");
+    assert_eq!(text(&schedule["ScheduleExpressionTimezone"]), "UTC");
+    assert_eq!(
+        text(&schedule["Target"]["Arn"]),
+        "!GetAtt AuditorFunction.Arn"
+    );
+    let deployed = parameter_default(&template, "AuditSchedule");
+    let code = AuditorConfig::default()
+        .daily_timing()
+        .expect("the code's time parses");
+    let template_timing = AuditorConfig {
+        daily_at: deployed.clone(),
+        ..AuditorConfig::default()
+    }
+    .daily_timing()
+    .expect("the template's AuditSchedule parses");
+    let mut at = cronledger_tests::t("2026-03-01T00:30:00Z");
+    for _ in 0..3 {
+        let next = code.next_after(at).expect("a next pass");
+        assert_eq!(template_timing.next_after(at), Some(next), "{deployed}");
+        at = next;
+    }
+    let input = text(&schedule["Target"]["Input"])
+        .replace("<aws.scheduler.scheduled-time>", "2026-03-10T01:00:00Z");
+    let event: Json = serde_json::from_str(&input).expect("the input is JSON");
+    assert!(matches!(
+        AuditEvent::from_json(&event),
+        Ok(AuditEvent::Daily { .. })
+    ));
+
+    // Reads: the table and the catalog index, without conditions.
+    let role = "AuditorFunction";
+    for read in [
+        "dynamodb:Query",
+        "dynamodb:GetItem",
+        "dynamodb:BatchGetItem",
+    ] {
+        let statements = role_statements(&template, role, read);
+        assert!(!statements.is_empty(), "the auditor may {read}");
+    }
+    for forbidden in [
+        "dynamodb:DeleteItem",
+        "dynamodb:BatchWriteItem",
+        "dynamodb:TransactWriteItems",
+        "dynamodb:Scan",
+        "sqs:SendMessage",
+        "sqs:GetQueueUrl",
+        "scheduler:UpdateSchedule",
+    ] {
+        assert!(
+            role_statements(&template, role, forbidden).is_empty(),
+            "the auditor may not {forbidden}"
+        );
+    }
+    // Writes: alert records only, in schedule partitions, with an alert record's attributes.
+    let alert = Alert {
+        kind: AlertKind::LedgerIncomplete,
+        severity: Severity::Critical,
+        schedule: "nightly".into(),
+        owner: None,
+        window: None,
+        run: None,
+        message: "m".into(),
+        console_url: None,
+        at: cronledger_tests::t("2026-03-10T01:00:00Z"),
+        subject: "audit:x".into(),
+    };
+    let mut attributes = BTreeSet::new();
+    for published in [None, Some(alert.at)] {
+        let recorded = RecordedAlert {
+            alert: alert.clone(),
+            recorded_at: alert.at,
+            published_at: published,
+        };
+        attributes.extend(encode(&recorded).expect("encodes").into_keys());
+    }
+    for write in ["dynamodb:PutItem", "dynamodb:UpdateItem"] {
+        let statements = role_statements(&template, role, write);
+        assert_eq!(statements.len(), 1, "{write}");
+        let statement = statements[0];
+        assert_eq!(text(&statement["Resource"]), "!GetAtt LedgerTable.Arn");
+        let condition = &statement["Condition"];
+        let leading: Vec<String> = condition["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
+            .as_sequence()
+            .expect("partition keys named")
+            .iter()
+            .map(text)
+            .collect();
+        assert_eq!(leading, [format!("{}*", schedule_pk(""))]);
+        let allowed: BTreeSet<String> = condition["ForAllValues:StringEquals"]
+            ["dynamodb:Attributes"]
+            .as_sequence()
+            .expect("attributes named")
+            .iter()
+            .map(text)
+            .collect();
+        assert_eq!(allowed, attributes, "an alert record's attributes, no more");
+    }
+
+    // The alarm: the fleet-wide metric below 1.
+    let alarm = &resource(&template, "LedgerIncompleteAlarm")["Properties"];
+    assert_eq!(text(&alarm["MetricName"]), "LedgerCompleteness");
+    assert_eq!(text(&alarm["ComparisonOperator"]), "LessThanThreshold");
+    assert_eq!(text(&alarm["Threshold"]), "1");
+    assert_eq!(text(&alarm["Statistic"]), "Minimum");
 }

@@ -64,6 +64,7 @@ async fn main() -> Result<(), Error> {
     let sdk = load_sdk_config(&AwsSettings::default()).await;
     let mut automatic = list("CRONLEDGER_TICKER_SCHEDULES");
     automatic.extend(list("CRONLEDGER_RECONCILER_SCHEDULES"));
+    automatic.extend(list("CRONLEDGER_AUDITOR_SCHEDULES"));
     let control = SchedulerControl {
         client: aws_sdk_scheduler::Client::new(&sdk),
         group: std::env::var("CRONLEDGER_TICKER_SCHEDULE_GROUP").ok(),

@@ -83,7 +83,8 @@ pub trait SystemControl: Send + Sync {
 pub struct SchedulerControl {
     pub client: aws_sdk_scheduler::Client,
     pub group: Option<String>,
-    /// `CRONLEDGER_TICKER_SCHEDULES` + `CRONLEDGER_RECONCILER_SCHEDULES` (comma-separated).
+    /// `CRONLEDGER_TICKER_SCHEDULES` + `CRONLEDGER_RECONCILER_SCHEDULES` +
+    /// `CRONLEDGER_AUDITOR_SCHEDULES` (comma-separated).
     pub automatic: Vec<String>,
     /// The api function's ARN (`CRONLEDGER_API_FUNCTION_ARN`) and the role Scheduler assumes
     /// to invoke it (`CRONLEDGER_SCHEDULER_ROLE_ARN`).
