@@ -1,7 +1,8 @@
 //! `cronledger local`: the whole system on one machine. Starts the AWS emulators (unless
 //! `AWS_ENDPOINT_URL` points somewhere already), creates a fresh table and lanes, loads the
 //! schedules, and runs the real handlers: the ticker on a minute clock, one poller per lane as
-//! the SQS event source, and a webhook receiver for `http` jobs. Ctrl-C or SIGTERM stops it
+//! the SQS event source, the reconciler and the daily auditor, and a webhook receiver for
+//! `http` jobs. Ctrl-C or SIGTERM stops it
 //! cleanly: pollers stop, the summary prints, the emulators stop and their folder goes.
 
 use std::io::{IsTerminal, Write as _};
@@ -12,7 +13,9 @@ use std::time::Duration;
 
 use chrono::{DurationRound, TimeDelta, Utc};
 use cronledger_app::api::{ApiConfig, AuthConfig, Caller};
+use cronledger_app::auditor::AuditorConfig;
 use cronledger_app::backfill::BackfillReleaser;
+use cronledger_app::clock::SystemClock;
 use cronledger_app::jobs::http_auth::HttpAuthorizer;
 use cronledger_app::jobs::{HttpJob, HttpOptions, JobTargets};
 use cronledger_app::local::poller::{run_poller, PollerConfig};
@@ -155,6 +158,15 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
     tasks.spawn(reconcile_every_minute(
         reconciler,
         backfills,
+        stop_rx.clone(),
+    ));
+    // The auditor's daily pass (01:00 UTC: the previous UTC day), as EventBridge Scheduler
+    // invokes it; `POST /v1/audit/runs` audits any range on demand.
+    tasks.spawn(cronledger_app::local::auditor::audit_daily(
+        components
+            .auditor(AuditorConfig::default())
+            .keeping_metrics(),
+        Arc::new(SystemClock),
         stop_rx.clone(),
     ));
     tasks.spawn(async move {

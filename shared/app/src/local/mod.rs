@@ -2,6 +2,7 @@
 //! source mapping, and a webhook receiver as the default job target. Nothing here decides
 //! anything about scheduling; it only feeds events to the handlers Lambda runs.
 
+pub mod auditor;
 pub mod poller;
 pub mod receiver;
 pub mod summary;
