@@ -35,6 +35,8 @@ pub enum Command {
     Apply(crate::remote::args::ApplyArgs),
     /// (api) Show stored schedules.
     Get(crate::remote::args::GetArgs),
+    /// (api) Show stored calendars: `calendars list`, `calendars get NAME`.
+    Calendars(crate::remote::args::CalendarsArgs),
     /// (api) Every schedule's health, worst first: last result, next run, 7-day success,
     /// freshness against its slo, failures in a row, runs awaiting approval.
     Status(crate::remote::args::StatusArgs),

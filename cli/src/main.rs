@@ -53,6 +53,7 @@ fn main() -> ExitCode {
         Command::Simulate(a) => commands::simulate::run(a),
         Command::Apply(a) => remote::run(remote::Remote::Apply(a)),
         Command::Get(a) => remote::run(remote::Remote::Get(a)),
+        Command::Calendars(a) => remote::run(remote::Remote::Calendars(a)),
         Command::Runs(a) => remote::run(remote::Remote::Runs(a)),
         Command::Run(a) => remote::run(remote::Remote::Run(a)),
         Command::Retry(a) => remote::run(remote::Remote::Retry(a)),

@@ -4,25 +4,44 @@ use cronledger_core::risk::{assess_change, RiskReport};
 use cronledger_core::window::utc_text;
 use serde::Serialize;
 
-use super::{instant_or_now, load_local_manifest, DEFAULT_LOCAL_URL};
+use super::calendars::{calendar_changes, CalendarChange};
+use super::{instant_or_now, load_local, DEFAULT_LOCAL_URL};
 use crate::args::{DiffArgs, Format};
 use crate::CliError;
 
 #[derive(Serialize)]
 #[serde(tag = "change", rename_all = "SCREAMING_SNAKE_CASE")]
 enum Change {
-    Create { id: String },
-    Archive { id: String },
-    Update { id: String, risk: Box<RiskReport> },
-    Unchanged { id: String },
+    Create {
+        id: String,
+    },
+    Archive {
+        id: String,
+    },
+    Update {
+        id: String,
+        risk: Box<RiskReport>,
+    },
+    Unchanged {
+        id: String,
+    },
+    /// A calendar created, replaced or deleted, with the windows it moves in the schedules
+    /// naming it.
+    Calendar(CalendarChange),
 }
 
 pub fn run(args: DiffArgs) -> Result<ExitCode, CliError> {
     let now = instant_or_now("now", args.now.as_deref())?;
-    let old = load_local_manifest(&args.old, now, DEFAULT_LOCAL_URL)?;
-    let new = load_local_manifest(&args.new, now, DEFAULT_LOCAL_URL)?;
-    let mut changes = Vec::new();
-    for n in &new {
+    let old_manifest = load_local(&args.old, now, DEFAULT_LOCAL_URL)?;
+    let new_manifest = load_local(&args.new, now, DEFAULT_LOCAL_URL)?;
+    let (old, new) = (&old_manifest.schedules, &new_manifest.schedules);
+    // Calendars first: the schedules naming them are judged with them in place.
+    let mut changes: Vec<Change> =
+        calendar_changes(&old_manifest.calendars, &new_manifest.calendars, new, now)?
+            .into_iter()
+            .map(Change::Calendar)
+            .collect();
+    for n in new {
         match old.iter().find(|o| o.id == n.id) {
             None => changes.push(Change::Create { id: n.id.clone() }),
             Some(o) if o == n => changes.push(Change::Unchanged { id: n.id.clone() }),
@@ -50,6 +69,7 @@ fn print_change(change: &Change) {
         Change::Create { id } => println!("+ create {id}"),
         Change::Archive { id } => println!("- archive {id} (its runs stay readable)"),
         Change::Unchanged { id } => println!("= unchanged {id}"),
+        Change::Calendar(c) => c.lines().iter().for_each(|line| println!("{line}")),
         Change::Update { id, risk } => {
             println!("~ update {id}: risk {:?}", risk.level);
             println!(

@@ -36,7 +36,7 @@ use cronledger_core::{Lane, Span, ValidationRules};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::watch;
 
-use super::{load_local_manifest, stack, CliError};
+use super::{load_local, stack, CliError};
 use crate::args::LocalArgs;
 use cronledger_aws::prelude::*;
 
@@ -70,7 +70,7 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
     })?;
     let addr = SocketAddr::from(([127, 0, 0, 1], args.port));
     let local_url = format!("http://{addr}");
-    let specs = load_local_manifest(&args.file, now, &local_url)?;
+    let manifest = load_local(&args.file, now, &local_url)?;
     // Bound now and kept: the api and the webhook receiver serve on this very socket, so
     // no other process can take the port between this check and the serving.
     let listener = match tokio::net::TcpListener::bind(addr).await {
@@ -107,16 +107,23 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
     );
     let failed =
         |what: &str, e: &dyn std::fmt::Display| CliError::msg(format!("LOCAL_SETUP: {what}: {e}"));
-    for spec in specs {
+    let loaded = || ChangeMeta {
+        actor: "local".into(),
+        reason: format!("loaded from {}", args.file.display()),
+        at: now,
+        details: None,
+    };
+    // Calendars first, as `apply` puts them: the schedules naming them read them.
+    for (name, calendar) in manifest.calendars.0 {
+        ledger
+            .put_calendar(&name, calendar, None, loaded())
+            .await
+            .map_err(|e| failed("put calendar", &e))?;
+    }
+    for spec in manifest.schedules {
         let id = spec.id.clone();
-        let meta = ChangeMeta {
-            actor: "local".into(),
-            reason: format!("loaded from {}", args.file.display()),
-            at: now,
-            details: None,
-        };
         let stored = ledger
-            .create_schedule(spec, meta)
+            .create_schedule(spec, loaded())
             .await
             .map_err(|e| failed("create schedule", &e))?;
         tracing::info!(

@@ -1,3 +1,4 @@
+pub mod calendars;
 pub mod diff;
 pub mod local;
 pub mod plan;
@@ -11,6 +12,7 @@ use std::path::Path;
 
 use chrono::{DateTime, Utc};
 use cronledger_core::jitter::{find_herd, HerdRule};
+use cronledger_core::spec::Manifest;
 use cronledger_core::{spec, Issue, Schedule, ScheduleSpec, ValidationRules};
 
 pub use crate::CliError;
@@ -66,10 +68,20 @@ pub fn print_warnings(warnings: &[Issue]) {
     }
 }
 
-/// Reads and validates a schedules file as written (what `apply` sends to the api).
-pub fn load_manifest(path: &Path, now: DateTime<Utc>) -> Result<Vec<ScheduleSpec>, CliError> {
+/// Reads and validates a schedules file as written (what `apply` sends to the api); a
+/// calendar the file names and does not define must be one `stored` has.
+pub fn load_manifest(
+    path: &Path,
+    now: DateTime<Utc>,
+    stored: &dyn Fn(&str) -> bool,
+) -> Result<Manifest, CliError> {
     let text = read_file(path)?;
-    Ok(spec::parse_manifest(&text, &ValidationRules::local(), now)?)
+    Ok(spec::read_manifest(
+        &text,
+        &ValidationRules::local(),
+        now,
+        stored,
+    )?)
 }
 
 /// What an `http` job's url may start with to reach the local runner whatever its `--port`:
@@ -93,6 +105,16 @@ pub fn load_local_manifest(
     now: DateTime<Utc>,
     local_url: &str,
 ) -> Result<Vec<ScheduleSpec>, CliError> {
+    Ok(load_local(path, now, local_url)?.schedules)
+}
+
+/// [`load_local_manifest`] with the manifest's calendars: a schedule may name only those.
+pub fn load_local(path: &Path, now: DateTime<Utc>, local_url: &str) -> Result<Manifest, CliError> {
     let text = read_local_file(path, local_url)?;
-    Ok(spec::parse_manifest(&text, &ValidationRules::local(), now)?)
+    Ok(spec::read_manifest(
+        &text,
+        &ValidationRules::local(),
+        now,
+        &|_| false,
+    )?)
 }

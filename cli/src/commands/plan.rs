@@ -8,7 +8,7 @@ use cronledger_core::window::utc_text;
 use cronledger_core::{plan, Coverage, Lane, PlanInput, PlannerConfig, Schedule, Span};
 use serde::{Deserialize, Serialize};
 
-use super::{instant, load_local_manifest, read_file, DEFAULT_LOCAL_URL};
+use super::{instant, load_local, read_file, DEFAULT_LOCAL_URL};
 use crate::args::{Format, PlanArgs};
 use crate::output::Table;
 use crate::CliError;
@@ -65,7 +65,8 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, CliError> {
         .settle
         .parse()
         .map_err(|e| CliError::msg(format!("INVALID_ARGUMENT: --settle: {e}")))?;
-    let specs = load_local_manifest(&args.file, now, DEFAULT_LOCAL_URL)?;
+    let manifest = load_local(&args.file, now, DEFAULT_LOCAL_URL)?;
+    let specs = manifest.schedules;
     let existing: Vec<Existing> = match &args.existing {
         None => Vec::new(),
         Some(path) => serde_json::from_str(&read_file(path)?).map_err(|e| {
@@ -102,7 +103,8 @@ pub fn run(args: PlanArgs) -> Result<ExitCode, CliError> {
         } else {
             now
         };
-        let schedule = Schedule::new(spec)?;
+        // The manifest's calendars: their windows are planned SKIPPED (EXCLUDED).
+        let schedule = Schedule::new(spec)?.with_calendars(&manifest.calendars);
         let coverage = coverage_for(schedule.id(), &existing);
         let plan = plan(PlanInput {
             schedule: &schedule,

@@ -73,6 +73,33 @@ pub struct GetArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct CalendarsArgs {
+    #[command(subcommand)]
+    pub command: CalendarsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CalendarsCommand {
+    /// Every calendar: its version, how many dates or ranges, its last change.
+    List(CalendarsListArgs),
+    /// One calendar with its excluded dates.
+    Get(CalendarGetArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CalendarsListArgs {
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CalendarGetArgs {
+    pub name: String,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+#[derive(Debug, Args)]
 pub struct StatusArgs {
     #[command(flatten)]
     pub remote: RemoteArgs,

@@ -93,6 +93,16 @@ impl Client {
         self.answer(Method::GET, path, None, &[]).await
     }
 
+    /// A DELETE that must succeed (2xx), its answer as `T`; `headers` are extra request
+    /// headers.
+    pub async fn delete<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        headers: &[(&str, String)],
+    ) -> Result<T, CliError> {
+        self.answer(Method::DELETE, path, None, headers).await
+    }
+
     /// A call with a JSON body that must succeed (2xx), its answer as `T`; `headers` are
     /// extra request headers.
     pub async fn send<T: DeserializeOwned>(

@@ -3,6 +3,7 @@
 
 pub mod args;
 mod backfill;
+mod calendars;
 pub mod client;
 pub mod sigv4;
 mod status;
@@ -38,6 +39,7 @@ use crate::CliError;
 pub enum Remote {
     Apply(ApplyArgs),
     Get(GetArgs),
+    Calendars(args::CalendarsArgs),
     Runs(RunsArgs),
     Run(RunArgs),
     Retry(RetryArgs),
@@ -98,6 +100,7 @@ async fn dispatch(command: Remote) -> Result<ExitCode, CliError> {
     match command {
         Remote::Apply(a) => apply(a).await,
         Remote::Get(a) => get(a).await,
+        Remote::Calendars(a) => calendars::calendars(a).await,
         Remote::Runs(a) => runs(a).await,
         Remote::Run(RunArgs {
             command: RunCommand::Now(a),
@@ -453,8 +456,13 @@ impl Step {
 async fn apply(a: ApplyArgs) -> Result<ExitCode, CliError> {
     let now = chrono::Utc::now();
     // Validate locally first (same rules as the api), then read the file as plain documents;
-    // the validated specs (defaults filled in) are what the api stores, so they compare.
-    let validated = load_manifest(&a.file, now)?;
+    // the validated specs (defaults filled in) are what the api stores, so they compare. A
+    // calendar the file names and does not define is looked for among the stored ones.
+    load_manifest(&a.file, now, &|_| true)?;
+    let client = Client::connect(&a.remote).await?;
+    let stored_calendars = calendars::stored(&client).await?;
+    let manifest = load_manifest(&a.file, now, &|name| stored_calendars.contains_key(name))?;
+    let validated = manifest.schedules;
     // Upstreams first: the api checks a schedule's `after` against the stored schedules (and
     // a dependent without `cron` inherits its grid from them), and an upstream always has
     // fewer schedules upstream of it than its dependents.
@@ -481,7 +489,6 @@ async fn apply(a: ApplyArgs) -> Result<ExitCode, CliError> {
                 .map(|id| (id.to_string(), d.clone()))
         })
         .collect();
-    let client = Client::connect(&a.remote).await?;
     let stored: BTreeMap<String, ScheduleView> = all_schedules(&client, Listing::SpecsOnly)
         .await?
         .into_iter()
@@ -530,6 +537,24 @@ async fn apply(a: ApplyArgs) -> Result<ExitCode, CliError> {
             });
         }
     }
+    // The schedules once applied, which the calendar changes are shown on: the file's, and
+    // the stored ones it leaves in place.
+    let fleet: Vec<ScheduleSpec> = specs
+        .values()
+        .cloned()
+        .chain(
+            stored
+                .iter()
+                .filter(|(id, s)| {
+                    !specs.contains_key(*id)
+                        && s.state != ScheduleState::Archived
+                        && !(a.prune && gone.contains(id))
+                })
+                .map(|(_, s)| s.spec.clone()),
+        )
+        .collect();
+    let calendar_plan =
+        calendars::plan(&stored_calendars, &manifest.calendars, &fleet, a.prune, now)?;
     let plan: Vec<Value> = steps
         .iter()
         .map(|step| match step.planned() {
@@ -542,8 +567,12 @@ async fn apply(a: ApplyArgs) -> Result<ExitCode, CliError> {
             }
         })
         .collect();
-    let out = json!({"plan": plan, "not_in_file": gone, "applied": false, "warnings": warnings});
+    let out = json!({"plan": plan, "not_in_file": gone, "applied": false, "warnings": warnings,
+        "calendars": calendar_plan.changes, "calendars_not_in_file": calendar_plan.kept});
     if a.remote.format == OutputFormat::Table {
+        for line in calendar_plan.lines() {
+            println!("{line}");
+        }
         let mut t = Table::new(["ACTION", "SCHEDULE", "VERSION", "RISK", "FINDINGS"]);
         for (action, id, version, risk) in steps.iter().map(Step::planned) {
             t.row([
@@ -565,7 +594,7 @@ async fn apply(a: ApplyArgs) -> Result<ExitCode, CliError> {
             );
         }
     }
-    if steps.is_empty() {
+    if steps.is_empty() && calendar_plan.is_empty() {
         if a.remote.format == OutputFormat::Json {
             println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
         } else {
@@ -581,6 +610,13 @@ async fn apply(a: ApplyArgs) -> Result<ExitCode, CliError> {
         return Ok(ExitCode::from(1));
     }
     let reason = format!("cronledger apply -f {}", a.file.display());
+    // Calendars first: a schedule naming one is accepted only once it is stored.
+    let calendars_put = calendars::put_all(&client, &calendar_plan, &reason).await?;
+    if a.remote.format == OutputFormat::Table {
+        for c in &calendars_put {
+            println!("calendar {} at version {}", c.name, c.version);
+        }
+    }
     let mut results = Vec::new();
     for step in steps {
         let result: ScheduleView = match step {
@@ -639,12 +675,19 @@ async fn apply(a: ApplyArgs) -> Result<ExitCode, CliError> {
         }
         results.push(result);
     }
+    // Deleted last: no schedule the file keeps names them, and the archives are done.
+    let calendars_deleted = calendars::delete_all(&client, &calendar_plan, &reason).await?;
+    if a.remote.format == OutputFormat::Table {
+        for c in &calendars_deleted {
+            println!("calendar {} deleted (version {})", c.name, c.version);
+        }
+    }
     if a.remote.format == OutputFormat::Json {
         println!(
             "{}",
-            serde_json::to_string_pretty(
-                &json!({"plan": plan, "applied": true, "results": results})
-            )
+            serde_json::to_string_pretty(&json!({"plan": plan, "applied": true,
+                "results": results, "calendars": calendar_plan.changes,
+                "calendar_results": calendars_put, "calendars_deleted": calendars_deleted}))
             .unwrap_or_default()
         );
     }
