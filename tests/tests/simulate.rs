@@ -169,6 +169,7 @@ async fn six_hour_outage_accounts_for_every_window_once() {
         println!("{}", serde_json::to_string(e).unwrap_or_default());
     }
     assert_all_accounted(&report);
+    assert_complete(&report);
 
     // The counts (see COLUMNS), derived from the policies. Every schedule's 02:00 window was
     // fired into the ticker's lookahead at 01:59, so its live run sat QUEUED through the
@@ -307,6 +308,24 @@ fn counts(report: &SimulationReport, id: &str) -> [u64; 7] {
 /// Every window has exactly one outcome, nothing is left in flight, nothing ran twice.
 fn assert_all_accounted(report: &SimulationReport) {
     assert_accounted(report, |_| 0);
+}
+
+/// The completeness audit, which recomputes the windows from the schedules' audit logs and
+/// reads only the ledger, finds every window accounted for exactly once and nothing
+/// unexplained.
+fn assert_complete(report: &SimulationReport) {
+    let audit = &report.audit;
+    assert_eq!(audit.completeness, 1.0, "{audit:#?}");
+    let expected: u64 = audit.schedules.iter().map(|s| s.expected).sum();
+    let summarized: u32 = report.summary.iter().map(|s| s.expected).sum();
+    assert!(
+        expected > 0 && expected <= u64::from(summarized),
+        "{audit:#?}"
+    );
+    assert!(
+        audit.schedules.iter().all(|s| s.unexplained.is_empty()),
+        "{audit:#?}"
+    );
 }
 
 /// Every window has exactly one outcome and nothing is left in flight; `duplicates` says how

@@ -86,6 +86,7 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode, CliError> {
                 "summary": report.summary,
                 "backfills": report.backfills,
                 "alerts": report.alerts,
+                "audit": report.audit,
                 "stats": report.stats,
             }))
             .map_err(|e| CliError::msg(format!("SIMULATE_OUTPUT: {e}")))?;
@@ -194,6 +195,18 @@ fn print_table(report: &SimulationReport) {
             b.note
         );
     }
+    let audit = &report.audit;
+    let count = |f: fn(&cronledger_contract::ScheduleAudit) -> u64| -> u64 {
+        audit.schedules.iter().map(f).sum()
+    };
+    println!(
+        "audit: completeness {:.4}% ({} windows expected, {} missing, {} duplicated, {} entries unexplained)",
+        audit.completeness * 100.0,
+        count(|s| s.expected),
+        count(|s| s.missing_count),
+        count(|s| s.duplicates.len() as u64),
+        count(|s| s.unexplained.len() as u64)
+    );
     let st = &report.stats;
     for lever in &st.levers {
         println!("lever {lever}");

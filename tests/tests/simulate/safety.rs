@@ -12,7 +12,9 @@ use cronledger_core::{Reason, RunStatus};
 use cronledger_tests::{spec_with, t};
 use serde_json::json;
 
-use super::{assert_all_accounted, assert_every_crash_point_hit, run, run_lagging, summary};
+use super::{
+    assert_all_accounted, assert_complete, assert_every_crash_point_hit, run, run_lagging, summary,
+};
 
 /// Every crash point, racing tickers and duplicate deliveries on jobs not declared
 /// idempotent (the default): no window's job is executed twice; a window whose attempt was
@@ -63,6 +65,7 @@ fn assert_exactly_once(report: &SimulationReport) {
     assert_every_crash_point_hit(report);
     // Every window accounted, and `duplicates` (no exemption) 0 for every schedule.
     assert_all_accounted(report);
+    assert_complete(report);
     for e in &report.ledger {
         assert!(e.executions <= 1, "{e:?}");
     }

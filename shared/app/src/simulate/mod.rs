@@ -44,6 +44,7 @@ use cronledger_aws::{AlertStore, HealthStore, Notifier};
 use cronledger_aws::{
     Backfill, LaneError, LedgerStore, OpsStore, ReleaseStateStore, RequestMeter, StoreError,
 };
+use cronledger_contract::CompletenessReport;
 use cronledger_core::alerts::Alert;
 use cronledger_core::run::Origin;
 use cronledger_core::{JobSpec, Lane, Run, Schedule, ScheduleSpec, Span};
@@ -54,6 +55,7 @@ use tokio::task::JoinSet;
 use tracing::instrument::WithSubscriber;
 use tracing::Instrument;
 
+use crate::audit::{completeness, AuditPage, AuditRange};
 use crate::clock::Clock;
 use crate::faults::CrashPoint;
 use crate::jobs::{HttpJob, JobTargets};
@@ -186,6 +188,9 @@ pub struct SimulationReport {
     /// Every alert published during the range, in order (what the schedules' owners would
     /// have been told).
     pub alerts: Vec<Alert>,
+    /// The completeness audit of `[from, to)` on the simulation's ledger: the same engine as
+    /// `GET /v1/audit/completeness` and the auditor, every missing window listed.
+    pub audit: CompletenessReport,
     pub stats: SimulationStats,
 }
 
@@ -592,6 +597,16 @@ pub async fn simulate(
     stats.levers = levers.pulled;
     // After the call count: the report's own reads are not the simulation's.
     let ledger = entries::simulated_entries(env.store.as_ref(), &entries, &executions).await?;
+    let audited = AuditRange {
+        from: config.from,
+        to: config.to,
+        schedule: None,
+    };
+    let every_missing = AuditPage {
+        max_missing: usize::MAX,
+        after: None,
+    };
+    let audit = completeness(env.store.as_ref(), audited, every_missing).await?;
     stats.wall_ms = started.elapsed().as_millis() as u64;
     let mut backfills = Vec::with_capacity(proposed.len());
     for id in &proposed {
@@ -602,6 +617,7 @@ pub async fn simulate(
         summary,
         backfills,
         alerts: notifier.sent().into_iter().map(|s| s.alert).collect(),
+        audit,
         stats,
     })
 }
