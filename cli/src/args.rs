@@ -56,6 +56,10 @@ pub enum Command {
     Resume(crate::remote::args::NoteArgs),
     /// (api) Backfills: create, status [--watch], pause, resume, cancel, verify.
     Backfill(crate::remote::args::BackfillArgs),
+    /// (api) The completeness audit of [--from, --to): each schedule's expected windows
+    /// against the ledger (missing, duplicated, unexplained) and the fleet's completeness;
+    /// exits 1 when the completeness is below 1.
+    Audit(crate::remote::args::AuditArgs),
     /// Print a schema generated from the types: the manifest's JSON Schema (editors validate
     /// and complete manifests with it) or the api's OpenAPI document.
     Schema(SchemaArgs),

@@ -63,6 +63,7 @@ fn main() -> ExitCode {
         Command::Resume(a) => remote::run(remote::Remote::Resume(a)),
         Command::Backfill(a) => remote::run(remote::Remote::Backfill(a)),
         Command::Status(a) => remote::run(remote::Remote::Status(a)),
+        Command::Audit(a) => remote::run(remote::Remote::Audit(a)),
         Command::Schema(a) => commands::schema::run(a),
     };
     match result {

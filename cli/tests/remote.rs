@@ -25,6 +25,8 @@ use serde_json::{json, Value};
 
 #[path = "remote/answers.rs"]
 mod answers;
+#[path = "remote/audit.rs"]
+mod audit;
 #[path = "remote/calendars.rs"]
 mod calendars;
 #[path = "remote/status.rs"]

@@ -106,6 +106,22 @@ pub struct StatusArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Start of the range (RFC3339, included).
+    #[arg(long)]
+    pub from: String,
+    /// End of the range (RFC3339, excluded): after --from, at most 31 days later, not in
+    /// the future.
+    #[arg(long)]
+    pub to: String,
+    /// One schedule (default: every schedule with a window or a finding in the range).
+    #[arg(long)]
+    pub schedule: Option<String>,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+#[derive(Debug, Args)]
 pub struct RunsArgs {
     pub schedule: String,
     /// One run (its id as the listing prints it): the run with its attempts.

@@ -2,6 +2,7 @@
 //! JSON (`--format json`) for scripts.
 
 pub mod args;
+mod audit;
 mod backfill;
 mod calendars;
 pub mod client;
@@ -49,6 +50,7 @@ pub enum Remote {
     Resume(NoteArgs),
     Backfill(BackfillArgs),
     Status(StatusArgs),
+    Audit(args::AuditArgs),
 }
 
 pub fn run(command: Remote) -> Result<ExitCode, CliError> {
@@ -164,6 +166,7 @@ async fn dispatch(command: Remote) -> Result<ExitCode, CliError> {
         Remote::Resume(a) => schedule_action(a, "resume").await,
         Remote::Backfill(a) => backfill::backfill(a).await,
         Remote::Status(a) => status::status(a).await,
+        Remote::Audit(a) => audit::audit(a).await,
     }
 }
 
