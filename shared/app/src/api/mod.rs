@@ -494,7 +494,7 @@ pub fn routes() -> Vec<Route> {
         route(M::DELETE, "/v1/calendars/{calendar}", o, "Delete a calendar (409 CALENDAR_IN_USE while a schedule that is not archived names it); audited", delete(calendars::delete))
             .headers(&[("If-Match", "optional version"), ("Cronledger-Note", "why (audit note)")])
             .ok::<CalendarDeleted>(200)
-            .errors(&[404, 409, 412]),
+            .errors(&[400, 404, 409, 412]),
         route(M::GET, "/v1/calendars/{calendar}/audit", v, "A calendar's audit log, oldest first (kept after a delete)", get(calendars::audit))
             .ok::<CalendarAuditLog>(200)
             .errors(&[404]),
