@@ -128,6 +128,16 @@ pub fn plan(
     Ok(CalendarPlan { changes, kept })
 }
 
+/// A planned change's path and headers: the note, and the version it is based on.
+fn request<'a>(p: &PlannedCalendar, note: &str) -> (String, Vec<(&'a str, String)>) {
+    let mut headers = vec![("Cronledger-Note", note.to_string())];
+    if let Some(version) = p.version {
+        headers.push(("If-Match", format!("\"{version}\"")));
+    }
+    let path = format!("/v1/calendars/{}", segment(&p.change.calendar));
+    (path, headers)
+}
+
 /// Puts the plan's created and replaced calendars, each under the version planned.
 pub async fn put_all(
     client: &Client,
@@ -139,11 +149,7 @@ pub async fn put_all(
         let Some(spec) = p.change.after.as_ref() else {
             continue;
         };
-        let mut headers = vec![("Cronledger-Note", note.to_string())];
-        if let Some(version) = p.version {
-            headers.push(("If-Match", format!("\"{version}\"")));
-        }
-        let path = format!("/v1/calendars/{}", segment(&p.change.calendar));
+        let (path, headers) = request(p, note);
         done.push(client.send(Method::PUT, &path, spec, &headers).await?);
     }
     Ok(done)
@@ -157,11 +163,7 @@ pub async fn delete_all(
 ) -> Result<Vec<CalendarDeleted>, CliError> {
     let mut done = Vec::new();
     for p in plan.changes.iter().filter(|p| p.change.after.is_none()) {
-        let mut headers = vec![("Cronledger-Note", note.to_string())];
-        if let Some(version) = p.version {
-            headers.push(("If-Match", format!("\"{version}\"")));
-        }
-        let path = format!("/v1/calendars/{}", segment(&p.change.calendar));
+        let (path, headers) = request(p, note);
         done.push(client.delete(&path, &headers).await?);
     }
     Ok(done)
