@@ -105,7 +105,7 @@ impl<S: Send + Sync> FromRequestParts<S> for IfMatch {
         let bare = text.trim_start_matches("W/").trim_matches('"');
         bare.parse::<u64>().map(|v| IfMatch(Some(v))).map_err(|_| {
             ApiError::malformed(format!(
-                "If-Match `{text}` is not a schedule version like \"3\""
+                "If-Match `{text}` is not a version like \"3\" (the ETag of what the change is based on)"
             ))
         })
     }
