@@ -90,7 +90,9 @@ pub async fn after_backfill_run(
             dependent.spec.accept_partial,
             &outcomes,
         ) {
-            Readiness::Waiting { .. } => continue,
+            // A cascade reads statuses only (`readiness` never holds): the backfill that
+            // recomputes downstream is the operator's decision already.
+            Readiness::Waiting { .. } | Readiness::Hold { .. } => continue,
             Readiness::Ready => {}
             Readiness::Skip { .. } => {
                 run.status = RunStatus::Skipped;

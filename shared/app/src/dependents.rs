@@ -5,6 +5,8 @@
 //!   and sent to its lane;
 //! - an upstream ended without succeeding: the window is recorded SKIPPED
 //!   (UPSTREAM_NOT_SUCCEEDED), so it stays accounted, and its own dependents follow;
+//! - an upstream succeeded SUSPECT (unless `accept_suspect`): the window is recorded
+//!   MANUAL_REQUIRED (UPSTREAM_SUSPECT) for an operator, and its dependents wait;
 //! - an upstream has not ended it yet: nothing.
 //!
 //! Two deciders share this: the worker, as an upstream's run ends (the dependent starts
@@ -18,7 +20,7 @@ use chrono::{DateTime, Utc};
 use cronledger_aws::{Created, LaneError, LaneQueue, LedgerStore, StoreError};
 use cronledger_core::admission::{decide, lane_of, Ask, Candidate, Moment};
 use cronledger_core::calendar::CalendarSet;
-use cronledger_core::dependency::{due_from, readiness, Readiness};
+use cronledger_core::dependency::{due_from, readiness_of, Readiness, UpstreamOutcome};
 use cronledger_core::run::Origin;
 use cronledger_core::{
     late_start, OverlapPolicy, Reason, Run, RunKey, RunStatus, Schedule, ScheduleSpec, Trigger,
@@ -117,6 +119,12 @@ pub async fn record_window(
             run.status = RunStatus::Skipped;
             run.reason = Some(Reason::UpstreamNotSucceeded);
         }
+        // An upstream succeeded SUSPECT: an operator decides whether its results are good
+        // enough to build on (approving sends the window through the rule book then).
+        Readiness::Hold { .. } => {
+            run.status = RunStatus::ManualRequired;
+            run.reason = Some(Reason::UpstreamSuspect);
+        }
     }
     Ok(match store.create_run(&run).await? {
         Created::New(run) => {
@@ -125,6 +133,10 @@ pub async fn record_window(
             {
                 tracing::info!(run = %run.key, %upstream, upstream_status = %status,
                     "window skipped: an upstream did not succeed");
+            }
+            if let Readiness::Hold { upstream } = readiness {
+                tracing::warn!(run = %run.key, %upstream,
+                    "window held: an upstream's result is SUSPECT");
             }
             Recorded::Created { run, send }
         }
@@ -164,7 +176,7 @@ pub async fn readiness_at(
     for upstream in &spec.after {
         match store.get_run(&RunKey::expected(upstream.clone(), at)).await {
             Ok(run) => {
-                outcomes.insert(upstream.clone(), run.status);
+                outcomes.insert(upstream.clone(), UpstreamOutcome::of(&run));
                 runs.push(run);
             }
             Err(StoreError::RunNotFound(_)) => {}
@@ -172,7 +184,12 @@ pub async fn readiness_at(
         }
     }
     Ok((
-        readiness(&spec.after, spec.accept_partial, &outcomes),
+        readiness_of(
+            &spec.after,
+            spec.accept_partial,
+            spec.accept_suspect,
+            &outcomes,
+        ),
         due_from(at, &runs),
     ))
 }

@@ -139,6 +139,8 @@ mod tests {
             guard: None,
             children: 0,
             fail_children: 0,
+            count: None,
+            count_sequence: Vec::new(),
             payload: json!({ "tag": tag }),
         }
     }

@@ -65,6 +65,8 @@ fn spec(id: String, cron: &str, misfire: MisfirePolicy) -> ScheduleSpec {
         slo: None,
         after: Vec::new(),
         accept_partial: false,
+        accept_suspect: false,
+        expect: None,
         verify: None,
         max_failed_children: None,
         batch_lane: None,
@@ -84,6 +86,8 @@ fn spec(id: String, cron: &str, misfire: MisfirePolicy) -> ScheduleSpec {
             guard: None,
             children: 0,
             fail_children: 0,
+            count: None,
+            count_sequence: Vec::new(),
         },
     }
 }

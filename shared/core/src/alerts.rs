@@ -40,6 +40,8 @@ pub enum AlertKind {
     Recovered,
     PausedOnFailure,
     LedgerIncomplete,
+    SuspectResult,
+    SlowRun,
 }
 
 impl AlertKind {
@@ -53,6 +55,8 @@ impl AlertKind {
             AlertKind::Recovered => "RECOVERED",
             AlertKind::PausedOnFailure => "PAUSED_ON_FAILURE",
             AlertKind::LedgerIncomplete => "LEDGER_INCOMPLETE",
+            AlertKind::SuspectResult => "SUSPECT_RESULT",
+            AlertKind::SlowRun => "SLOW_RUN",
         }
     }
 }
@@ -419,6 +423,47 @@ pub fn deadline_missed(
         now,
     );
     Some(about_run(alert, run))
+}
+
+/// A run succeeded SUSPECT (its `count` outside its schedule's `expect` band, see
+/// [`crate::quality`]): once per run. Its dependents' windows wait for an operator.
+pub fn suspect_result(
+    about: &About<'_>,
+    run: &RunRef<'_>,
+    count: Option<u64>,
+    reason: crate::quality::QualityReason,
+    at: DateTime<Utc>,
+) -> Alert {
+    let count = count.map_or_else(|| "no count".to_string(), |c| format!("count {c}"));
+    let alert = about.alert(
+        AlertKind::SuspectResult,
+        Severity::Warning,
+        run.key.to_string(),
+        format!("succeeded with a suspect result: {count}, {reason}; its dependents wait"),
+        at,
+    );
+    about_run(alert, run)
+}
+
+/// A run took `duration_ms`, past `threshold_ms` (twice the p95 of the schedule's recent
+/// successes, see [`crate::quality::slow`]): once per run.
+pub fn slow_run(
+    about: &About<'_>,
+    run: &RunRef<'_>,
+    duration_ms: u64,
+    threshold_ms: u64,
+    at: DateTime<Utc>,
+) -> Alert {
+    let alert = about.alert(
+        AlertKind::SlowRun,
+        Severity::Warning,
+        run.key.to_string(),
+        format!(
+            "took {duration_ms} ms, over {threshold_ms} ms (twice the p95 of its recent successes)"
+        ),
+        at,
+    );
+    about_run(alert, run)
 }
 
 /// The reconciler recorded missed windows: one alert per gap (`gap_id`, its replay group),

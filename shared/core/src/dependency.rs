@@ -1,6 +1,7 @@
 //! Dependencies between schedules: `after: [A, ...]` runs a schedule's window once every
-//! upstream's run for the same business window has succeeded, and accounts for it as
-//! SKIPPED (UPSTREAM_NOT_SUCCEEDED) when one of them did not.
+//! upstream's run for the same business window has succeeded, accounts for it as
+//! SKIPPED (UPSTREAM_NOT_SUCCEEDED) when one of them did not, and holds it for an operator
+//! (MANUAL_REQUIRED, UPSTREAM_SUSPECT) when one succeeded SUSPECT.
 //!
 //! Pure: the graph checks a manifest (or the stored schedules) is refused for, the decision
 //! for one window from the upstream outcomes known so far, and the chain the api and `plan`
@@ -32,6 +33,30 @@ pub enum Readiness {
     /// An upstream ended without succeeding: the window is recorded SKIPPED
     /// (UPSTREAM_NOT_SUCCEEDED), naming the first such upstream in `after`'s order.
     Skip { upstream: String, status: RunStatus },
+    /// Every upstream ended, none failed, but one succeeded SUSPECT (its `count` outside its
+    /// `expect` band, see [`crate::quality`]) and the dependent does not `accept_suspect`:
+    /// the window is recorded MANUAL_REQUIRED (UPSTREAM_SUSPECT) for an operator, naming
+    /// the first such upstream in `after`'s order.
+    Hold { upstream: String },
+}
+
+/// How an upstream's run for a window ended, as readiness judges it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UpstreamOutcome {
+    pub status: RunStatus,
+    /// It succeeded with `quality: SUSPECT`.
+    pub suspect: bool,
+}
+
+impl UpstreamOutcome {
+    /// The outcome `run` records: its status, and whether its result is SUSPECT.
+    pub fn of(run: &Run) -> UpstreamOutcome {
+        UpstreamOutcome {
+            status: run.status,
+            suspect: run.result.as_ref().and_then(|r| r.quality)
+                == Some(crate::quality::Quality::Suspect),
+        }
+    }
 }
 
 /// The decision for one window of a schedule that runs `after` its upstreams, from the
@@ -43,9 +68,33 @@ pub fn readiness(
     accept_partial: bool,
     outcomes: &BTreeMap<String, RunStatus>,
 ) -> Readiness {
+    let outcomes: BTreeMap<String, UpstreamOutcome> = outcomes
+        .iter()
+        .map(|(id, &status)| {
+            let outcome = UpstreamOutcome {
+                status,
+                suspect: false,
+            };
+            (id.clone(), outcome)
+        })
+        .collect();
+    readiness_of(after, accept_partial, true, &outcomes)
+}
+
+/// [`readiness`] with each upstream's result quality: an upstream's SUSPECT success holds
+/// the window ([`Readiness::Hold`]) unless `accept_suspect`. A failure (Skip) comes before
+/// a hold, and a hold only once no upstream is still pending.
+pub fn readiness_of(
+    after: &[String],
+    accept_partial: bool,
+    accept_suspect: bool,
+    outcomes: &BTreeMap<String, UpstreamOutcome>,
+) -> Readiness {
     let mut pending = Vec::new();
+    let mut suspect = None;
     for upstream in after {
-        match outcomes.get(upstream).copied() {
+        let outcome = outcomes.get(upstream).copied();
+        match outcome.map(|o| o.status) {
             Some(RunStatus::Success) => {}
             Some(RunStatus::PartialSuccess) if accept_partial => {}
             Some(status) if status.is_terminal() => {
@@ -54,13 +103,19 @@ pub fn readiness(
                     status,
                 }
             }
-            _ => pending.push(upstream.clone()),
+            _ => {
+                pending.push(upstream.clone());
+                continue;
+            }
+        }
+        if outcome.is_some_and(|o| o.suspect) && !accept_suspect && suspect.is_none() {
+            suspect = Some(upstream.clone());
         }
     }
-    if pending.is_empty() {
-        Readiness::Ready
-    } else {
-        Readiness::Waiting { pending }
+    match (pending.is_empty(), suspect) {
+        (false, _) => Readiness::Waiting { pending },
+        (true, Some(upstream)) => Readiness::Hold { upstream },
+        (true, None) => Readiness::Ready,
     }
 }
 
@@ -111,15 +166,21 @@ pub fn decide_windows(
     windows
         .iter()
         .map(|&at| {
-            let outcomes: BTreeMap<String, RunStatus> = spec
+            let outcomes: BTreeMap<String, UpstreamOutcome> = spec
                 .after
                 .iter()
                 .filter_map(|u| {
                     let runs = upstream_runs.get(u)?;
-                    Some((u.clone(), outcome_at(runs, at)?))
+                    Some((u.clone(), UpstreamOutcome::of(entry_at(runs, at)?)))
                 })
                 .collect();
-            (at, readiness(&spec.after, spec.accept_partial, &outcomes))
+            let ready = readiness_of(
+                &spec.after,
+                spec.accept_partial,
+                spec.accept_suspect,
+                &outcomes,
+            );
+            (at, ready)
         })
         .collect()
 }

@@ -83,6 +83,10 @@ pub enum Code {
     ScheduleInvalidBounds,
     /// `dst` is not `{gap: next_valid | skip, fold: first | both}`.
     ScheduleInvalidDst,
+    /// `expect` is malformed: not a mapping of `min_count`, `max_count` (whole numbers, min
+    /// not above max) and `learned`, or none of them; or `accept_suspect` is not a boolean
+    /// or has no `after` to apply to.
+    ScheduleInvalidExpect,
 }
 
 impl Code {
@@ -132,6 +136,7 @@ impl Code {
             Code::ScheduleInvalidExclude => "SCHEDULE_INVALID_EXCLUDE",
             Code::ScheduleInvalidBounds => "SCHEDULE_INVALID_BOUNDS",
             Code::ScheduleInvalidDst => "SCHEDULE_INVALID_DST",
+            Code::ScheduleInvalidExpect => "SCHEDULE_INVALID_EXPECT",
         }
     }
 }

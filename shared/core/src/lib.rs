@@ -15,6 +15,7 @@ pub mod health;
 pub mod http_target;
 pub mod jitter;
 pub mod policy;
+pub mod quality;
 pub mod retention;
 pub mod run;
 pub mod schedule;

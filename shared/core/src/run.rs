@@ -93,6 +93,9 @@ named_enum!(
         AffectedOverLimit => "AFFECTED_OVER_LIMIT",
         /// An upstream's run for the window ended without succeeding (`after`).
         UpstreamNotSucceeded => "UPSTREAM_NOT_SUCCEEDED",
+        /// An upstream's run for the window succeeded but is SUSPECT (its `count` outside
+        /// its `expect` band) and the dependent does not `accept_suspect`: an operator decides.
+        UpstreamSuspect => "UPSTREAM_SUSPECT",
     }
 );
 
@@ -297,6 +300,13 @@ pub struct RunResult {
     pub expected_count: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_checksum: Option<String>,
+    /// SUSPECT: the run succeeded but its `count` is outside the schedule's `expect` band
+    /// (see [`crate::quality`]); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality: Option<crate::quality::Quality>,
+    /// Why it is SUSPECT.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality_reason: Option<crate::quality::QualityReason>,
 }
 
 /// What distinguishes an operator's run from the expected occurrence at the same instant.

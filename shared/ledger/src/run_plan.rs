@@ -140,6 +140,11 @@ pub fn transition(
             .set_opt(
                 codec::EXPECTED_CHECKSUM,
                 result.expected_checksum.as_deref().map(s),
+            )
+            .set_opt(codec::QUALITY, result.quality.map(|q| s(q.as_str())))
+            .set_opt(
+                codec::QUALITY_REASON,
+                result.quality_reason.map(|q| s(q.as_str())),
             );
     }
     if let Some(steps) = change.transition.steps() {

@@ -7,7 +7,8 @@ use super::{
 
 /// `type: noop`: waits `duration` (and `duration_ms`), failing (retryably) its first `fail_times` attempts,
 /// and for good every attempt of a window before `fail_before`. Its
-/// dry run answers `affected` at once (none: it cannot dry-run).
+/// dry run answers `affected` at once (none: it cannot dry-run). Its success reports `count`
+/// (a `count_sequence` resolved by the worker to the run's own value).
 pub struct NoopJob;
 
 #[async_trait]
@@ -20,6 +21,8 @@ impl JobHandler for NoopJob {
                 fail_before,
                 children,
                 fail_children,
+                count,
+                count_sequence,
                 ..
             },
         ) = (job.noop_wait(), job)
@@ -66,6 +69,12 @@ impl JobHandler for NoopJob {
         Ok(JobSuccess {
             output: job.payload().get("output").cloned(),
             children: (*children > 0).then(|| serde_json::json!({"count": children, "batch": 1})),
+            // The worker resolves a sequence to the run's own `count` (see
+            // `JobSpec::noop_count_for`); unresolved, its first value.
+            result: cronledger_core::run::RunResult {
+                count: count.or_else(|| count_sequence.first().copied()),
+                ..Default::default()
+            },
             ..JobSuccess::default()
         })
     }

@@ -232,6 +232,8 @@ fn noop(affected: Option<u64>) -> JobSpec {
         guard: Some(JobGuard { max_affected: 5 }),
         children: 0,
         fail_children: 0,
+        count: None,
+        count_sequence: Vec::new(),
     }
 }
 

@@ -664,6 +664,8 @@ fn simulated_target(job: JobSpec, changed: &mut bool) -> JobSpec {
                 guard: other.guard().copied(),
                 children: 0,
                 fail_children: 0,
+                count: None,
+                count_sequence: Vec::new(),
             }
         }
     }

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use cronledger_aws::StoreError;
-use cronledger_core::{Lane, Run, RunStatus, Schedule};
+use cronledger_core::{JobSpec, Lane, Run, RunStatus, Schedule};
 use cronledger_ledger::ledger::{LeaseGrant, RunChange, Transition};
 
 use super::steps::Work;
@@ -111,7 +111,10 @@ impl Worker {
         approved_affected: Option<u64>,
     ) -> AttemptEnd {
         let ctx = self.job_context(work, run, JobMode::Execute, approved_affected);
-        let job = self.jobs.run(work.target, &ctx);
+        let resolved = self.noop_count(work.target, run).await;
+        let job = self
+            .jobs
+            .run(resolved.as_ref().unwrap_or(work.target), &ctx);
         let limit = tokio::time::sleep(work.max_runtime.as_std());
         // Declared before the select, so dropped after both branches: on the simulator's
         // clock it counts a beat in progress busy, and must not stop before the job's branch.
@@ -124,6 +127,35 @@ impl Worker {
             () = limit => AttemptEnd::OutranMaxRuntime,
             () = heartbeat => AttemptEnd::LeaseLost,
         }
+    }
+
+    /// A noop with a `count_sequence` reports the n-th value on the n-th run of its
+    /// schedule: n counts the runs before this one that started, from one bounded read of
+    /// the schedule's newest runs (only for such a noop; every other job reads nothing).
+    async fn noop_count(&self, target: &JobSpec, run: &Run) -> Option<JobSpec> {
+        let JobSpec::Noop { count_sequence, .. } = target else {
+            return None;
+        };
+        if count_sequence.is_empty() {
+            return None;
+        }
+        let before = self
+            .store
+            .recent_runs(
+                &run.key.schedule_id,
+                crate::outcomes::HISTORY_PAGE,
+                Some(run.key.scheduled_for),
+            )
+            .await
+            .map(|recent| {
+                recent
+                    .runs
+                    .iter()
+                    .filter(|r| r.key < run.key && r.started_at.is_some())
+                    .count()
+            })
+            .unwrap_or(0);
+        target.noop_count_for(before + 1)
     }
 
     /// A schedule with `verify`: after a successful execution, asks the source what the

@@ -18,10 +18,21 @@ pub const SCHEDULER_ACTOR: &str = "cronledger";
 
 impl Worker {
     /// After `ended` was written terminal: moves the failure streak and raises what it calls
-    /// for. Best effort: the run's end is already recorded.
-    pub(super) async fn after_end(&self, stored: &StoredSchedule, ended: &Run, now: DateTime<Utc>) {
+    /// for; a run that executed, judged against its schedule's `history`, raises
+    /// SUSPECT_RESULT and SLOW_RUN. Best effort: the run's end is already recorded.
+    pub(super) async fn after_end(
+        &self,
+        stored: &StoredSchedule,
+        ended: &Run,
+        history: Option<&crate::outcomes::History>,
+        now: DateTime<Utc>,
+    ) {
         let slo = stored.spec.slo.map(|s| s.within);
         crate::outcomes::ended(self.health.as_deref(), ended, slo, now).await;
+        if let Some(history) = history {
+            crate::outcomes::judged(self.alerts.as_deref(), &stored.spec, ended, history, now)
+                .await;
+        }
         self.start_dependents(stored, ended, now).await;
         let spec = &stored.spec;
         let about = About::of(spec);

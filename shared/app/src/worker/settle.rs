@@ -102,7 +102,7 @@ impl Worker {
                 tracing::info!(%reason, status = %ended.status, late_ms, "run not executed");
                 self.metrics.count_for(&run.key.schedule_id, metric, 1);
                 if ended.status.is_terminal() {
-                    self.after_end(stored, &ended, now).await;
+                    self.after_end(stored, &ended, None, now).await;
                 } else if ended.status == RunStatus::ManualRequired {
                     self.after_hold(stored, &ended, now).await;
                 }
@@ -312,7 +312,7 @@ impl Worker {
         }
         let attempt = work.attempt(run);
         let last_attempt = attempt >= work.max_attempts;
-        let (event, reason, result) = match &outcome {
+        let (event, reason, mut result) = match &outcome {
             Ok(s) if s.partial => (Ending::SucceedPartially, None, s.result.clone()),
             Ok(s) => (Ending::Succeed, None, s.result.clone()),
             Err(f @ JobFailure::Retryable { .. }) if !last_attempt => {
@@ -329,6 +329,21 @@ impl Worker {
                 failure_result(f),
             ),
         };
+        // A run that ends is judged against its schedule's recent successes: its result
+        // now (SUSPECT goes in the same write), its duration after (SLOW_RUN).
+        let history = match event {
+            Ending::FailRetryable => None,
+            _ => match crate::outcomes::history(self.store.as_ref(), run).await {
+                Ok(history) => Some(history),
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not read the schedule's recent runs; the run is not judged");
+                    None
+                }
+            },
+        };
+        if let (Ending::Succeed | Ending::SucceedPartially, Some(history)) = (event, &history) {
+            crate::outcomes::judge_result(&stored.spec, &mut result, history);
+        }
         let end = Transition::End {
             event,
             reason,
@@ -355,7 +370,7 @@ impl Worker {
                 );
                 self.count_outcome(&run.key.schedule_id, event, duration_ms);
                 if done.status.is_terminal() {
-                    self.after_end(stored, &done, now).await;
+                    self.after_end(stored, &done, history.as_ref(), now).await;
                 }
             }
             Err(StoreError::LeaseLost { .. } | StoreError::StatusConflict { .. }) => {

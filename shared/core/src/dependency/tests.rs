@@ -363,6 +363,9 @@ proptest! {
                     .filter(|(_, s)| !ok(s)).map(|(u, _)| u.clone()).collect();
                 prop_assert_eq!(pending, expected);
             }
+            Readiness::Hold { upstream } => {
+                prop_assert!(false, "no suspect was given, yet {} holds", upstream);
+            }
         }
     }
 
@@ -423,4 +426,65 @@ fn a_dependent_window_is_due_when_its_upstreams_ended_unless_the_chain_was_late(
     let mut range = live.clone();
     range.range_end = Some(minutes(60));
     assert_eq!(due_from(at, [&range]), at);
+}
+
+proptest! {
+    /// With qualities: a SUSPECT success holds the window exactly when everything else would
+    /// make it ready and the dependent does not accept_suspect; the hold names the first
+    /// suspect upstream. Without a suspect, the answer is the plain readiness.
+    #[test]
+    fn a_suspect_upstream_holds_the_window_unless_accepted(
+        given in prop::collection::vec(prop::option::of((status(), any::<bool>())), 1..6),
+        accept_partial in any::<bool>(),
+        accept_suspect in any::<bool>(),
+    ) {
+        use crate::dependency::{readiness_of, UpstreamOutcome};
+        let ups: Vec<String> = (0..given.len()).map(|i| format!("u{i}")).collect();
+        let with_quality: BTreeMap<String, UpstreamOutcome> = ups.iter().zip(&given)
+            .filter_map(|(u, g)| g.map(|(status, suspect)| {
+                let suspect = suspect && status.is_success();
+                (u.clone(), UpstreamOutcome { status, suspect })
+            }))
+            .collect();
+        let plain: BTreeMap<String, RunStatus> = with_quality.iter()
+            .map(|(u, o)| (u.clone(), o.status)).collect();
+        let without = readiness(&ups, accept_partial, &plain);
+        let first_suspect = ups.iter().find(|u| with_quality.get(*u).is_some_and(|o| o.suspect));
+        let got = readiness_of(&ups, accept_partial, accept_suspect, &with_quality);
+        match (&without, first_suspect) {
+            (Readiness::Ready, Some(u)) if !accept_suspect => {
+                prop_assert_eq!(got, Readiness::Hold { upstream: u.clone() });
+            }
+            _ => prop_assert_eq!(got, without),
+        }
+    }
+}
+
+#[test]
+fn a_suspect_success_holds_and_accept_suspect_lets_it_through() {
+    let after = vec!["a".to_string(), "b".to_string()];
+    let ok = UpstreamOutcome {
+        status: RunStatus::Success,
+        suspect: false,
+    };
+    let suspect = UpstreamOutcome {
+        status: RunStatus::Success,
+        suspect: true,
+    };
+    let both = BTreeMap::from([("a".to_string(), ok), ("b".to_string(), suspect)]);
+    assert_eq!(
+        readiness_of(&after, false, false, &both),
+        Readiness::Hold {
+            upstream: "b".into()
+        }
+    );
+    assert_eq!(readiness_of(&after, false, true, &both), Readiness::Ready);
+    // Still waiting for `a`: not held yet.
+    let one = BTreeMap::from([("b".to_string(), suspect)]);
+    assert_eq!(
+        readiness_of(&after, false, false, &one),
+        Readiness::Waiting {
+            pending: vec!["a".into()]
+        }
+    );
 }

@@ -110,6 +110,13 @@ pub enum JobSpec {
         /// The first this many children fail on every attempt.
         #[serde(default, skip_serializing_if = "is_zero32")]
         fail_children: u32,
+        /// The `count` its success reports (a result band can be simulated).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        count: Option<u64>,
+        /// The `count` each run of the schedule reports: the n-th run the n-th value, the
+        /// last repeating (before `count`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        count_sequence: Vec<u64>,
     },
     /// Runs its steps in order, each as its own attempt from its own lane message, resuming
     /// at the first that has not succeeded (see [`crate::steps`]).
@@ -171,6 +178,30 @@ impl JobSpec {
             } => Some(duration.as_std() + std::time::Duration::from_millis(*duration_ms)),
             _ => None,
         }
+    }
+
+    /// A noop with a `count_sequence`, as the `n`-th run (1 for the first) of its schedule
+    /// runs it: `count` is the sequence's n-th value (the last one repeating) and the
+    /// sequence is gone. `None` for any other job.
+    pub fn noop_count_for(&self, n: usize) -> Option<JobSpec> {
+        let JobSpec::Noop { count_sequence, .. } = self else {
+            return None;
+        };
+        let value = count_sequence
+            .get(n.saturating_sub(1))
+            .or(count_sequence.last())
+            .copied()?;
+        let mut resolved = self.clone();
+        if let JobSpec::Noop {
+            count,
+            count_sequence,
+            ..
+        } = &mut resolved
+        {
+            *count = Some(value);
+            count_sequence.clear();
+        }
+        Some(resolved)
     }
 
     pub fn payload(&self) -> &Value {
@@ -296,6 +327,13 @@ pub struct ScheduleSpec {
     /// An upstream's PARTIAL_SUCCESS counts as success.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub accept_partial: bool,
+    /// An upstream's SUSPECT success (see [`crate::quality`]) counts as success; without it
+    /// the window waits for an operator, MANUAL_REQUIRED (UPSTREAM_SUSPECT).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub accept_suspect: bool,
+    /// The band a success's reported `count` must fall in; outside it the run is SUSPECT.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<crate::quality::Expect>,
     /// A source that answers what a window's results should be (`{count, checksum}`),
     /// asked after each successful run and recorded beside what the job reported, so a
     /// verification finds windows whose results differ, not only missing ones.

@@ -44,6 +44,8 @@ const KNOWN_FIELDS: &[&str] = &[
     "slo",
     "after",
     "accept_partial",
+    "accept_suspect",
+    "expect",
     "verify",
     "max_failed_children",
     "batch_lane",
@@ -182,7 +184,10 @@ const TOP_LEVEL: &[&str] = &["schedules", "calendars"];
 /// A manifest's `calendars:` (a mapping of names to `{exclude: [...]}`), each read with the
 /// core's codes, and every name it defines: a schedule naming a calendar written wrong is
 /// told about the calendar, not that it is unknown.
-fn read_calendars(value: Option<&Value>, issues: &mut Vec<Issue>) -> (CalendarSet, BTreeSet<String>) {
+fn read_calendars(
+    value: Option<&Value>,
+    issues: &mut Vec<Issue>,
+) -> (CalendarSet, BTreeSet<String>) {
     let mut set = CalendarSet::default();
     let mut defined = BTreeSet::new();
     match value {
@@ -201,7 +206,9 @@ fn read_calendars(value: Option<&Value>, issues: &mut Vec<Issue>) -> (CalendarSe
         Some(other) => issues.push(Issue::new(
             Code::CalendarInvalid,
             "calendars",
-            format!("`calendars` maps names to `{{exclude: [DATE | \"DATE..DATE\"]}}`, found {other}"),
+            format!(
+                "`calendars` maps names to `{{exclude: [DATE | \"DATE..DATE\"]}}`, found {other}"
+            ),
         )),
     }
     (set, defined)
@@ -391,6 +398,27 @@ pub fn validate_schedule(
         bounds::check_order(&bounds, tz, &field, &mut issues);
     }
     let upstreams = upstreams::read(obj, id.as_deref(), &field, &mut issues);
+    let expect = crate::quality::read_expect(obj.get("expect"), &field("expect"), &mut issues);
+    let accept_suspect = match obj.get("accept_suspect") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) if *b && upstreams.after.is_empty() => {
+            issues.push(Issue::new(
+                Code::ScheduleInvalidExpect,
+                field("accept_suspect"),
+                "applies to upstream results: it needs `after`",
+            ));
+            false
+        }
+        Some(Value::Bool(b)) => *b,
+        Some(_) => {
+            issues.push(Issue::new(
+                Code::ScheduleInvalidExpect,
+                field("accept_suspect"),
+                "must be true or false",
+            ));
+            false
+        }
+    };
     let job = validate_job(obj.get("job"), &field("job"), rules, &mut issues);
     let verify = match obj.get("verify") {
         None | Some(Value::Null) => None,
@@ -515,6 +543,8 @@ pub fn validate_schedule(
                 slo: alerting.slo,
                 after: upstreams.after,
                 accept_partial: upstreams.accept_partial,
+                accept_suspect,
+                expect,
                 verify,
                 max_failed_children,
                 batch_lane,

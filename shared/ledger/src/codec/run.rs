@@ -50,6 +50,9 @@ pub const RESULT_ERROR_CODE: &str = "result_error_code";
 pub const RESULT_MESSAGE: &str = "result_message";
 pub const EXPECTED_COUNT: &str = "expected_count";
 pub const EXPECTED_CHECKSUM: &str = "expected_checksum";
+/// SUSPECT on a success outside its schedule's `expect` band (absent otherwise), and why.
+pub const QUALITY: &str = "quality";
+pub const QUALITY_REASON: &str = "quality_reason";
 /// A `steps` job's checkpoints, as JSON (absent for a one-call job).
 pub const STEPS: &str = "steps";
 /// A run's children counters (see `cronledger_core::children`), absent without children.
@@ -114,6 +117,8 @@ pub fn encode(run: &Run, shards: u32) -> Item {
         .opt_s(RESULT_MESSAGE, result.message)
         .opt_n(EXPECTED_COUNT, result.expected_count)
         .opt_s(EXPECTED_CHECKSUM, result.expected_checksum)
+        .opt_s(QUALITY, result.quality.map(|q| q.as_str()))
+        .opt_s(QUALITY_REASON, result.quality_reason.map(|q| q.as_str()))
         .n(RETENTION_SECONDS, run.retention.as_secs())
         .opt_n(EXPIRES_AT, run.expires_at().map(|t| t.timestamp()));
     if run.forced {
@@ -172,6 +177,8 @@ pub fn decode(item: &Item) -> Result<Run, StoreError> {
         message: r.opt_s(RESULT_MESSAGE)?.map(str::to_string),
         expected_count: r.opt_n(EXPECTED_COUNT)?,
         expected_checksum: r.opt_s(EXPECTED_CHECKSUM)?.map(str::to_string),
+        quality: r.opt_parsed(QUALITY)?,
+        quality_reason: r.opt_parsed(QUALITY_REASON)?,
     };
     Ok(Run {
         key,
