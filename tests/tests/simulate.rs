@@ -18,6 +18,8 @@ mod levers;
 mod matrix;
 #[path = "simulate/outcomes.rs"]
 mod outcomes;
+#[path = "simulate/quality.rs"]
+mod quality;
 #[path = "simulate/safety.rs"]
 mod safety;
 #[path = "simulate/steps.rs"]

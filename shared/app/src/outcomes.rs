@@ -93,17 +93,18 @@ impl History {
     }
 }
 
-/// The history of `run`'s schedule before it: one bounded read of its newest
-/// [`HISTORY_PAGE`] runs up to the run's window.
+/// The history of `run`'s schedule before it: one bounded read, its newest
+/// [`HISTORY_PAGE`] runs, of which those scheduled before the run count.
 pub async fn history(store: &dyn LedgerStore, run: &Run) -> Result<History, StoreError> {
-    let recent = store
-        .recent_runs(
-            &run.key.schedule_id,
-            HISTORY_PAGE,
-            Some(run.key.scheduled_for),
-        )
+    let page = store
+        .run_history(&run.key.schedule_id, HISTORY_PAGE, None)
         .await?;
-    Ok(History::of(&recent.runs, &run.key))
+    let before: Vec<Run> = page
+        .items
+        .into_iter()
+        .filter(|r| r.key.scheduled_for < run.key.scheduled_for)
+        .collect();
+    Ok(History::of(&before, &run.key))
 }
 
 /// Judges a success's result against the schedule's `expect` (see [`quality::judge`]):

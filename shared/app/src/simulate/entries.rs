@@ -7,6 +7,7 @@ use std::ops::Deref;
 
 use chrono::{DateTime, Utc};
 use cronledger_aws::{LedgerStore, StoreError};
+use cronledger_core::quality::{Quality, QualityReason};
 use cronledger_core::run::LedgerEntry;
 use cronledger_core::steps::StepStatus;
 use cronledger_core::window::utc_text;
@@ -39,6 +40,11 @@ pub struct SimulatedEntry {
     /// The children the run's job answered, as the run counted them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub children: Option<SimulatedChildren>,
+    /// SUSPECT: it succeeded with a `count` outside its schedule's `expect` band.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quality: Option<Quality>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quality_reason: Option<QualityReason>,
 }
 
 /// A simulated entry's children.
@@ -113,6 +119,8 @@ pub(super) async fn simulated_entries(
                     succeeded: c.succeeded,
                     failed: c.failed,
                 }),
+                quality: run.result.as_ref().and_then(|r| r.quality),
+                quality_reason: run.result.as_ref().and_then(|r| r.quality_reason),
             })
         })
         .buffered(READS_AT_ONCE)

@@ -141,15 +141,10 @@ impl Worker {
         }
         let before = self
             .store
-            .recent_runs(
-                &run.key.schedule_id,
-                crate::outcomes::HISTORY_PAGE,
-                Some(run.key.scheduled_for),
-            )
+            .run_history(&run.key.schedule_id, crate::outcomes::HISTORY_PAGE, None)
             .await
-            .map(|recent| {
-                recent
-                    .runs
+            .map(|page| {
+                page.items
                     .iter()
                     .filter(|r| r.key < run.key && r.started_at.is_some())
                     .count()
