@@ -41,7 +41,9 @@ fn approved_hold(run: &Run, lane: Lane) -> Option<u64> {
         .flatten()
 }
 
-/// How an attempt's job ended, as far as this worker knows.
+/// How an attempt's job ended, as far as this worker knows. One per attempt, moved once:
+/// boxing the outcome would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum AttemptEnd {
     /// The job answered.
     Finished(JobOutcome),
