@@ -30,6 +30,7 @@ export async function runPage(ctx, id, runId) {
       ["Started", timeCell(run.started_at, zone)],
       ["Completed", timeCell(run.completed_at, zone)],
       ["Result count", result.count ?? undefined],
+      ["Quality", result.quality ? `${result.quality} (${result.quality_reason || "?"})` : undefined],
       ["Checksum", result.checksum ? h("code", {}, result.checksum) : undefined],
       ["Error", result.error_code || result.message ? `${result.error_code || ""} ${result.message || ""}`.trim() : undefined],
     ]),
