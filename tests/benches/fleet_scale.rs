@@ -26,7 +26,7 @@ use cronledger_aws::ledger::{ChangeMeta, Opening, RunChange, Transition};
 use cronledger_aws::prelude::*;
 use cronledger_aws::{DynamoLedger, LedgerStore, ReleaseStateStore};
 use cronledger_core::{RunKey, RunStatus};
-use cronledger_tests::{scheduled_run, spec_with, TestLanes, TestLedger};
+use cronledger_tests::{bench_arg, scheduled_run, spec_with, TestLanes, TestLedger};
 use futures_util::stream::{self, StreamExt};
 use serde_json::json;
 
@@ -40,15 +40,6 @@ fn at(text: &str) -> DateTime<Utc> {
 
 fn id(i: usize) -> String {
     format!("fleet-{i:06}")
-}
-
-fn arg(n: usize, default: usize) -> usize {
-    std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .nth(n)
-        .and_then(|a| a.replace([',', '_'], "").parse().ok())
-        .unwrap_or(default)
 }
 
 /// The busiest partition key's writes per second in each index, for `fleet` minutely
@@ -86,9 +77,9 @@ async fn create_fleet(ledger: &DynamoLedger, n: usize, created: DateTime<Utc>) {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let fleet = arg(0, 100_000);
-    let driven = arg(1, 2_000);
-    let queued = arg(2, 12_000);
+    let fleet = bench_arg(0, 100_000);
+    let driven = bench_arg(1, 2_000);
+    let queued = bench_arg(2, 12_000);
     let shards = shards_for_fleet(fleet as u64);
 
     println!("fleet of {fleet} minutely schedules ({fleet} runs a minute)");

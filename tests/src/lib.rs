@@ -370,3 +370,14 @@ pub fn running_backfill(
         version: 0,
     }
 }
+
+/// A benchmark's `n`-th positional argument as a count (`10,080` and `10_080` read as 10080),
+/// or `default`.
+pub fn bench_arg(n: usize, default: usize) -> usize {
+    std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .nth(n)
+        .and_then(|a| a.replace([',', '_'], "").parse().ok())
+        .unwrap_or(default)
+}
