@@ -52,8 +52,9 @@ pub struct DuplicateWindow {
     pub runs: u32,
     /// Attempts started over those runs.
     pub executions: u32,
-    /// RUNS (more than one run executed) or EXECUTIONS (a job not declared idempotent
-    /// started more than once).
+    /// RUNS (more than one run executed), EXECUTIONS (a job not declared idempotent
+    /// started again after an attempt that may have acted) or ENTRIES (more than one automatic
+    /// entry stands for the window).
     pub why: String,
 }
 
@@ -64,5 +65,6 @@ pub struct UnexplainedEntry {
     pub trigger: String,
     pub status: String,
     pub schedule_version: u64,
+    /// NOT_A_WINDOW_OF_ITS_VERSION or UNKNOWN_VERSION.
     pub why: String,
 }
