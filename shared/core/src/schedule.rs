@@ -185,6 +185,22 @@ impl Schedule {
         self.exclusions.iter().any(|sel| sel.contains(date))
     }
 
+    /// [`Schedule::excluded`] with the calendars it names read from `calendars` (a path
+    /// holding a compiled schedule across calendar edits asks this way).
+    pub fn excluded_by(&self, calendars: &CalendarSet, scheduled_for: DateTime<Utc>) -> bool {
+        if self.excluded(scheduled_for) {
+            return true;
+        }
+        let date = scheduled_for
+            .with_timezone(&self.spec.timezone)
+            .date_naive();
+        self.spec
+            .calendars
+            .iter()
+            .filter_map(|name| calendars.get(name))
+            .any(|c| c.excludes(date))
+    }
+
     /// The excluded dates in force (its own and its calendars'), for the planner's walk.
     pub fn exclusions(&self) -> &[DateSel] {
         &self.exclusions
