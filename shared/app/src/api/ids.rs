@@ -25,12 +25,12 @@ pub fn check_path_param(name: &str, value: &str) -> Result<(), ApiError> {
             "BACKFILL_NOT_FOUND",
             format!("backfill `{}` does not exist", shown(value)),
         )),
-        "calendar" if !cronledger_core::calendar::valid_calendar_name(value) => Err(
-            ApiError::not_found(
+        "calendar" if !cronledger_core::calendar::valid_calendar_name(value) => {
+            Err(ApiError::not_found(
                 "CALENDAR_NOT_FOUND",
                 format!("calendar `{}` does not exist", shown(value)),
-            ),
-        ),
+            ))
+        }
         "run" => parse_run_id("", value).map(|_| ()),
         _ => Ok(()),
     }

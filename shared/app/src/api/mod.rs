@@ -42,10 +42,10 @@ use cronledger_aws::{HealthStore, LaneQueue, LedgerStore, OpsStore};
 use cronledger_contract::schemas::{name_of, SCHEDULE_DOCUMENT};
 use cronledger_contract::{
     ApprovalOutcome, AuditLog, BackfillList, BackfillPlan, BackfillRequest, BackfillView,
-    CalendarAuditLog, CalendarDeleted, CalendarList, CalendarView,
-    ChangeDiff, KillSwitchRequest, Note, Preview, PreviewRequest, RetryRequest, RunAtOutcome,
-    RunAtRequest, RunNowRequest, RunOutcome, RunPage, RunView, SchedulePage, ScheduleView,
-    SystemAudit, SystemStatus, Verification, WhoAmI,
+    CalendarAuditLog, CalendarDeleted, CalendarList, CalendarView, ChangeDiff, KillSwitchRequest,
+    Note, Preview, PreviewRequest, RetryRequest, RunAtOutcome, RunAtRequest, RunNowRequest,
+    RunOutcome, RunPage, RunView, SchedulePage, ScheduleView, SystemAudit, SystemStatus,
+    Verification, WhoAmI,
 };
 use cronledger_core::{Span, ValidationRules};
 use schemars::JsonSchema;

@@ -85,9 +85,7 @@ pub fn settled(
 ) -> bool {
     schedules.iter().zip(entries).all(|(schedule, runs)| {
         let seen = accounted(schedule, runs, from, to);
-        let all_there = schedule
-            .between(from, to)
-            .all(|w| seen.contains_key(&w));
+        let all_there = schedule.between(from, to).all(|w| seen.contains_key(&w));
         all_there && runs.iter().all(|r| !in_flight(r.status))
     })
 }
