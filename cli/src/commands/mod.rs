@@ -98,17 +98,9 @@ pub fn read_local_file(path: &Path, local_url: &str) -> Result<String, CliError>
 }
 
 /// Reads and validates a schedules file for a command that runs nothing in AWS: the local
-/// runner's placeholder reads as `local_url`. `apply` uses [`load_manifest`] instead, so a
-/// placeholder never reaches a deployed ledger (the api refuses it as a url).
-pub fn load_local_manifest(
-    path: &Path,
-    now: DateTime<Utc>,
-    local_url: &str,
-) -> Result<Vec<ScheduleSpec>, CliError> {
-    Ok(load_local(path, now, local_url)?.schedules)
-}
-
-/// [`load_local_manifest`] with the manifest's calendars: a schedule may name only those.
+/// runner's placeholder reads as `local_url`, and a schedule may name only the file's own
+/// calendars. `apply` uses [`load_manifest`] instead, so a placeholder never reaches a
+/// deployed ledger (the api refuses it as a url).
 pub fn load_local(path: &Path, now: DateTime<Utc>, local_url: &str) -> Result<Manifest, CliError> {
     let text = read_local_file(path, local_url)?;
     Ok(spec::read_manifest(

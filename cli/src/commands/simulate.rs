@@ -12,13 +12,15 @@ use cronledger_app::simulate::{
 };
 use cronledger_aws::{AwsClients, AwsSettings, MemoryStore, RequestMeter};
 
-use super::{instant, load_local_manifest, stack, CliError, DEFAULT_LOCAL_URL};
+use super::{instant, load_local, stack, CliError, DEFAULT_LOCAL_URL};
 use crate::args::{Format, SimQueuesArg, SimStoreArg, SimulateArgs};
 
 /// The ledger behind each store trait the simulation uses.
 pub fn run(args: SimulateArgs) -> Result<ExitCode, CliError> {
     let mut config = config(&args)?;
-    let specs = load_local_manifest(&args.file, config.from, DEFAULT_LOCAL_URL)?;
+    let manifest = load_local(&args.file, config.from, DEFAULT_LOCAL_URL)?;
+    config.calendars = manifest.calendars;
+    let specs = manifest.schedules;
     // Bad usage (a lever that cannot be pulled, a range or knob out of bounds) is refused
     // before any emulator starts, with exit 2.
     if let Err(e) = levers(&args, &mut config).and_then(|()| config.check(&specs)) {

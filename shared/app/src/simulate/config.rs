@@ -126,6 +126,9 @@ pub struct SimulationConfig {
     pub duplicate_deliveries: bool,
     /// How long past `to` the system may run to settle the range's windows.
     pub settle_limit: Span,
+    /// The manifest's calendars, stored before its schedules (as `cronledger local` and
+    /// `apply` store them).
+    pub calendars: cronledger_core::calendar::CalendarSet,
 }
 
 impl SimulationConfig {
@@ -144,6 +147,7 @@ impl SimulationConfig {
             crash_every: 10,
             duplicate_deliveries: false,
             settle_limit: Span::hours(24),
+            calendars: Default::default(),
         }
     }
 

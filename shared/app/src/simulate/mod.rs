@@ -299,6 +299,17 @@ pub async fn simulate(
     }
 
     let time = VirtualTime::new(config.from);
+    for (name, calendar) in &config.calendars.0 {
+        let meta = ChangeMeta {
+            actor: "simulate".into(),
+            reason: "loaded by the simulator".into(),
+            at: config.from,
+            details: None,
+        };
+        env.store
+            .put_calendar(name, calendar.clone(), None, meta)
+            .await?;
+    }
     for spec in specs.iter().cloned() {
         let meta = ChangeMeta {
             actor: "simulate".into(),
