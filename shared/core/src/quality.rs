@@ -156,8 +156,23 @@ pub fn slow_threshold(recent: &[u64]) -> Option<u64> {
     percentile(used, 95).map(|p95| p95.saturating_mul(SLOW_FACTOR))
 }
 
+/// Runs shorter than this are never judged slow, so their end reads no history: the read
+/// (a page of the schedule's newest runs) would cost more than the run's own writes, on
+/// every run of every schedule (invariant 21: a fire writes only the run; its end reads
+/// nothing it does not need). A run of a minute or more pays it once.
+pub const SLOW_RUN_FLOOR_MS: u64 = 60_000;
+
+/// Whether a run's end needs the schedule's history: it judges a result (`expect`), or it
+/// ran long enough to be judged slow.
+pub fn needs_history(has_expect: bool, duration_ms: u64) -> bool {
+    has_expect || duration_ms >= SLOW_RUN_FLOOR_MS
+}
+
 /// Whether a run of `duration_ms` is slow against `recent`; the threshold it passed.
 pub fn slow(duration_ms: u64, recent: &[u64]) -> Option<u64> {
+    if duration_ms < SLOW_RUN_FLOOR_MS {
+        return None;
+    }
     slow_threshold(recent).filter(|&threshold| duration_ms > threshold)
 }
 

@@ -145,4 +145,12 @@ fn a_run_past_twice_the_p95_is_slow_once_there_are_ten_successes() {
     assert!(judged_alerts(&spec, &on_the_line, &history, t("2026-03-01T12:00:00Z")).is_empty());
     let nine = History::of(&before[..9], &slow.key);
     assert!(judged_alerts(&spec, &slow, &nine, t("2026-03-01T12:00:00Z")).is_empty());
+    // Under the one-minute floor nothing is slow (its end reads no history): ten 5 s
+    // successes and a 50 s run, ten times their p95.
+    let quick: Vec<_> = (1..=10).rev().map(|h| ended(h, 5, 100, false)).collect();
+    let longer = ended(11, 50, 100, false);
+    let quick_history = History::of(&quick, &longer.key);
+    assert!(judged_alerts(&spec, &longer, &quick_history, t("2026-03-01T12:00:00Z")).is_empty());
+    assert!(!cronledger_core::quality::needs_history(false, 50_000));
+    assert!(cronledger_core::quality::needs_history(true, 50));
 }

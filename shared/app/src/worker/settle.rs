@@ -331,8 +331,13 @@ impl Worker {
         };
         // A run that ends is judged against its schedule's recent successes: its result
         // now (SUSPECT goes in the same write), its duration after (SLOW_RUN).
+        let ran_ms = run.started_at.map_or(0, |s| {
+            u64::try_from((now - s).num_milliseconds()).unwrap_or(0)
+        });
+        let wanted = cronledger_core::quality::needs_history(stored.spec.expect.is_some(), ran_ms);
         let history = match event {
             Ending::FailRetryable => None,
+            _ if !wanted => None,
             _ => match crate::outcomes::history(self.store.as_ref(), run).await {
                 Ok(history) => Some(history),
                 Err(e) => {

@@ -77,14 +77,19 @@ fn only_the_newest_thirty_counts_are_learned_from() {
 fn slow_is_past_twice_the_p95_of_at_least_ten_successes() {
     let nine = [1000; 9];
     assert_eq!(slow(1_000_000, &nine), None);
-    let durations: Vec<u64> = (1..=20).map(|i| i * 100).collect();
-    // p95 of 100..=2000 (nearest rank 19) is 1900.
-    assert_eq!(percentile(&durations, 95), Some(1900));
-    assert_eq!(percentile(&durations, 50), Some(1000));
-    assert_eq!(slow_threshold(&durations), Some(3800));
-    assert_eq!(slow(3800, &durations), None);
-    assert_eq!(slow(3801, &durations), Some(3800));
-    assert_eq!(duration_percentiles(&durations), Some((1000, 1900)));
+    let durations: Vec<u64> = (1..=20).map(|i| i * 100_000).collect();
+    // p95 of 100 s..=2000 s (nearest rank 19) is 1900 s.
+    assert_eq!(percentile(&durations, 95), Some(1_900_000));
+    assert_eq!(percentile(&durations, 50), Some(1_000_000));
+    assert_eq!(slow_threshold(&durations), Some(3_800_000));
+    assert_eq!(slow(3_800_000, &durations), None);
+    assert_eq!(slow(3_800_001, &durations), Some(3_800_000));
+    assert_eq!(duration_percentiles(&durations), Some((1_000_000, 1_900_000)));
+    // Under the one-minute floor nothing is slow, however far past the threshold.
+    let quick = [1000; 10];
+    assert_eq!(slow_threshold(&quick), Some(2000));
+    assert_eq!(slow(SLOW_RUN_FLOOR_MS - 1, &quick), None);
+    assert_eq!(slow(SLOW_RUN_FLOOR_MS, &quick), Some(2000));
     assert_eq!(duration_percentiles(&[]), None);
 }
 
