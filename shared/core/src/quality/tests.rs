@@ -84,7 +84,10 @@ fn slow_is_past_twice_the_p95_of_at_least_ten_successes() {
     assert_eq!(slow_threshold(&durations), Some(3_800_000));
     assert_eq!(slow(3_800_000, &durations), None);
     assert_eq!(slow(3_800_001, &durations), Some(3_800_000));
-    assert_eq!(duration_percentiles(&durations), Some((1_000_000, 1_900_000)));
+    assert_eq!(
+        duration_percentiles(&durations),
+        Some((1_000_000, 1_900_000))
+    );
     // Under the one-minute floor nothing is slow, however far past the threshold.
     let quick = [1000; 10];
     assert_eq!(slow_threshold(&quick), Some(2000));
