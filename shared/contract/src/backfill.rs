@@ -12,6 +12,10 @@ use serde_json::Value;
 
 use crate::Page;
 
+/// What a backfill, a catch-up proposal or a plan would cost before it runs (and a running
+/// backfill's measured spend); see `cronledger_core::estimate`.
+pub use cronledger_core::estimate::{Budget, BudgetCap, Estimate, Spend};
+
 /// A backfill's progress: counts, rate and ETA.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -11,6 +11,7 @@ pub mod delay;
 pub mod dependency;
 pub mod dst;
 pub mod error;
+pub mod estimate;
 pub mod health;
 pub mod http_target;
 pub mod jitter;
