@@ -16,8 +16,8 @@ pub mod table;
 // The port this crate implements, under the paths its users and its own modules name.
 pub use cronledger_ledger::{
     alerts, calendars, child_plan, codec, control, cursor, engine, expr, fire_mark, fire_plan,
-    health, item, keys, layer, ledger, ops, prelude, run_plan, schedule_change, schedule_marks,
-    store, subjects,
+    health, item, keys, layer, ledger, ops, prelude, replays, run_plan, schedule_change,
+    schedule_marks, store, subjects,
 };
 
 pub use alerts::{AlertStore, Awaiting, HeldWork, Notifier, NotifyError, RecordedAlert};
@@ -41,5 +41,9 @@ pub use ops::{
     OpsStore, PauseConditions, Reprocess, SystemAuditEntry,
 };
 pub use ops::{BackfillStore, SystemStore};
+pub use replays::{
+    Replay, ReplayApprovalReason, ReplayEntry, ReplayFilter, ReplayStore, ReplayTally,
+    REPLAY_MAX_RUNS,
+};
 pub use store::{ChildStore, LedgerStore, RunStore, ScheduleStore};
 pub use table::TableDefinition;

@@ -89,6 +89,12 @@ pub enum StoreError {
     #[error("BACKFILL_ALREADY_EXISTS: backfill `{0}` already exists")]
     BackfillAlreadyExists(String),
 
+    #[error("REPLAY_NOT_FOUND: replay `{0}` does not exist")]
+    ReplayNotFound(String),
+
+    #[error("REPLAY_ALREADY_EXISTS: replay `{0}` already exists")]
+    ReplayAlreadyExists(String),
+
     #[error("CALENDAR_NOT_FOUND: calendar `{0}` does not exist")]
     CalendarNotFound(String),
 
@@ -149,6 +155,8 @@ impl StoreError {
             StoreError::Malformed { .. } => "STORE_MALFORMED_ITEM",
             StoreError::BackfillNotFound(_) => "BACKFILL_NOT_FOUND",
             StoreError::BackfillAlreadyExists(_) => "BACKFILL_ALREADY_EXISTS",
+            StoreError::ReplayNotFound(_) => "REPLAY_NOT_FOUND",
+            StoreError::ReplayAlreadyExists(_) => "REPLAY_ALREADY_EXISTS",
             StoreError::CalendarNotFound(_) => "CALENDAR_NOT_FOUND",
             StoreError::CalendarAlreadyExists { .. } => "CALENDAR_ALREADY_EXISTS",
             StoreError::CalendarVersionConflict { .. } => "CALENDAR_VERSION_CONFLICT",

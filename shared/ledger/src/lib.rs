@@ -22,6 +22,7 @@ pub mod keys;
 pub mod layer;
 pub mod ledger;
 pub mod ops;
+pub mod replays;
 pub mod run_change;
 pub mod run_plan;
 pub mod schedule_change;
@@ -44,6 +45,10 @@ pub use ops::{
     OpsStore, PauseConditions, Reprocess, SystemAuditEntry,
 };
 pub use ops::{BackfillStore, SystemStore};
+pub use replays::{
+    Replay, ReplayApprovalReason, ReplayEntry, ReplayFilter, ReplayStore, ReplayTally,
+    REPLAY_MAX_RUNS,
+};
 pub use store::{ChildStore, LedgerStore, RunStore, ScheduleStore};
 
 /// The store traits, for `use cronledger_ledger::prelude::*`: a method of any of them
@@ -54,5 +59,6 @@ pub mod prelude {
     pub use crate::control::ReleaseStateStore as _;
     pub use crate::health::HealthStore as _;
     pub use crate::ops::{BackfillStore as _, SystemStore as _};
+    pub use crate::replays::ReplayStore as _;
     pub use crate::store::{ChildStore as _, RunStore as _, ScheduleStore as _};
 }

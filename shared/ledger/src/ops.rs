@@ -255,7 +255,7 @@ store_trait! {
 }
 }
 
-/// Where the control plane's items live: backfills and the system's own.
-pub trait OpsStore: BackfillStore + SystemStore {}
+/// Where the control plane's items live: backfills, replays and the system's own.
+pub trait OpsStore: BackfillStore + crate::replays::ReplayStore + SystemStore {}
 
-impl<T: BackfillStore + SystemStore + ?Sized> OpsStore for T {}
+impl<T: BackfillStore + crate::replays::ReplayStore + SystemStore + ?Sized> OpsStore for T {}

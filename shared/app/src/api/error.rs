@@ -163,6 +163,7 @@ impl From<StoreError> for ApiError {
             | StoreError::RunNotFound(_)
             | StoreError::ChildNotFound(_)
             | StoreError::BackfillNotFound(_)
+            | StoreError::ReplayNotFound(_)
             | StoreError::CalendarNotFound(_) => StatusCode::NOT_FOUND,
             StoreError::VersionConflict { actual, .. }
             | StoreError::CalendarVersionConflict { actual, .. } => {
@@ -179,6 +180,7 @@ impl From<StoreError> for ApiError {
             }
             StoreError::ScheduleAlreadyExists(_)
             | StoreError::BackfillAlreadyExists(_)
+            | StoreError::ReplayAlreadyExists(_)
             | StoreError::ScheduleArchived(_)
             | StoreError::StatusConflict { .. }
             | StoreError::ChildConflict(_)

@@ -8,10 +8,12 @@ pub mod alerts;
 pub mod backfills;
 pub mod calendars;
 pub mod children;
+pub mod documents;
 pub mod fire;
 pub mod health;
 pub mod marks;
 pub mod release;
+pub mod replays;
 pub mod runs;
 pub mod schedules;
 pub mod system;
@@ -109,6 +111,13 @@ macro_rules! engine_subjects {
                 fn open_backfills(&self) -> Vec<Backfill> = backfills::open;
             });
 
+            $crate::__forward_to_subjects!($store, ReplayStore {
+                fn create_replay(&self, replay: &Replay) -> Replay = replays::create;
+                fn get_replay(&self, id: &str) -> Replay = replays::get;
+                fn put_replay(&self, replay: &Replay) -> Option<Replay> = replays::put;
+                fn open_replays(&self) -> Vec<Replay> = replays::open;
+            });
+
             $crate::__forward_to_subjects!($store, SystemStore {
                 fn claim_idempotency(&self, claim: &IdempotencyClaim) -> Option<IdempotencyClaim> = system::claim;
                 fn append_system_audit(&self, entry: &SystemAuditEntry) -> () = system::append_audit;
@@ -155,10 +164,11 @@ pub mod __private {
     pub use crate::ops::{
         Backfill, BackfillStore, IdempotencyClaim, KillSwitch, SystemAuditEntry, SystemStore,
     };
+    pub use crate::replays::{Replay, ReplayStore};
     pub use crate::store::{ChildStore, RunStore, ScheduleStore};
     pub use crate::subjects::{
-        alerts, backfills, calendars, children, fire, health, marks, release, runs, schedules,
-        system,
+        alerts, backfills, calendars, children, fire, health, marks, release, replays, runs,
+        schedules, system,
     };
     pub use async_trait::async_trait;
     pub use chrono::NaiveDate;
