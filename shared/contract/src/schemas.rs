@@ -43,12 +43,13 @@ pub fn components() -> Map<String, Value> {
     each!(answers: ErrorBody, ScheduleView, SchedulePage, Preview, ChangeDiff, AuditLog,
         RunView, RunPage, RunOutcome, ApprovalOutcome, RunAtOutcome, BackfillView, BackfillList, BackfillPlan,
         Verification, SystemStatus, SystemAudit, WhoAmI, CompletenessReport, CalendarView,
-        CalendarList, CalendarDeleted, CalendarAuditLog);
+        CalendarList, CalendarDeleted, CalendarAuditLog, ReplayView, ReplayPlan);
     let mut components = answers.take_definitions(true);
 
     let mut requests = generator(SchemaSettings::draft2020_12().for_deserialize());
     each!(requests: Note, RunNowRequest, RunAtRequest, RetryRequest, BackfillRequest,
-        KillSwitchRequest, PreviewRequest, AuditRunRequest, cronledger_core::calendar::CalendarSpec);
+        KillSwitchRequest, PreviewRequest, AuditRunRequest, cronledger_core::calendar::CalendarSpec,
+        ReplayRequest);
     let mut inputs = requests.take_definitions(true);
     // The schedule document, as the manifest's schema has it.
     let mut manifest = cronledger_core::schema::manifest_schema();
