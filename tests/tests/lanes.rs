@@ -53,9 +53,10 @@ async fn poison_messages_are_dead_lettered_without_failing_their_batch() {
             .await
             .expect("send");
     }
-    // Poison: a version from the future, and something that is not an envelope at all.
+    // Poison: a version no release writes (a later release's is kept instead: see the
+    // upgrade tests), and something that is not an envelope at all.
     let mut future = serde_json::to_value(message(5, lane)).expect("json");
-    future["v"] = 2.into();
+    future["v"] = 0.into();
     let urls = env.lanes.urls(lane).expect("urls").clone();
     for body in [future.to_string(), "not an envelope".to_string()] {
         env.clients

@@ -8,6 +8,12 @@ mod ddb_json;
 mod fixtures;
 #[path = "upgrade/generate.rs"]
 mod generate;
+#[path = "upgrade/mixed.rs"]
+mod mixed;
+#[path = "upgrade/reads.rs"]
+mod reads;
+#[path = "upgrade/stores.rs"]
+mod stores;
 
 use fixtures::{Release, RELEASES};
 

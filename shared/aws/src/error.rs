@@ -21,6 +21,12 @@ pub enum LaneError {
     #[error("LANE_MESSAGE_UNKNOWN_VERSION: message version {0} is not supported")]
     UnknownVersion(String),
 
+    /// The envelope's `v` is a later version than this code reads: a later release sent it.
+    /// Not poison: the message is left in its lane (a batch item failure), for a worker of
+    /// that release, and reaches the DLQ intact only after the lane's receive count.
+    #[error("LANE_MESSAGE_SCHEMA_UNSUPPORTED: message version {version} is later than this release reads (up to {current})")]
+    SchemaUnsupported { version: u64, current: u64 },
+
     /// The body is not a lane envelope. Permanent: retrying cannot help.
     #[error("LANE_MESSAGE_MALFORMED: {0}")]
     Malformed(String),
@@ -39,6 +45,7 @@ impl LaneError {
     pub fn code(&self) -> &'static str {
         match self {
             LaneError::UnknownVersion(_) => "LANE_MESSAGE_UNKNOWN_VERSION",
+            LaneError::SchemaUnsupported { .. } => "LANE_MESSAGE_SCHEMA_UNSUPPORTED",
             LaneError::Malformed(_) => "LANE_MESSAGE_MALFORMED",
             LaneError::NotConfigured(_) => "LANE_NOT_CONFIGURED",
             LaneError::Request { .. } => "LANE_REQUEST_FAILED",

@@ -17,7 +17,7 @@ pub mod table;
 pub use cronledger_ledger::{
     alerts, calendars, child_plan, codec, control, cursor, engine, expr, fire_mark, fire_plan,
     health, item, keys, layer, ledger, ops, prelude, replays, run_plan, schedule_change,
-    schedule_marks, store, subjects,
+    schedule_marks, schema, store, subjects,
 };
 
 pub use alerts::{AlertStore, Awaiting, HeldWork, Notifier, NotifyError, RecordedAlert};

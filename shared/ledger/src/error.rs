@@ -83,6 +83,16 @@ pub enum StoreError {
         problem: String,
     },
 
+    /// An item written by a later release, in a schema this code cannot read: refused and
+    /// left as it is, never read with defaults (see `crate::schema`).
+    #[error("ITEM_SCHEMA_UNSUPPORTED: item PK={pk} SK={sk} has schema version {version}; this release reads versions up to {current}")]
+    SchemaUnsupported {
+        pk: String,
+        sk: String,
+        version: u64,
+        current: u64,
+    },
+
     #[error("BACKFILL_NOT_FOUND: backfill `{0}` does not exist")]
     BackfillNotFound(String),
 
@@ -153,6 +163,7 @@ impl StoreError {
             StoreError::ShardCountDecreased { .. } => "SHARD_COUNT_DECREASED",
             StoreError::InvalidRequest(_) => "STORE_INVALID_REQUEST",
             StoreError::Malformed { .. } => "STORE_MALFORMED_ITEM",
+            StoreError::SchemaUnsupported { .. } => "ITEM_SCHEMA_UNSUPPORTED",
             StoreError::BackfillNotFound(_) => "BACKFILL_NOT_FOUND",
             StoreError::BackfillAlreadyExists(_) => "BACKFILL_ALREADY_EXISTS",
             StoreError::ReplayNotFound(_) => "REPLAY_NOT_FOUND",

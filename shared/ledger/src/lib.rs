@@ -27,6 +27,7 @@ pub mod run_change;
 pub mod run_plan;
 pub mod schedule_change;
 pub mod schedule_marks;
+pub mod schema;
 pub mod store;
 pub mod subjects;
 

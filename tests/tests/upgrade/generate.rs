@@ -283,15 +283,7 @@ async fn dump(env: &AppEnv) -> Release {
 
 /// The states the fixtures promise (their README lists them).
 async fn assert_states(env: &AppEnv) {
-    let expect = [
-        ("plain", RunStatus::Success),
-        ("queued", RunStatus::Queued),
-        ("leased", RunStatus::Running),
-        ("retrying", RunStatus::RetryPending),
-        ("failing", RunStatus::Failed),
-        ("held", RunStatus::ManualRequired),
-    ];
-    for (id, status) in expect {
+    for &(id, status) in super::reads::RUN_STATES {
         let run = env.run(&RunKey::expected(id, hour())).await;
         assert_eq!(run.status, status, "{id}: {run:?}");
     }

@@ -191,6 +191,7 @@ impl From<StoreError> for ApiError {
             StoreError::ScheduleInvalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
             StoreError::BadCursor => return ApiError::cursor_invalid(),
             StoreError::Malformed { .. }
+            | StoreError::SchemaUnsupported { .. }
             | StoreError::TableDefinition(_)
             | StoreError::ShardCountDecreased { .. }
             | StoreError::Request { .. } => {

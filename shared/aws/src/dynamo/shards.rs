@@ -10,6 +10,7 @@ use crate::error::StoreError;
 use crate::expr::{Comparison, Cond, Expr};
 use crate::item::{key, n};
 use crate::meter::metered;
+use crate::schema::Versioned;
 
 const SYSTEM_PK: &str = "SYSTEM";
 const SHARDS_SK: &str = "SHARDS";
@@ -31,7 +32,7 @@ impl DynamoStore {
                 key: key(SYSTEM_PK.to_string(), SHARDS_SK),
                 expr: claim,
             };
-            let claimed = self
+            let claimed = Versioned(self)
                 .write(update, Returning::Nothing, false)
                 .await?
                 .applied();

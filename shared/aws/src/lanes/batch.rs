@@ -110,7 +110,8 @@ pub const BATCH_CONCURRENCY: usize = 10;
 
 /// Parses and handles each record on its own, up to [`BATCH_CONCURRENCY`] at once; the
 /// report lists the records in their batch order. Poison (unknown version, malformed, or a
-/// handler's permanent failure) goes to the lane's DLQ at once and is acknowledged.
+/// handler's permanent failure) goes to the lane's DLQ at once and is acknowledged; a later
+/// release's message (`LANE_MESSAGE_SCHEMA_UNSUPPORTED`) is kept, untouched.
 /// The handler gets the record too (receipt handle, receive count).
 ///
 /// Each message is handled inside one `message` span (message id, schedule, run, the
@@ -196,6 +197,12 @@ where
             }
             .instrument(span)
             .await
+        }
+        Err(err) if !err.is_permanent() => {
+            // A later release's message: left as it is, for a worker that reads it.
+            let detail = err.to_string();
+            tracing::warn!(message_id = %record.message_id, %lane, error = %detail, "message of a later release left in its lane");
+            MessageOutcome::Retry(detail)
         }
         Err(err) => {
             let detail = err.to_string();

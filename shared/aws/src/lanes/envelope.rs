@@ -1,7 +1,9 @@
 //! The lane message envelope: what a worker needs to find and run one attempt of a run.
 //!
-//! JSON with a version `v`. A reader accepts only the versions it knows; anything else, or
-//! anything that does not parse, is a permanent failure with its own code.
+//! JSON with a schema version `v` (every release so far, 0.1.0 included, writes 1). A later
+//! version is refused and left in its lane for a release that reads it
+//! (`LANE_MESSAGE_SCHEMA_UNSUPPORTED`); anything else unknown, or anything that does not
+//! parse, is a permanent failure with its own code.
 
 use cronledger_core::{IdempotencyKey, Lane, Run, RunKey, Window};
 use serde::{Deserialize, Serialize};
@@ -92,6 +94,12 @@ impl LaneMessage {
             .map_err(|e| LaneError::Malformed(format!("not JSON: {e}")))?;
         match value.get("v") {
             Some(Value::Number(v)) if v.as_u64() == Some(VERSION) => {}
+            Some(Value::Number(v)) if v.as_u64().is_some_and(|v| v > VERSION) => {
+                return Err(LaneError::SchemaUnsupported {
+                    version: v.as_u64().unwrap_or_default(),
+                    current: VERSION,
+                })
+            }
             Some(other) => return Err(LaneError::UnknownVersion(other.to_string())),
             None => return Err(LaneError::Malformed("no `v` field".to_string())),
         }
@@ -129,8 +137,23 @@ mod tests {
         let mut v2: Value = serde_json::from_str(&sample().to_body()).unwrap();
         v2["v"] = Value::from(2);
         let err = LaneMessage::parse(&v2.to_string()).unwrap_err();
-        assert_eq!(err.code(), "LANE_MESSAGE_UNKNOWN_VERSION");
-        assert!(err.is_permanent());
+        assert_eq!(err.code(), "LANE_MESSAGE_SCHEMA_UNSUPPORTED");
+        assert!(
+            !err.is_permanent(),
+            "a later release's message is kept, not poison"
+        );
+
+        for unknown in [
+            Value::from(0),
+            Value::from(-1),
+            Value::from(1.5),
+            Value::from("1"),
+        ] {
+            v2["v"] = unknown;
+            let err = LaneMessage::parse(&v2.to_string()).unwrap_err();
+            assert_eq!(err.code(), "LANE_MESSAGE_UNKNOWN_VERSION", "{err}");
+            assert!(err.is_permanent());
+        }
 
         for body in [
             "",

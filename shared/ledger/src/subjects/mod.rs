@@ -30,7 +30,8 @@ macro_rules! __forward_to_subjects {
         impl $trait for $store {
             $(
                 async fn $method(&self $(, $arg: $ty)*) -> Result<$answer, StoreError> {
-                    $subject(self $(, $arg)*).await
+                    // Every item written stamped with the schema version, every read checked.
+                    $subject(&$crate::schema::Versioned(self) $(, $arg)*).await
                 }
             )*
         }
