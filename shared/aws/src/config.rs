@@ -9,6 +9,7 @@ use aws_config::retry::RetryConfig;
 use aws_config::{BehaviorVersion, SdkConfig};
 
 use crate::meter::RequestMeter;
+use crate::recorder::CallRecorder;
 
 /// What the code decides about the clients; everything else comes from the environment.
 #[derive(Debug, Clone)]
@@ -71,6 +72,24 @@ impl AwsClients {
             sqs: aws_sdk_sqs::Client::from_conf(sqs),
             sns: aws_sdk_sns::Client::from_conf(sns),
             meter,
+        }
+    }
+
+    /// The same clients (same configuration and meter), each call also recorded as
+    /// `function`'s in `recorder`: for the test that holds every call to its role. No
+    /// function's wiring calls this.
+    pub fn recorded_as(&self, recorder: &CallRecorder, function: &str) -> AwsClients {
+        let interceptor = recorder.interceptor(function);
+        let dynamodb = self.dynamodb.config().to_builder();
+        let sqs = self.sqs.config().to_builder();
+        let sns = self.sns.config().to_builder();
+        AwsClients {
+            dynamodb: aws_sdk_dynamodb::Client::from_conf(
+                dynamodb.interceptor(interceptor.clone()).build(),
+            ),
+            sqs: aws_sdk_sqs::Client::from_conf(sqs.interceptor(interceptor.clone()).build()),
+            sns: aws_sdk_sns::Client::from_conf(sns.interceptor(interceptor).build()),
+            meter: self.meter.clone(),
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod memory;
 pub mod meter;
 pub mod metered;
 pub mod notify;
+pub mod recorder;
 pub mod table;
 
 // The port this crate implements, under the paths its users and its own modules name.

@@ -47,7 +47,7 @@ pub async fn metered<F: Future>(scope: &'static str, fut: F) -> F::Output {
     SCOPE.scope(scope, fut).await
 }
 
-fn current_scope() -> &'static str {
+pub(crate) fn current_scope() -> &'static str {
     SCOPE.try_with(|s| *s).unwrap_or(UNSCOPED)
 }
 
