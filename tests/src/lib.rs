@@ -8,6 +8,7 @@ pub mod api;
 pub mod app;
 pub mod contract;
 pub mod event_source;
+pub mod iam;
 pub mod reconcile;
 pub mod runtime_api;
 pub mod sns;

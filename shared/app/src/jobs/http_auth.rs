@@ -56,6 +56,11 @@ impl SecretsManagerSource {
             client: aws_sdk_secretsmanager::Client::new(sdk),
         }
     }
+
+    /// On a client built elsewhere (the IAM test's, which records its calls).
+    pub fn from_client(client: aws_sdk_secretsmanager::Client) -> SecretsManagerSource {
+        SecretsManagerSource { client }
+    }
 }
 
 #[async_trait]
