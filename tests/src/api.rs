@@ -16,7 +16,9 @@ use cronledger_app::api::{Api, ApiConfig, ApiDeps, AuthConfig, Caller, SystemCon
 use cronledger_app::auditor::{Auditor, AuditorConfig};
 use cronledger_app::backfill::{BackfillPassReport, BackfillReleaser};
 use cronledger_aws::lanes::LaneSettings;
-use cronledger_aws::{MemoryNotifier, OpsStore};
+use cronledger_aws::{
+    AlertStore, HealthStore, MemoryNotifier, MemoryStore, OpsStore, RequestMeter,
+};
 use http_body_util::BodyExt;
 use serde_json::Value;
 use tower::ServiceExt;
@@ -119,8 +121,37 @@ impl ApiEnv {
 
     pub async fn with_config(now: DateTime<Utc>, config: ApiConfig) -> ApiEnv {
         let env = AppEnv::new(LaneSettings::default(), now).await;
+        let table = Arc::new(env.ledger.ledger.clone());
+        ApiEnv::assemble(env, table, config)
+    }
+
+    /// The same api, workers included, on the in-memory store the simulator runs on instead
+    /// of the table (the lanes stay the emulator's queues): a test written once over
+    /// [`ApiEnv::on`] holds on both stores.
+    pub async fn in_memory(now: DateTime<Utc>) -> ApiEnv {
+        let mut env = AppEnv::new(LaneSettings::default(), now).await;
+        let memory = Arc::new(MemoryStore::new(crate::SHARDS, RequestMeter::new()));
+        env.store = memory.clone();
+        ApiEnv::assemble(env, memory, ApiConfig::default())
+    }
+
+    /// [`ApiEnv::new`] on DynamoDB (`memory: false`) or [`ApiEnv::in_memory`].
+    pub async fn on(memory: bool, now: DateTime<Utc>) -> ApiEnv {
+        if memory {
+            ApiEnv::in_memory(now).await
+        } else {
+            ApiEnv::new(now).await
+        }
+    }
+
+    /// The api over `env`'s lanes and clock, with `stores` (the same ledger as `env.store`)
+    /// behind its operations, health counters and alerts.
+    fn assemble<S>(env: AppEnv, stores: Arc<S>, config: ApiConfig) -> ApiEnv
+    where
+        S: OpsStore + HealthStore + AlertStore + 'static,
+    {
         let scheduler = FakeScheduler::new(&["cronledger-ticker", "cronledger-reconciler"]);
-        let ops: Arc<dyn OpsStore> = Arc::new(env.ledger.ledger.clone());
+        let ops: Arc<dyn OpsStore> = stores.clone();
         let notifier = Arc::new(MemoryNotifier::new());
         let auditor = Arc::new(
             Auditor::new(
@@ -128,16 +159,13 @@ impl ApiEnv {
                 Arc::new(env.clock.clone()),
                 AuditorConfig::default(),
             )
-            .with_alerts(Arc::new(Alerter::new(
-                Arc::new(env.ledger.ledger.clone()),
-                notifier.clone(),
-            )))
+            .with_alerts(Arc::new(Alerter::new(stores.clone(), notifier.clone())))
             .keeping_metrics(),
         );
         let api = Api::new(ApiDeps {
             store: env.store.clone(),
             ops,
-            health: Some(Arc::new(env.ledger.ledger.clone())),
+            health: Some(stores),
             lanes: env.queue.clone(),
             clock: Arc::new(env.clock.clone()),
             system: Some(scheduler.clone()),

@@ -49,6 +49,7 @@ pub enum Remote {
     Pause(NoteArgs),
     Resume(NoteArgs),
     Backfill(BackfillArgs),
+    Replays(replay::ReplaysArgs),
     Status(StatusArgs),
     Audit(args::AuditArgs),
 }
@@ -103,7 +104,10 @@ async fn dispatch(command: Remote) -> Result<ExitCode, CliError> {
         Remote::Apply(a) => apply(a).await,
         Remote::Get(a) => get(a).await,
         Remote::Calendars(a) => calendars::calendars(a).await,
-        Remote::Runs(a) => runs(a).await,
+        Remote::Runs(mut a) => match a.command.take() {
+            Some(replay::RunsCommand::Replay(r)) => replay::replay(r, &a.remote).await,
+            None => runs(a).await,
+        },
         Remote::Run(RunArgs {
             command: RunCommand::Now(a),
         }) => {
@@ -145,6 +149,7 @@ async fn dispatch(command: Remote) -> Result<ExitCode, CliError> {
                 } else {
                     Definition::Original
                 },
+                cascade: !a.no_cascade,
             };
             run_action(a.action, "retry", &body, |r: &RunView| {
                 acted("retry", r, None)
@@ -165,6 +170,7 @@ async fn dispatch(command: Remote) -> Result<ExitCode, CliError> {
         Remote::Pause(a) => schedule_action(a, "pause").await,
         Remote::Resume(a) => schedule_action(a, "resume").await,
         Remote::Backfill(a) => backfill::backfill(a).await,
+        Remote::Replays(a) => replay::replays(a).await,
         Remote::Status(a) => status::status(a).await,
         Remote::Audit(a) => audit::audit(a).await,
     }

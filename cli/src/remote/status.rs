@@ -45,19 +45,20 @@ fn table(items: &[ScheduleHealth]) -> String {
         "FRESHNESS",
         "FAILS IN A ROW",
         "AWAITING APPROVAL",
+        "DURATION P50/P95",
     ]);
     for item in items {
         let mut row = vec![item.id.clone(), item.state.as_str().to_string()];
         match &item.health {
             Some(h) => row.extend(health_cells(h)),
-            None => row.extend(std::iter::repeat_n("-".to_string(), 7)),
+            None => row.extend(std::iter::repeat_n("-".to_string(), 8)),
         }
         t.row(row);
     }
     t.to_string()
 }
 
-fn health_cells(h: &Health) -> [String; 7] {
+fn health_cells(h: &Health) -> [String; 8] {
     let last = h.last_run.as_ref();
     [
         last.map(|l| l.status.as_str().to_string())
@@ -73,7 +74,20 @@ fn health_cells(h: &Health) -> [String; 7] {
         freshness(h),
         h.consecutive_failures.to_string(),
         h.awaiting_approval.to_string(),
+        durations(h),
     ]
+}
+
+/// `1.2s / 4.0s`: the successes' p50 and p95 durations; `-` before a success.
+fn durations(h: &Health) -> String {
+    match (h.duration_p50_ms, h.duration_p95_ms) {
+        (Some(p50), Some(p95)) => format!("{} / {}", seconds(p50), seconds(p95)),
+        _ => "-".into(),
+    }
+}
+
+fn seconds(ms: u64) -> String {
+    format!("{:.1}s", ms as f64 / 1000.0)
 }
 
 /// `97.5% >= 95.0%` (met), `40.0% < 95.0%` (missed), `- (95.0%)` (nothing measured yet),

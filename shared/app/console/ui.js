@@ -117,6 +117,13 @@ export function badge(status, title) {
   return h("span", { class: `badge s-${status.toLowerCase()}`, title }, status.replaceAll("_", " "));
 }
 
+/// A run's status badge, and beside it a SUSPECT badge (its reason on hover) when the run
+/// succeeded with a count outside its schedule's band.
+export function runBadges(run, reasonTitle) {
+  return h("span", {}, badge(run.status),
+    run.quality ? [" ", badge(run.quality, reasonTitle(run.quality_reason))] : null);
+}
+
 /// A table: `columns` are [heading, cell(row)] pairs.
 export function table(rows, columns, { empty = "Nothing here.", rowAttrs } = {}) {
   if (!rows.length) return h("p", { class: "muted empty" }, empty);

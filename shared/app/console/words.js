@@ -30,6 +30,17 @@ export const REASONS = {
   UPSTREAM_NOT_SUCCEEDED: "a schedule it runs after did not succeed for this window",
 };
 
+const QUALITY_REASONS = {
+  BELOW_MIN: "its count is below the schedule's expect.min_count",
+  ABOVE_MAX: "its count is above the schedule's expect.max_count",
+  OUTSIDE_LEARNED_BAND: "its count is outside the band learned from the schedule's recent successes",
+};
+
+/// Why a run is SUSPECT, in words.
+export function qualityText(code) {
+  return code ? QUALITY_REASONS[code] || code : "";
+}
+
 export function reasonText(code) {
   return code ? REASONS[code] || code : "";
 }

@@ -82,10 +82,9 @@ impl History {
                     history.counts.push(count);
                 }
             }
-            if let (Some(start), Some(end)) = (run.started_at, run.completed_at) {
+            if let Some(ms) = quality::duration_ms(run) {
                 if history.durations_ms.len() < quality::HISTORY_RUNS {
-                    let ms = (end - start).num_milliseconds().max(0);
-                    history.durations_ms.push(u64::try_from(ms).unwrap_or(0));
+                    history.durations_ms.push(ms);
                 }
             }
         }

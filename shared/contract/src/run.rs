@@ -3,6 +3,7 @@
 
 use chrono::{DateTime, NaiveDate, Utc};
 use cronledger_core::attempt::AttemptOutcome;
+use cronledger_core::quality::{Quality, QualityReason};
 use cronledger_core::run::{Origin, Reason, RunResult, RunStatus, Trigger};
 use cronledger_core::steps::StepCheckpoint;
 use cronledger_core::Lane;
@@ -52,6 +53,14 @@ pub struct RunView {
     pub timezone: String,
     pub job_id: Option<String>,
     pub result: Option<RunResult>,
+    /// SUSPECT: the run succeeded with a `count` outside its schedule's `expect` band
+    /// (its dependents wait unless they `accept_suspect`); `null` otherwise. The same as
+    /// `result.quality`, at the top where lists and filters read it.
+    #[serde(default)]
+    pub quality: Option<Quality>,
+    /// Why a SUSPECT run is: BELOW_MIN, ABOVE_MAX or OUTSIDE_LEARNED_BAND; `null` otherwise.
+    #[serde(default)]
+    pub quality_reason: Option<QualityReason>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub queued_at: Option<DateTime<Utc>>,

@@ -11,7 +11,7 @@ use chrono::{DateTime, Days, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::alerts::FreshnessSlo;
-use crate::{Priority, Run, RunStatus, Span};
+use crate::{quality, Priority, Run, RunStatus, Span};
 
 /// One UTC day (of the windows' `scheduled_for`) of a schedule's outcomes.
 #[derive(
@@ -129,6 +129,14 @@ pub struct Health {
     pub consecutive_failures: u32,
     /// MANUAL_REQUIRED runs among the runs read.
     pub awaiting_approval: u32,
+    /// The median duration (start to end, milliseconds) of the SUCCESS runs among the runs
+    /// read; `None` without one.
+    #[serde(default)]
+    pub duration_p50_ms: Option<u64>,
+    /// Their 95th percentile (nearest rank): a run past twice it is SLOW_RUN once the
+    /// schedule has 10 successes.
+    #[serde(default)]
+    pub duration_p95_ms: Option<u64>,
 }
 
 fn share(part: u64, whole: u64) -> Option<f64> {
@@ -164,6 +172,7 @@ pub fn health(input: &HealthInput<'_>) -> Health {
             met: attainment_30d.map(|a| a >= target),
         }
     });
+    let durations = quality::duration_percentiles(&quality::success_durations(input.newest_runs));
     Health {
         priority: input.priority,
         last_run: input.newest_runs.iter().find_map(last_run),
@@ -179,6 +188,8 @@ pub fn health(input: &HealthInput<'_>) -> Health {
             .iter()
             .filter(|r| r.status == RunStatus::ManualRequired)
             .count() as u32,
+        duration_p50_ms: durations.map(|(p50, _)| p50),
+        duration_p95_ms: durations.map(|(_, p95)| p95),
     }
 }
 

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Code, Issue};
-use crate::named_enum;
+use crate::{named_enum, Run, RunStatus};
 
 /// How many of the schedule's last successful runs a learned band and the slow-run
 /// threshold look at.
@@ -137,6 +137,23 @@ pub fn percentile(values: &[u64], p: u32) -> Option<u64> {
     let rank = (u64::from(p.min(100)) * sorted.len() as u64).div_ceil(100);
     let index = (rank.max(1) - 1) as usize;
     sorted.get(index).copied()
+}
+
+/// How long a run took from its start to its end, in milliseconds; `None` for a run that
+/// has not ended or never started.
+pub fn duration_ms(run: &Run) -> Option<u64> {
+    let ms = (run.completed_at? - run.started_at?)
+        .num_milliseconds()
+        .max(0);
+    u64::try_from(ms).ok()
+}
+
+/// The durations (milliseconds) of the SUCCESS runs among `runs`, in their order.
+pub fn success_durations(runs: &[Run]) -> Vec<u64> {
+    runs.iter()
+        .filter(|r| r.status == RunStatus::Success)
+        .filter_map(duration_ms)
+        .collect()
 }
 
 /// The p50 and p95 (milliseconds) of the newest [`HISTORY_RUNS`] of `recent` (the durations

@@ -178,3 +178,51 @@ async fn the_next_run_is_a_window_written_ahead_and_not_started_yet() {
     assert_eq!(listed["waiting"]["next_run_at"], "2026-03-10T12:05:00Z");
     assert_eq!(listed["started"]["next_run_at"], "2026-03-10T12:10:00Z");
 }
+
+/// A success of `spec`'s window at `scheduled_for` that took `ms` from its start to its end.
+async fn success_taking(api: &ApiEnv, spec: &ScheduleSpec, at: DateTime<Utc>, ms: i64) {
+    let run = scheduled_run(spec, at, at, "ticker");
+    let store = api.env.store.as_ref();
+    store.create_run(&run).await.expect("run");
+    let end = at + TimeDelta::milliseconds(ms);
+    for step in [
+        RunChange::enqueue(RunStatus::Pending, 0, at),
+        RunChange::open(Opening::Start, RunStatus::Queued, 0, at, "w", end),
+        cronledger_tests::bare(RunEvent::Succeed, RunStatus::Running, 1, end),
+    ] {
+        store.transition_run(&run.key, &step).await.expect("step");
+    }
+}
+
+async fn health_shows_the_successes_duration_percentiles(memory: bool) {
+    let api = ApiEnv::on(memory, t(NOW)).await;
+    create(&api, schedule_doc("timed", "*/5 * * * *")).await;
+    let spec = spec_of(&api, "timed").await;
+    // Before any success: nothing measured, null rather than zero.
+    let none = api.get(VIEWER, "/v1/schedules/timed").await;
+    assert_eq!(none.status, StatusCode::OK, "{:?}", none.body);
+    assert!(none.body["health"]["duration_p50_ms"].is_null());
+    assert!(none.body["health"]["duration_p95_ms"].is_null());
+    // Twenty successes of 1 to 20 seconds, and a failure of ten minutes that does not count.
+    for i in 1..=20i64 {
+        let at = t("2026-03-10T10:00:00Z") + TimeDelta::minutes(5 * (i - 1));
+        success_taking(&api, &spec, at, i * 1000).await;
+    }
+    ended_run(&api, &spec, "2026-03-10T11:45:00Z", RunEvent::Fail).await;
+    let one = api.get(VIEWER, "/v1/schedules/timed").await;
+    let h = &one.body["health"];
+    assert_eq!(h["duration_p50_ms"], 10_000, "{h:?}");
+    assert_eq!(h["duration_p95_ms"], 19_000, "{h:?}");
+    // The listing says the same.
+    assert_eq!(&listed(&api).await["timed"]["health"], h);
+}
+
+#[tokio::test]
+async fn health_shows_the_successes_duration_percentiles_on_dynamodb() {
+    health_shows_the_successes_duration_percentiles(false).await;
+}
+
+#[tokio::test]
+async fn health_shows_the_successes_duration_percentiles_in_memory() {
+    health_shows_the_successes_duration_percentiles(true).await;
+}

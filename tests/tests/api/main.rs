@@ -22,6 +22,7 @@ mod audit;
 mod backfills;
 mod calendars;
 mod health;
+mod quality;
 mod runs;
 mod schedules;
 mod system;

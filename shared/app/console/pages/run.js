@@ -3,8 +3,8 @@
 // children progress (`children`) and upstream/downstream runs show when the API answers them.
 
 import { get, post, enc } from "../api.js";
-import { h, link, table, when, timeCell, badge, facts, section, button, ask, act, can, duration } from "../ui.js";
-import { reasonText, whyHeld } from "../words.js";
+import { h, link, table, when, timeCell, badge, facts, section, button, ask, act, can, duration, runBadges } from "../ui.js";
+import { reasonText, whyHeld, qualityText } from "../words.js";
 
 export async function runPage(ctx, id, runId) {
   const path = `/v1/schedules/${enc(id)}/runs/${enc(runId)}`;
@@ -13,7 +13,7 @@ export async function runPage(ctx, id, runId) {
   const result = run.result || {};
   const parts = [
     h("p", { class: "crumbs" }, link("/schedules", "Schedules"), " / ", link(`/schedules/${enc(id)}`, id), " / ", runId),
-    h("h1", {}, `Run of ${when(run.scheduled_for, zone)} `, badge(run.status)),
+    h("h1", {}, `Run of ${when(run.scheduled_for, zone)} `, runBadges(run, qualityText)),
     run.reason ? h("p", { class: "lead" }, run.status === "MANUAL_REQUIRED" ? whyHeld(run) : reasonText(run.reason)) : null,
     actions(ctx, run, path),
     facts([
@@ -30,7 +30,8 @@ export async function runPage(ctx, id, runId) {
       ["Started", timeCell(run.started_at, zone)],
       ["Completed", timeCell(run.completed_at, zone)],
       ["Result count", result.count ?? undefined],
-      ["Quality", result.quality ? `${result.quality} (${result.quality_reason || "?"})` : undefined],
+      ["Quality", run.quality ? h("span", { class: "quality" }, badge(run.quality, run.quality_reason),
+        " ", run.quality_reason || "", ": ", qualityText(run.quality_reason)) : undefined],
       ["Checksum", result.checksum ? h("code", {}, result.checksum) : undefined],
       ["Error", result.error_code || result.message ? `${result.error_code || ""} ${result.message || ""}`.trim() : undefined],
     ]),

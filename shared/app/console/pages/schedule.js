@@ -2,8 +2,8 @@
 // windows, its run history with reasons, its audit log, and pause/resume with a note.
 
 import { get, post, enc } from "../api.js";
-import { h, link, table, timeCell, when, badge, facts, section, button, ask, act, can, percent } from "../ui.js";
-import { describeSchedule, reasonText } from "../words.js";
+import { h, link, table, timeCell, when, badge, facts, section, button, ask, act, can, percent, duration, runBadges } from "../ui.js";
+import { describeSchedule, reasonText, qualityText } from "../words.js";
 
 const HISTORY = 100;
 
@@ -68,6 +68,8 @@ function healthFacts(s) {
     ["30-day success", percent(hl.success_rate_30d)],
     ["Failures in a row", String(hl.consecutive_failures)],
     ["Awaiting approval", String(hl.awaiting_approval)],
+    // Of the successes among the newest runs read: a run past twice the p95 is SLOW_RUN.
+    ["Duration p50 / p95", hl.duration_p50_ms == null ? undefined : `${duration(hl.duration_p50_ms)} / ${duration(hl.duration_p95_ms)}`],
     ["Freshness", hl.freshness ? `${percent(hl.freshness.attainment_30d)} within ${hl.freshness.within} (target ${percent(hl.freshness.target)})` : undefined],
   ]);
 }
@@ -107,8 +109,9 @@ function history(id, runs, zone) {
   return table(runs, [
     ["Window", (r) => link(`/schedules/${enc(id)}/runs/${enc(r.run_id)}`, when(r.scheduled_for, zone))],
     ["Trigger", (r) => r.trigger],
-    ["Status", (r) => badge(r.status)],
-    ["Reason", (r) => (r.reason ? h("span", { title: r.reason }, reasonText(r.reason)) : "")],
+    ["Status", (r) => runBadges(r, qualityText)],
+    ["Reason", (r) => (r.reason ? h("span", { title: r.reason }, reasonText(r.reason))
+      : r.quality_reason ? h("span", { title: r.quality_reason }, qualityText(r.quality_reason)) : "")],
     ["Attempts", (r) => String(r.attempts)],
     ["Result", (r) => (r.result && r.result.count !== undefined ? `${r.result.count} items` : "")],
   ], { empty: "No runs yet.", rowAttrs: (r) => ({ "data-run": r.run_id, "data-status": r.status }) });

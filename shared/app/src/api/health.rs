@@ -113,6 +113,8 @@ mod tests {
                 freshness: None,
                 consecutive_failures,
                 awaiting_approval: 0,
+                duration_p50_ms: None,
+                duration_p95_ms: None,
             }),
         }
     }

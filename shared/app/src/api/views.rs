@@ -139,6 +139,8 @@ pub fn run(r: &Run) -> RunView {
         timezone: r.timezone.clone(),
         job_id: r.job_id.clone(),
         result: r.result.clone(),
+        quality: r.result.as_ref().and_then(|res| res.quality),
+        quality_reason: r.result.as_ref().and_then(|res| res.quality_reason),
         created_at: r.created_at,
         updated_at: r.updated_at,
         queued_at: r.queued_at,

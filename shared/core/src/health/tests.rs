@@ -156,6 +156,29 @@ fn the_last_run_is_the_newest_that_ended_with_its_duration() {
 }
 
 #[test]
+fn durations_are_the_percentiles_of_the_successes_read() {
+    // Newest first: successes of 1..=20 s, a failure of 10 minutes and one still running.
+    let ended = |minute: u32, status: RunStatus, secs: i64| {
+        let mut r = run(&format!("2026-12-01T10:{minute:02}:00Z"), status);
+        let start = r.key.scheduled_for;
+        r.started_at = Some(start);
+        r.completed_at = Some(start + TimeDelta::seconds(secs));
+        r
+    };
+    let mut runs: Vec<Run> = (1..=20)
+        .map(|i| ended(i as u32, RunStatus::Success, i))
+        .collect();
+    runs.push(ended(30, RunStatus::Failed, 600));
+    runs.push(run("2026-12-01T10:40:00Z", RunStatus::Running));
+    let h = health(&input(&[], &runs));
+    assert_eq!(h.duration_p50_ms, Some(10_000));
+    assert_eq!(h.duration_p95_ms, Some(19_000));
+    // Without a success there is nothing to measure: null, not zero.
+    let h = health(&input(&[], &runs[20..]));
+    assert_eq!((h.duration_p50_ms, h.duration_p95_ms), (None, None));
+}
+
+#[test]
 fn failures_in_a_row_come_from_the_streak_and_approvals_from_the_newest_runs() {
     // Newest first: two failures, a skip (neither counts nor ends the streak), one more
     // failure, then a success.
@@ -231,6 +254,8 @@ fn a_health() -> impl Strategy<Value = Health> {
             }),
             consecutive_failures: failures,
             awaiting_approval: approvals,
+            duration_p50_ms: None,
+            duration_p95_ms: None,
         })
 }
 
