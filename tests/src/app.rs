@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use cronledger_app::backoff::Backoff;
 use cronledger_app::clock::ManualClock;
 use cronledger_app::faults::{CrashPoint, Faults};
+use cronledger_app::jobs::http_auth::HttpAuthorizer;
 use cronledger_app::jobs::{HttpJob, HttpOptions, JobTargets};
 use cronledger_app::ticker::{TickEvent, TickReport, Ticker, TickerConfig};
 use cronledger_app::worker::{Worker, WorkerConfig};
@@ -113,6 +114,32 @@ impl AppEnv {
             Arc::new(self.clock.clone()),
             config,
         )
+    }
+
+    /// Ticks at `at` (one normal-lane run due) and has a worker whose http jobs authenticate
+    /// with `authorizer` run it; the run of `schedule` at `at` as it ended.
+    pub async fn fire_authenticated(
+        &self,
+        schedule: &str,
+        at: DateTime<Utc>,
+        authorizer: HttpAuthorizer,
+    ) -> Run {
+        assert_eq!(self.tick(at).await.sent, 1);
+        let http = HttpJob::with_options(HttpOptions {
+            authorizer,
+            ..HttpOptions::local()
+        })
+        .expect("a client");
+        let worker = self.worker_with(
+            self.store.clone(),
+            JobTargets::new(http),
+            worker_config("w"),
+        );
+        let received = self
+            .receive(Lane::Normal, false, 1, Duration::from_secs(10))
+            .await;
+        self.deliver(&worker, Lane::Normal, &received).await;
+        self.run(&RunKey::expected(schedule, at)).await
     }
 
     /// Receives until `count` messages arrived or `within` passed.

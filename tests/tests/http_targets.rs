@@ -22,8 +22,8 @@ use cronledger_aws::config::load_sdk_config;
 use cronledger_aws::lanes::LaneSettings;
 use cronledger_aws::AwsSettings;
 use cronledger_core::http_target::{AwsIamAuth, AwsIamKind, HttpAuth, SecretAuth};
-use cronledger_core::{IdempotencyKey, JobSpec, Lane, RunKey, RunStatus, Span, Window};
-use cronledger_tests::app::{worker_config, AppEnv};
+use cronledger_core::{IdempotencyKey, JobSpec, RunKey, RunStatus, Span, Window};
+use cronledger_tests::app::AppEnv;
 use cronledger_tests::{require_emulator, spec_with, t, unique_name};
 use serde_json::json;
 
@@ -309,18 +309,9 @@ async fn a_secret_header_reaches_the_target_and_never_the_ledger_or_the_logs() {
         t("2026-03-01T09:59:30Z"),
     )
     .await;
-    assert_eq!(env.tick(at()).await.sent, 1);
-    let http = HttpJob::with_options(HttpOptions {
-        authorizer: HttpAuthorizer::from_sdk(&sdk),
-        ..HttpOptions::local()
-    })
-    .expect("a client");
-    let worker = env.worker_with(env.store.clone(), JobTargets::new(http), worker_config("w"));
-    let received = env
-        .receive(Lane::Normal, false, 1, std::time::Duration::from_secs(10))
+    let run = env
+        .fire_authenticated("secret-auth", at(), HttpAuthorizer::from_sdk(&sdk))
         .await;
-    env.deliver(&worker, Lane::Normal, &received).await;
-    let run = env.run(&RunKey::expected("secret-auth", at())).await;
     assert_eq!(run.status, RunStatus::Success, "{run:?}");
 
     let seen = receiver.seen();

@@ -16,10 +16,10 @@ use cronledger_app::api::{ApiConfig, AuthConfig, Caller};
 use cronledger_app::auditor::AuditorConfig;
 use cronledger_app::backfill::BackfillReleaser;
 use cronledger_app::clock::SystemClock;
-use cronledger_app::jobs::http_auth::HttpAuthorizer;
+use cronledger_app::jobs::http_auth::{HttpAuthorizer, SecretCache, SecretsManagerSource};
 use cronledger_app::jobs::{HttpJob, HttpOptions, JobTargets};
 use cronledger_app::local::poller::{run_poller, PollerConfig};
-use cronledger_app::local::receiver::{self, Executions};
+use cronledger_app::local::receiver::{self, Executions, HookSigning};
 use cronledger_app::local::summary::Summary;
 use cronledger_app::logging::TextLine;
 use cronledger_app::reconciler::{
@@ -120,6 +120,15 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
             .await
             .map_err(|e| failed("put calendar", &e))?;
     }
+    let sdk = load_sdk_config(&AwsSettings::default()).await;
+    // The receiver's hooks that hmac jobs call check their signatures with the same secrets.
+    let signing = HookSigning::for_jobs(
+        manifest.schedules.iter().map(|spec| &spec.job),
+        Arc::new(SecretCache::new(
+            Arc::new(SecretsManagerSource::new(&sdk)),
+            SecretCache::ttl_from_env(),
+        )),
+    );
     for spec in manifest.schedules {
         let id = spec.id.clone();
         let stored = ledger
@@ -147,13 +156,12 @@ async fn run_local(args: LocalArgs) -> Result<ExitCode, CliError> {
         },
     );
     // The api on the receiver's port, every request as the configured local identity.
-    let listener_router = receiver::router(executions.clone())
+    let listener_router = receiver::router(executions.clone(), Some(signing))
         .merge(api.router().layer(axum::Extension(caller.clone())));
     // Every answer to a file, when a test asks (the console's contract check).
     let listener_router = cronledger_app::api::answer_log::from_env(listener_router);
     // The reconciler as in AWS (missed windows, stuck runs, throttled catch-up, backfills),
     // paused by the local lanes' backlog and DLQ; there are no CloudWatch alarms locally.
-    let sdk = load_sdk_config(&AwsSettings::default()).await;
     let signals: Arc<dyn Signals> = Arc::new(AwsSignals::new(
         lanes.clone(),
         aws_sdk_cloudwatch::Client::new(&sdk),

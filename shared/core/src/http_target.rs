@@ -29,6 +29,10 @@ const RESERVED_HEADERS: &[&str] = &[
 pub enum HttpAuth {
     /// `{ type: aws_iam }`: the request is signed (SigV4) with the worker's credentials.
     AwsIam(AwsIamAuth),
+    /// `{ type: hmac, secret: <name or ARN> }`: the body is signed with the secret's value
+    /// (header `Cronledger-Signature`), so the target can tell cronledger's calls from
+    /// forged or replayed ones.
+    Hmac(HmacAuth),
     /// `{ secret: <name or ARN>, header: Authorization, prefix: "Bearer " }`.
     Secret(SecretAuth),
 }
@@ -58,6 +62,23 @@ pub struct AwsIamAuth {
     /// The signing region; from the host, else the worker's region, when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
+}
+
+/// An HMAC-SHA256 signature of each call, keyed by a Secrets Manager secret's string.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HmacAuth {
+    #[serde(rename = "type")]
+    pub kind: HmacKind,
+    /// The secret's name or ARN; its value is the signing key.
+    pub secret: String,
+}
+
+/// The one value of `type` an [`HmacAuth`] has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub enum HmacKind {
+    #[serde(rename = "hmac")]
+    Hmac,
 }
 
 /// The one value of `type` an [`AwsIamAuth`] has.
@@ -254,12 +275,20 @@ pub(crate) fn check_auth(
         issues.push(Issue::new(
             Code::HttpAuthInvalid,
             auth_path,
-            "`auth` must be a mapping: { secret: <name or ARN>, header: Authorization } or { type: aws_iam }",
+            "`auth` must be a mapping: { secret: <name or ARN>, header: Authorization }, { type: hmac, secret: <name or ARN> } or { type: aws_iam }",
         ));
         return false;
     };
     match obj.get("type") {
-        None => check_secret_auth(obj, &auth_path, secret_prefix, issues),
+        None => {
+            unknown_keys(obj, &["secret", "header", "prefix"], &auth_path, issues);
+            check_secret_name(obj, &auth_path, secret_prefix, issues);
+            check_secret_header(obj, &auth_path, issues);
+        }
+        Some(Value::String(kind)) if kind == "hmac" => {
+            unknown_keys(obj, &["type", "secret"], &auth_path, issues);
+            check_secret_name(obj, &auth_path, secret_prefix, issues);
+        }
         Some(Value::String(kind)) if kind == "aws_iam" => {
             check_aws_iam_auth(obj, url, &auth_path, issues)
         }
@@ -267,20 +296,20 @@ pub(crate) fn check_auth(
             Code::HttpAuthUnknownType,
             format!("{auth_path}.type"),
             format!(
-                "unknown auth type {other}; use `type: aws_iam`, or leave `type` out and name a `secret`"
+                "unknown auth type {other}; use `type: hmac` or `type: aws_iam`, or leave `type` out and name a `secret`"
             ),
         )),
     }
     issues.len() == before
 }
 
-fn check_secret_auth(
+/// `secret` names a secret the worker may read (under the deployment's prefix, if any).
+fn check_secret_name(
     obj: &Map<String, Value>,
     auth_path: &str,
     secret_prefix: Option<&str>,
     issues: &mut Vec<Issue>,
 ) {
-    unknown_keys(obj, &["secret", "header", "prefix"], auth_path, issues);
     match obj.get("secret").and_then(Value::as_str).map(str::trim) {
         Some(id) if !id.is_empty() => {
             if let Some(prefix) = secret_prefix.filter(|p| !p.is_empty()) {
@@ -301,6 +330,10 @@ fn check_secret_auth(
             "`secret` must name a Secrets Manager secret (its name or ARN)",
         )),
     }
+}
+
+/// A header secret's `header` and `prefix`, when given.
+fn check_secret_header(obj: &Map<String, Value>, auth_path: &str, issues: &mut Vec<Issue>) {
     if let Some(header) = obj.get("header") {
         let name = header.as_str().unwrap_or_default();
         let token = !name.is_empty()

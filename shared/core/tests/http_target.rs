@@ -8,7 +8,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use common::{schedule_value, validation_now};
 use cronledger_core::http_target::{
     forbidden_address, redact_url_credentials, secret_name_of, signing_target_of, AwsIamAuth,
-    AwsIamKind, ForbiddenAddress, HttpAuth, SecretAuth,
+    AwsIamKind, ForbiddenAddress, HmacAuth, HmacKind, HttpAuth, SecretAuth,
 };
 use cronledger_core::spec::validate_schedule;
 use cronledger_core::{Code, JobSpec, ScheduleSpec, ValidationRules};
@@ -308,4 +308,59 @@ fn bad_auth_is_reported_field_by_field_with_stable_codes() {
         secret_name_of("arn:aws:secretsmanager:eu-west-1:1:secret:a/b-AbCdEf"),
         "a/b-AbCdEf"
     );
+}
+
+#[test]
+fn hmac_auth_names_a_secret_under_the_prefix_and_nothing_else_with_stable_codes() {
+    let rules = ValidationRules {
+        secret_name_prefix: Some("cronledger/".into()),
+        ..ValidationRules::default()
+    };
+    let url = "https://hooks.example.com/report";
+    let job = json!({"type": "http", "url": url,
+                     "auth": {"type": "hmac", "secret": "cronledger/hook-key"}});
+    let spec = validate(job, &rules).expect("valid");
+    assert_eq!(
+        auth_of(&spec),
+        Some(&HttpAuth::Hmac(HmacAuth {
+            kind: HmacKind::Hmac,
+            secret: "cronledger/hook-key".into(),
+        }))
+    );
+    // Stored and read back as the same type, never taken for a header secret.
+    let stored = serde_json::to_value(&spec).expect("json");
+    assert_eq!(
+        stored["job"]["auth"],
+        json!({"type": "hmac", "secret": "cronledger/hook-key"})
+    );
+    let again: ScheduleSpec = serde_json::from_value(stored).expect("reads back");
+    assert_eq!(again, spec);
+
+    let cases = [
+        (
+            json!({"type": "hmac"}),
+            one(Code::HttpAuthInvalid, "job.auth.secret"),
+        ),
+        (
+            json!({"type": "hmac", "secret": " "}),
+            one(Code::HttpAuthInvalid, "job.auth.secret"),
+        ),
+        (
+            json!({"type": "hmac", "secret": "other/hook-key"}),
+            one(Code::HttpAuthSecretOutsidePrefix, "job.auth.secret"),
+        ),
+        // A signature has no header or prefix to choose.
+        (
+            json!({"type": "hmac", "secret": "cronledger/k", "header": "X-Sig"}),
+            one(Code::ScheduleUnknownField, "job.auth.header"),
+        ),
+        (
+            json!({"type": "HMAC", "secret": "cronledger/k"}),
+            one(Code::HttpAuthUnknownType, "job.auth.type"),
+        ),
+    ];
+    for (auth, expected) in cases {
+        let job = json!({"type": "http", "url": url, "auth": auth});
+        assert_eq!(codes_of(job, &rules), expected, "{auth}");
+    }
 }

@@ -1,6 +1,7 @@
 //! How an http job's call authenticates: a header whose value is read from Secrets Manager
-//! at execution (cached briefly in a warm worker), or a SigV4 signature with the worker's
-//! own credentials. A secret's value goes into the request and nowhere else: not the ledger,
+//! at execution (cached briefly in a warm worker), an HMAC signature of the body keyed by
+//! such a secret (`Cronledger-Signature`), or a SigV4 signature with the worker's own
+//! credentials. A secret's value goes into the request and nowhere else: not the ledger,
 //! not a log line, not an error (errors name the secret, never its value).
 
 use std::collections::HashMap;
@@ -13,10 +14,12 @@ use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvid
 use aws_sdk_secretsmanager::error::ProvideErrorMetadata;
 use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
 use aws_sigv4::sign::v4;
-use cronledger_core::http_target::{signing_target_of, AwsIamAuth, HttpAuth, SecretAuth};
+use cronledger_core::http_target::{signing_target_of, AwsIamAuth, HmacAuth, HttpAuth, SecretAuth};
 use reqwest::header::{HeaderName, HeaderValue};
 
+use super::webhook_signature::{signature_header, SIGNATURE_HEADER};
 use super::JobFailure;
+use crate::clock::{Clock, SystemClock};
 
 /// The secret does not exist (permanent).
 pub const SECRET_NOT_FOUND: &str = "HTTP_AUTH_SECRET_NOT_FOUND";
@@ -39,10 +42,19 @@ pub const SECRET_PREFIX_ENV: &str = "CRONLEDGER_SECRET_PREFIX";
 /// Seconds a warm worker keeps a secret it read.
 pub const SECRET_TTL_ENV: &str = "CRONLEDGER_SECRET_CACHE_SECONDS";
 
+/// The staging label Secrets Manager gives a version while a rotation is under way.
+pub const PENDING_STAGE: &str = "AWSPENDING";
+
 /// Reads a secret's string by name or ARN. Behind a trait so caching is testable.
 #[async_trait]
 pub trait SecretSource: Send + Sync {
+    /// The current value (`AWSCURRENT`).
     async fn secret_string(&self, id: &str) -> Result<String, JobFailure>;
+
+    /// The value staged [`PENDING_STAGE`], `None` when no rotation is under way.
+    async fn pending_secret_string(&self, _id: &str) -> Result<Option<String>, JobFailure> {
+        Ok(None)
+    }
 }
 
 /// Secrets Manager, at the environment's endpoint (`AWS_ENDPOINT_URL*`).
@@ -63,32 +75,56 @@ impl SecretsManagerSource {
     }
 }
 
-#[async_trait]
-impl SecretSource for SecretsManagerSource {
-    async fn secret_string(&self, id: &str) -> Result<String, JobFailure> {
-        let answer = self
+impl SecretsManagerSource {
+    /// The string of the version of `id` staged `stage` (AWSCURRENT when `None`); `None`
+    /// when no version has that stage.
+    async fn read(&self, id: &str, stage: Option<&str>) -> Result<Option<String>, JobFailure> {
+        let answer = match self
             .client
             .get_secret_value()
             .secret_id(id)
+            .set_version_stage(stage.map(str::to_string))
             .send()
             .await
-            .map_err(|e| {
+        {
+            Ok(answer) => answer,
+            Err(e) if stage.is_some() && e.code() == Some("ResourceNotFoundException") => {
+                return Ok(None)
+            }
+            Err(e) => {
                 let code = e.code().unwrap_or_default();
                 let message = format!("could not read secret `{id}`: {}", code_or(code, &e));
-                match code {
+                return Err(match code {
                     "ResourceNotFoundException" => JobFailure::permanent(SECRET_NOT_FOUND, message),
                     "AccessDeniedException" | "DecryptionFailure" | "InvalidRequestException" => {
                         JobFailure::permanent(SECRET_DENIED, message)
                     }
                     _ => JobFailure::retryable(SECRET_UNAVAILABLE, message),
-                }
-            })?;
-        answer.secret_string().map(str::to_string).ok_or_else(|| {
-            JobFailure::permanent(
+                });
+            }
+        };
+        match answer.secret_string() {
+            Some(text) => Ok(Some(text.to_string())),
+            None => Err(JobFailure::permanent(
                 SECRET_NOT_TEXT,
-                format!("secret `{id}` has no string value (binary secrets are not headers)"),
-            )
+                format!(
+                    "secret `{id}` has no string value (binary secrets are not headers or keys)"
+                ),
+            )),
+        }
+    }
+}
+
+#[async_trait]
+impl SecretSource for SecretsManagerSource {
+    async fn secret_string(&self, id: &str) -> Result<String, JobFailure> {
+        self.read(id, None).await?.ok_or_else(|| {
+            JobFailure::permanent(SECRET_NOT_FOUND, format!("secret `{id}` has no value"))
         })
+    }
+
+    async fn pending_secret_string(&self, id: &str) -> Result<Option<String>, JobFailure> {
+        self.read(id, Some(PENDING_STAGE)).await
     }
 }
 
@@ -101,12 +137,22 @@ fn code_or(code: &str, error: &dyn std::fmt::Display) -> String {
     }
 }
 
+/// Which version of a secret a cache entry holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Stage {
+    Current,
+    Pending,
+}
+
+/// A cached read: when, and the value (`None`: no version has the stage).
+type Entries = HashMap<(String, Stage), (Instant, Option<Arc<str>>)>;
+
 /// Secrets read recently, by id: a warm worker does not call Secrets Manager on every run,
 /// and a rotated secret is picked up within the TTL.
 pub struct SecretCache {
     source: Arc<dyn SecretSource>,
     ttl: Duration,
-    entries: Mutex<HashMap<String, (Instant, Arc<str>)>>,
+    entries: Mutex<Entries>,
 }
 
 impl SecretCache {
@@ -127,23 +173,46 @@ impl SecretCache {
             .unwrap_or(DEFAULT_SECRET_TTL)
     }
 
+    /// The secret's current value.
     pub async fn get(&self, id: &str) -> Result<Arc<str>, JobFailure> {
-        if let Some(value) = self.fresh(id) {
+        if let Some(Some(value)) = self.fresh(id, Stage::Current) {
             return Ok(value);
         }
         let value: Arc<str> = self.source.secret_string(id).await?.into();
-        self.lock()
-            .insert(id.to_string(), (Instant::now(), value.clone()));
+        self.keep(id, Stage::Current, Some(value.clone()));
         Ok(value)
     }
 
-    fn fresh(&self, id: &str) -> Option<Arc<str>> {
+    /// The keys an hmac job signs with: the current value, then the pending one while a
+    /// rotation is under way (so a receiver holding either key accepts the call).
+    pub async fn signing_keys(&self, id: &str) -> Result<Vec<Arc<str>>, JobFailure> {
+        let current = self.get(id).await?;
+        let pending = match self.fresh(id, Stage::Pending) {
+            Some(pending) => pending,
+            None => {
+                let pending: Option<Arc<str>> =
+                    self.source.pending_secret_string(id).await?.map(Into::into);
+                self.keep(id, Stage::Pending, pending.clone());
+                pending
+            }
+        };
+        let mut keys = vec![current];
+        keys.extend(pending.filter(|p| *p != keys[0]));
+        Ok(keys)
+    }
+
+    fn fresh(&self, id: &str, stage: Stage) -> Option<Option<Arc<str>>> {
         let entries = self.lock();
-        let (read_at, value) = entries.get(id)?;
+        let (read_at, value) = entries.get(&(id.to_string(), stage))?;
         (read_at.elapsed() < self.ttl).then(|| value.clone())
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Instant, Arc<str>)>> {
+    fn keep(&self, id: &str, stage: Stage, value: Option<Arc<str>>) {
+        self.lock()
+            .insert((id.to_string(), stage), (Instant::now(), value));
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -250,6 +319,8 @@ impl AwsSigner {
 pub struct HttpAuthorizer {
     secrets: Option<Arc<SecretCache>>,
     signer: Option<Arc<AwsSigner>>,
+    /// Dates `Cronledger-Signature`; the machine's clock unless set.
+    clock: Option<Arc<dyn Clock>>,
 }
 
 impl HttpAuthorizer {
@@ -260,6 +331,11 @@ impl HttpAuthorizer {
 
     pub fn with_signer(mut self, signer: Arc<AwsSigner>) -> HttpAuthorizer {
         self.signer = Some(signer);
+        self
+    }
+
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> HttpAuthorizer {
+        self.clock = Some(clock);
         self
     }
 
@@ -283,6 +359,7 @@ impl HttpAuthorizer {
         match auth {
             None => Ok(()),
             Some(HttpAuth::Secret(secret)) => self.add_secret_header(secret, request).await,
+            Some(HttpAuth::Hmac(hmac)) => self.add_signature(hmac, request).await,
             Some(HttpAuth::AwsIam(iam)) => match &self.signer {
                 Some(signer) => signer.sign(iam, request).await,
                 None => Err(JobFailure::permanent(
@@ -293,21 +370,50 @@ impl HttpAuthorizer {
         }
     }
 
+    fn secrets(&self, secret: &str) -> Result<&SecretCache, JobFailure> {
+        self.secrets.as_deref().ok_or_else(|| {
+            JobFailure::permanent(
+                AUTH_UNAVAILABLE,
+                format!("this worker cannot read secrets (job names `{secret}`)"),
+            )
+        })
+    }
+
+    /// Adds `Cronledger-Signature` over the body as it will be sent, dated now.
+    async fn add_signature(
+        &self,
+        auth: &HmacAuth,
+        request: &mut reqwest::Request,
+    ) -> Result<(), JobFailure> {
+        let keys = self
+            .secrets(&auth.secret)?
+            .signing_keys(&auth.secret)
+            .await?;
+        let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_bytes()).collect();
+        let now = match &self.clock {
+            Some(clock) => clock.now(),
+            None => SystemClock.now(),
+        };
+        let body = request
+            .body()
+            .and_then(|b| b.as_bytes())
+            .unwrap_or_default();
+        let header = signature_header(&keys, now.timestamp(), body);
+        // Hex and digits only: always a valid header.
+        let name = HeaderName::from_bytes(SIGNATURE_HEADER.as_bytes())
+            .map_err(|e| JobFailure::permanent(SIGNING_FAILED, e.to_string()))?;
+        let value = HeaderValue::from_str(&header)
+            .map_err(|e| JobFailure::permanent(SIGNING_FAILED, e.to_string()))?;
+        request.headers_mut().insert(name, value);
+        Ok(())
+    }
+
     async fn add_secret_header(
         &self,
         auth: &SecretAuth,
         request: &mut reqwest::Request,
     ) -> Result<(), JobFailure> {
-        let Some(secrets) = &self.secrets else {
-            return Err(JobFailure::permanent(
-                AUTH_UNAVAILABLE,
-                format!(
-                    "this worker cannot read secrets (job names `{}`)",
-                    auth.secret
-                ),
-            ));
-        };
-        let value = secrets.get(&auth.secret).await?;
+        let value = self.secrets(&auth.secret)?.get(&auth.secret).await?;
         let not_a_header = || {
             JobFailure::permanent(
                 SECRET_NOT_TEXT,

@@ -5,6 +5,7 @@ pub mod http_auth;
 mod lambda;
 mod noop;
 pub mod target_fence;
+pub mod webhook_signature;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
