@@ -875,3 +875,142 @@ fn the_auditor_runs_daily_reads_the_ledger_and_writes_only_alert_records() {
     assert_eq!(text(&alarm["Threshold"]), "1");
     assert_eq!(text(&alarm["Statistic"]), "Minimum");
 }
+
+/// The functions a deploy may roll out gradually, each with the alarm that rolls it back.
+const CANARIED: &[(&str, &str)] = &[
+    ("ApiFunction", "ApiFunctionErrorsAlarm"),
+    ("WorkerFunction", "WorkerFunctionErrorsAlarm"),
+];
+
+/// GradualDeployment is off unless asked for; the api and the worker publish a `live` alias
+/// that, when it is on, CodeDeploy moves 10% then all after 5 minutes, rolled back by the
+/// function's errors alarm (fast enough to fire inside the 5 minutes). The other functions
+/// have no alias.
+#[test]
+fn gradual_deployment_canaries_the_api_and_worker_alias_behind_their_errors_alarms() {
+    let template = template();
+    let parameter = &template["Parameters"]["GradualDeployment"];
+    assert_eq!(parameter_default(&template, "GradualDeployment"), "false");
+    assert_eq!(parameter["AllowedValues"], yaml(r#"["true", "false"]"#));
+    for (function, alarm) in CANARIED {
+        let props = &resource(&template, function)["Properties"];
+        assert_eq!(text(&props["AutoPublishAlias"]), "live", "{function}");
+        assert_eq!(
+            props["DeploymentPreference"],
+            yaml(&format!(
+                "{{Enabled: !Ref GradualDeployment, Type: Canary10Percent5Minutes, \
+                 Alarms: [!Ref {alarm}]}}"
+            )),
+            "{function}"
+        );
+        // As deployed by default, SAM creates no CodeDeploy application or group.
+        let deployed = as_deployed(&props["DeploymentPreference"], &template["Parameters"])
+            .expect("a preference");
+        assert_eq!(text(&deployed["Enabled"]), "false", "{function}");
+
+        let alarm = &resource(&template, alarm)["Properties"];
+        assert_eq!(text(&alarm["Namespace"]), "AWS/Lambda");
+        assert_eq!(text(&alarm["MetricName"]), "Errors");
+        assert_eq!(
+            alarm["Dimensions"],
+            yaml(&format!("[{{Name: FunctionName, Value: !Ref {function}}}]"))
+        );
+        let seconds = |key: &str| text(&alarm[key]).parse::<u64>().expect(key);
+        assert!(
+            seconds("Period") * seconds("DatapointsToAlarm") < 300,
+            "{function}'s alarm fires within the canary's 5 minutes"
+        );
+    }
+    for (name, function) in resources(&template) {
+        if text(&function["Type"]) == "AWS::Serverless::Function"
+            && !CANARIED.iter().any(|(f, _)| *f == name)
+        {
+            let props = &function["Properties"];
+            assert!(props["AutoPublishAlias"].is_null(), "{name}");
+            assert!(props["DeploymentPreference"].is_null(), "{name}");
+        }
+    }
+}
+
+/// What calls the api and the worker calls their `live` alias, so a canary's traffic split
+/// covers every call: the HTTP API's integrations and its invoke permission; the lanes' event
+/// sources (SAM points an AutoPublishAlias function's events at the alias); and the kill
+/// switch finds and may update the alias's event source mappings.
+#[test]
+fn the_http_api_and_the_kill_switch_reach_the_live_aliases() {
+    let template = template();
+    let paths = &resource(&template, "HttpApi")["Properties"]["DefinitionBody"]["paths"];
+    let mut integrations = 0;
+    for (_, methods) in paths.as_mapping().expect("paths") {
+        for (_, op) in methods.as_mapping().expect("methods") {
+            let uri = &op["x-amazon-apigateway-integration"]["uri"];
+            assert_eq!(text(uri), "!Ref ApiFunction.Alias");
+            integrations += 1;
+        }
+    }
+    assert_eq!(integrations, 3);
+    let permission = &resource(&template, "ApiInvokePermission")["Properties"];
+    assert_eq!(text(&permission["FunctionName"]), "!Ref ApiFunction.Alias");
+
+    let events = resource(&template, "WorkerFunction")["Properties"]["Events"]
+        .as_mapping()
+        .expect("the lanes' event sources");
+    assert!(events.iter().all(|(_, e)| text(&e["Type"]) == "SQS"));
+
+    let intake = text(
+        &resource(&template, "ApiFunction")["Properties"]["Environment"]["Variables"]
+            ["CRONLEDGER_WORKER_FUNCTION"],
+    );
+    assert!(
+        intake.ends_with("function:${AWS::StackName}-worker:live"),
+        "{intake}"
+    );
+    let update = role_statements(&template, "ApiFunction", "lambda:UpdateEventSourceMapping");
+    assert_eq!(update.len(), 1);
+    assert_eq!(
+        text(&update[0]["Condition"]["StringEquals"]["lambda:FunctionArn"]),
+        intake,
+        "the kill switch may update the mappings it lists"
+    );
+}
+
+/// `infra/samconfig.toml` (beside the template, where SAM looks for it) deploys with the
+/// capabilities the template's roles need, uploads through a bucket SAM resolves, asks before
+/// changing a stack, and overrides only parameters the template has, with allowed values.
+#[test]
+fn samconfig_deploys_the_template_with_its_capabilities_and_parameters() {
+    let config = include_str!("../../infra/samconfig.toml");
+    let value = |key: &str| {
+        config
+            .lines()
+            .find_map(|line| {
+                let rest = line.trim().strip_prefix(key)?.trim_start();
+                Some(rest.strip_prefix('=')?.trim().to_string())
+            })
+            .unwrap_or_else(|| panic!("samconfig.toml sets {key}"))
+    };
+    let template = template();
+    let stack = value("stack_name");
+    assert!(stack.trim_matches('"').len() <= 53, "{stack}");
+    assert!(value("capabilities").contains("CAPABILITY_IAM"));
+    assert_eq!(value("resolve_s3"), "true");
+    assert_eq!(value("confirm_changeset"), "true");
+    let overrides = value("parameter_overrides");
+    let overrides = overrides
+        .strip_prefix('"')
+        .and_then(|o| o.strip_suffix('"'))
+        .expect("a quoted string")
+        .replace("\\\"", "\"");
+    for pair in overrides.split_whitespace() {
+        let (name, given) = pair.split_once('=').expect("NAME=VALUE");
+        let parameter = &template["Parameters"][name];
+        assert!(
+            parameter.is_mapping(),
+            "the template has a parameter {name}"
+        );
+        if let Some(allowed) = parameter["AllowedValues"].as_sequence() {
+            let given = given.trim_matches('"');
+            assert!(allowed.iter().any(|a| text(a) == given), "{name}={given}");
+        }
+    }
+}
