@@ -220,6 +220,14 @@ fn plan_json_accounts_for_every_window() {
             .starts_with("hourly-aggregation:"));
         assert_ne!(e["lane"], "realtime");
     }
+    // The recovery priced: every window it would run, at the schedule's max_runtime.
+    let totals = &plan["totals"];
+    let to_run = totals["fire"].as_u64().unwrap() + totals["manual"].as_u64().unwrap();
+    assert!(to_run > 0);
+    assert_eq!(plan["estimate"]["runs"], to_run);
+    assert!(plan["estimate"]["target_calls"].as_u64().unwrap() >= to_run);
+    assert!(plan["estimate"]["cost_usd"].as_f64().unwrap() > 0.0);
+    assert!(plan["estimate"]["finishes_at"].as_str().unwrap() > "2026-11-29T06:00:00Z");
 }
 
 #[test]

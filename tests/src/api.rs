@@ -192,6 +192,7 @@ impl ApiEnv {
             ops: Arc::new(self.env.ledger.ledger.clone()),
             lanes: self.env.queue.clone(),
             signals: None,
+            alerter: None,
         }
     }
 

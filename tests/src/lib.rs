@@ -368,6 +368,7 @@ pub fn running_backfill(
         approved_at: None,
         cascade: false,
         verify: None,
+        budget: Default::default(),
         version: 0,
     }
 }

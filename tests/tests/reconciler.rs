@@ -727,6 +727,9 @@ async fn a_long_gap_gets_one_proposed_backfill_however_many_reconcilers_plan_it(
         (r.state, r.from, r.to, r.total_windows, r.planned),
         (BackfillState::Running, first, horizon, 7, 7)
     );
+    // Each proposal is priced (at the schedule's max_runtime: the gap left no history).
+    let priced = |b: &cronledger_aws::Backfill| b.budget.estimate.as_ref().map(|e| e.runs);
+    assert_eq!((priced(&p), priced(&r)), (Some(37), Some(7)));
     // The running one tracks the gap's 7 catch-up runs, PENDING or QUEUED for now.
     let view = progress(env.store.as_ref(), &r, now)
         .await
@@ -754,6 +757,7 @@ async fn a_long_gap_gets_one_proposed_backfill_however_many_reconcilers_plan_it(
         ops: Arc::new(ledger_of()),
         lanes: env.queue.clone(),
         signals: None,
+        alerter: None,
     };
     let pass = releaser.pass(t("2026-03-06T07:10:00Z")).await;
     assert!(pass.errors.is_empty(), "{pass:?}");

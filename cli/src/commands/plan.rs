@@ -1,7 +1,10 @@
 use std::process::ExitCode;
 
 use chrono::{DateTime, Utc};
+use cronledger_app::cost;
+use cronledger_aws::BackfillLimits;
 use cronledger_core::dependency::{chain, Chain};
+use cronledger_core::estimate::{self, Estimate};
 use cronledger_core::planner::{Action, Plan, Release};
 use cronledger_core::run::LedgerEntry;
 use cronledger_core::window::utc_text;
@@ -38,6 +41,11 @@ struct PlanReport<'a> {
     alerts: &'a [cronledger_core::planner::Alert],
     backfill: &'a Option<cronledger_core::planner::BackfillProposal>,
     totals: &'a cronledger_core::planner::PlanTotals,
+    /// What the windows it would run (fired and held for approval) would cost, priced at
+    /// the schedule's `max_runtime` (plan reads no ledger history) and released with a
+    /// backfill's default limits; absent when it runs none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    estimate: Option<Estimate>,
     /// Its place among the manifest's dependencies, when it has one. A schedule with
     /// upstreams is not planned from its cron: its windows follow its upstreams' outcomes.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -191,8 +199,19 @@ fn report<'a>(
         alerts: &plan.alerts,
         backfill: &plan.backfill,
         totals: &plan.totals,
+        estimate: recovery_estimate(schedule, plan, now),
         chain: None,
     }
+}
+
+/// See [`PlanReport::estimate`].
+fn recovery_estimate(schedule: &Schedule, plan: &Plan, now: DateTime<Utc>) -> Option<Estimate> {
+    let runs = u64::from(plan.totals.fire) + u64::from(plan.totals.manual);
+    (runs > 0).then(|| {
+        let job = cost::estimate::job_cost(&schedule.spec, &[]);
+        let throttle = cost::estimate::throttle(&BackfillLimits::default());
+        estimate::estimate(runs, &job, &cost::estimate::pricing(), &throttle, now)
+    })
 }
 
 fn print_table(r: &PlanReport<'_>) {
@@ -267,6 +286,9 @@ fn print_table(r: &PlanReport<'_>) {
                 "started throttled"
             }
         );
+    }
+    if let Some(e) = &r.estimate {
+        println!("estimate: {e}");
     }
     for alert in r.alerts {
         println!(

@@ -245,6 +245,13 @@ pub struct BackfillCreateArgs {
     /// Hold while this CloudWatch alarm is in ALARM (repeatable).
     #[arg(long = "pause-alarm")]
     pub pause_alarms: Vec<String>,
+    /// Refuse it when its estimate costs more than this (USD), pause it when its measured
+    /// spend reaches it.
+    #[arg(long = "max-cost-usd")]
+    pub max_cost_usd: Option<f64>,
+    /// Refuse it when it would call the target more than this, pause it when it has.
+    #[arg(long = "max-target-calls")]
+    pub max_target_calls: Option<u64>,
     #[arg(long = "dry-run")]
     pub dry_run: bool,
     /// Also re-run the same windows of the schedules that run after this one (`after`), and

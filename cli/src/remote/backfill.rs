@@ -50,12 +50,44 @@ fn plan_line(p: &BackfillPlan) -> String {
     } else {
         String::new()
     };
+    let over = if p.over_budget.is_empty() {
+        String::new()
+    } else {
+        let caps: Vec<String> = p.over_budget.iter().map(cell).collect();
+        format!("; OVER BUDGET ({}): it would be refused", caps.join(", "))
+    };
     format!(
-        "dry run: {} of {} windows would run ({}){approval}; nothing written\n",
+        "dry run: {} of {} windows would run ({}){approval}; nothing written\nestimate: {}{over}\n",
         p.size,
         p.total_windows,
-        cell(&p.reprocess)
+        cell(&p.reprocess),
+        p.estimate,
     )
+}
+
+/// The estimate, the measured spend and the caps of a backfill, on a line of their own.
+fn budget_line(b: &BackfillView) -> String {
+    let mut parts = Vec::new();
+    if let Some(e) = &b.estimate {
+        parts.push(format!("estimate: {e}"));
+    }
+    if let Some(s) = &b.spent {
+        parts.push(format!(
+            "spent: ${:.4} over {} runs, {} target calls",
+            s.cost_usd, s.runs, s.target_calls
+        ));
+    }
+    if let Some(usd) = b.budget.max_cost_usd {
+        parts.push(format!("max_cost_usd ${usd:.4}"));
+    }
+    if let Some(calls) = b.budget.max_target_calls {
+        parts.push(format!("max_target_calls {calls}"));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("  {}\n", parts.join("; "))
+    }
 }
 
 /// `--reprocess`: missing, failed or all.
@@ -86,6 +118,8 @@ pub(super) async fn backfill(a: BackfillArgs) -> Result<ExitCode, CliError> {
                 dry_run: c.dry_run,
                 cascade: c.cascade,
                 verify: None,
+                max_cost_usd: c.max_cost_usd,
+                max_target_calls: c.max_target_calls,
                 note: c.note,
             };
             let path = format!("/v1/schedules/{}/backfills", segment(&c.schedule));
@@ -95,7 +129,9 @@ pub(super) async fn backfill(a: BackfillArgs) -> Result<ExitCode, CliError> {
                 print(c.remote.format, &plan, plan_line);
             } else {
                 let created: BackfillView = client.send(Method::POST, &path, &body, &[]).await?;
-                print(c.remote.format, &created, backfill_line);
+                print(c.remote.format, &created, |b| {
+                    format!("{}{}", backfill_line(b), budget_line(b))
+                });
             }
         }
         BackfillCommand::Status(st) => {
@@ -107,7 +143,9 @@ pub(super) async fn backfill(a: BackfillArgs) -> Result<ExitCode, CliError> {
                     print!("\r{}", backfill_line(&b).trim_end());
                     let _ = std::io::stdout().flush();
                 } else {
-                    print(st.remote.format, &b, backfill_line);
+                    print(st.remote.format, &b, |b| {
+                        format!("{}{}", backfill_line(b), budget_line(b))
+                    });
                 }
                 let open = matches!(b.state, BackfillState::Running | BackfillState::Paused);
                 if !st.watch || !open {

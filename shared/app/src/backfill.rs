@@ -28,8 +28,11 @@ use cronledger_ledger::ledger::{RunChange, Transition};
 use serde::Serialize;
 use serde_json::json;
 
+use crate::alerting::Alerter;
 use crate::reconciler::Signals;
 use crate::runs::{claim, new_run_with_origin, send_claimed};
+
+mod budget;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BackfillError {
@@ -259,6 +262,10 @@ pub async fn progress(
         note: b.note.clone(),
         source_record: b.source_record.clone(),
         replay_group: b.replay_group.clone(),
+        budget: b.budget.caps,
+        estimate: b.budget.estimate.clone(),
+        spent: b.budget.spent.clone(),
+        pause_reason: b.budget.pause_reason,
         version: b.version,
     })
 }
@@ -373,6 +380,8 @@ pub struct BackfillPassReport {
     pub released: u32,
     pub held: Vec<String>,
     pub finished: Vec<String>,
+    /// Backfills paused because their measured spend reached a cap (BUDGET).
+    pub budget_paused: Vec<String>,
     pub errors: Vec<String>,
 }
 
@@ -387,6 +396,8 @@ pub struct BackfillReleaser {
     pub ops: Arc<dyn OpsStore>,
     pub lanes: Arc<dyn LaneQueue>,
     pub signals: Option<Arc<dyn Signals>>,
+    /// Raises BACKFILL_PAUSED when a budget pauses a backfill (`None`: only logged).
+    pub alerter: Option<Arc<Alerter>>,
 }
 
 impl BackfillReleaser {
@@ -506,13 +517,28 @@ impl BackfillReleaser {
             Some(reason) => Some(format!("SCHEDULE_STOPPED: schedule is {reason}")),
             None => self.hold_cause(&b, &counts).await,
         };
+        let spent = budget::measure(&stored.spec, &runs, &b);
+        let reached = budget::reached(&b, &spent);
         // Take the backfill for this pass: a racing releaser's write fails on the version.
         let mut taken = b.clone();
         taken.held = held.clone();
+        taken.budget.spent = Some(spent.clone());
         taken.updated_at = now;
+        let over = (!reached.is_empty()).then(|| budget::pause(&mut taken, &spent, &reached));
         let Some(mut b) = self.ops.put_backfill(&taken).await? else {
             return Ok(());
         };
+        if let Some(cause) = over {
+            tracing::warn!(backfill = %b.id, cause = %cause, "backfill paused: its budget is spent");
+            report.budget_paused.push(b.id.clone());
+            if let Some(alerter) = &self.alerter {
+                let alert = budget::alert(&stored.spec, &b, &cause, now);
+                alerter
+                    .raise(&alert, stored.spec.alerts.topic.as_deref())
+                    .await;
+            }
+            return Ok(());
+        }
         if let Some(cause) = held {
             report.held.push(format!("{}: {cause}", b.id));
             return Ok(());
@@ -526,7 +552,8 @@ impl BackfillReleaser {
         };
         let mut allowance = u64::from(b.limits.batch_size)
             .min(by_rate)
-            .min(u64::from(b.limits.concurrency).saturating_sub(counts.in_flight()));
+            .min(u64::from(b.limits.concurrency).saturating_sub(counts.in_flight()))
+            .min(budget::runs_left(&b, &stored.spec, &spent, &counts).unwrap_or(u64::MAX));
         let mut in_flight = counts.in_flight();
         let mut exhausted = false;
         let mut released = 0u64;

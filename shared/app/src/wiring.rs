@@ -200,6 +200,7 @@ impl Components {
             ops: self.deps.ops.clone(),
             lanes: self.deps.lanes.clone(),
             signals,
+            alerter: Some(self.alerter(&Metrics::new())),
         }
     }
 

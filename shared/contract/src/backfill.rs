@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use cronledger_core::run::{RunKey, RunStatus, Trigger};
 use cronledger_ledger::ops::{
-    ApprovalReason, BackfillLimits, BackfillState, PauseConditions, Reprocess,
+    ApprovalReason, BackfillLimits, BackfillPauseReason, BackfillState, PauseConditions, Reprocess,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -61,6 +61,18 @@ pub struct BackfillView {
     pub source_record: Option<RunKey>,
     /// A backfill the reconciler proposed for a long gap: the gap's replay group.
     pub replay_group: Option<String>,
+    /// Its caps (`max_cost_usd`, `max_target_calls`); empty: none.
+    #[serde(default)]
+    pub budget: Budget,
+    /// What its selected windows were estimated to cost when it was created.
+    #[serde(default)]
+    pub estimate: Option<Estimate>,
+    /// What its finished runs cost, as the last release pass measured them.
+    #[serde(default)]
+    pub spent: Option<Spend>,
+    /// Why the release paused it: BUDGET when its spend reached a cap (`null` otherwise).
+    #[serde(default)]
+    pub pause_reason: Option<BackfillPauseReason>,
     pub version: u64,
 }
 
@@ -102,6 +114,15 @@ pub struct BackfillPlan {
     pub approval_over: u64,
     /// The first 1,000 selected windows.
     pub windows: Vec<DateTime<Utc>>,
+    /// What the selected windows would cost and when they would be done.
+    pub estimate: Estimate,
+    /// The caps asked for.
+    #[serde(default)]
+    pub budget: Budget,
+    /// The caps the estimate goes over: the backfill itself would be refused
+    /// (BACKFILL_OVER_BUDGET). Empty: within budget.
+    #[serde(default)]
+    pub over_budget: Vec<BudgetCap>,
 }
 
 /// Expected windows against the ledger: every count, and one page of the problem windows

@@ -132,6 +132,13 @@ pub struct BackfillRequest {
     /// lambda or noop target, as a schedule's `verify`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<Value>,
+    /// USD its runs may cost (at the cost model's prices): an estimate over it is refused
+    /// (422 BACKFILL_OVER_BUDGET); a measured spend reaching it pauses the backfill (BUDGET).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
+    /// Calls to the target its runs may make: over it refused, reaching it paused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_target_calls: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }

@@ -37,6 +37,21 @@ pub struct Estimate {
     pub finishes_at: DateTime<Utc>,
 }
 
+/// `6 runs, 6 target calls, 3.9 Lambda GB-s, $0.0001, done by 2026-03-10T12:10:32Z`.
+impl std::fmt::Display for Estimate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} runs, {} target calls, {:.1} Lambda GB-s, ${:.4}, done by {}",
+            self.runs,
+            self.target_calls,
+            self.lambda_gb_seconds,
+            self.cost_usd,
+            crate::window::utc_text(self.finishes_at)
+        )
+    }
+}
+
 /// The unit prices an estimate uses (the cost model's, handed in).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct UnitPrices {
@@ -156,13 +171,42 @@ pub struct Spend {
     pub cost_usd: f64,
 }
 
-/// What runs that finished cost: `durations_ms` are their measured durations.
+/// What runs that finished cost: `durations_ms` are their measured durations (one attempt
+/// each).
 pub fn spent(durations_ms: &[u64], job: &JobCost, pricing: &Pricing) -> Spend {
+    let once: Vec<Measured> = durations_ms
+        .iter()
+        .map(|&duration_ms| Measured {
+            duration_ms,
+            attempts: 1,
+        })
+        .collect();
+    measured_spend(&once, job, pricing)
+}
+
+/// A finished run as measured: start to end, and its attempts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Measured {
+    pub duration_ms: u64,
+    pub attempts: u32,
+}
+
+/// What finished runs cost: each attempt makes the run's target calls (a retried run costs
+/// more than its estimate), and the Lambda time is its start to its end (backoff included:
+/// an upper bound).
+pub fn measured_spend(runs: &[Measured], job: &JobCost, pricing: &Pricing) -> Spend {
     let mut out = Spend::default();
-    for &d in durations_ms {
-        let (gb_seconds, usd) = run_cost(d, job, pricing);
+    for run in runs {
+        let calls = job
+            .calls_per_run
+            .saturating_mul(u64::from(run.attempts.max(1)));
+        let per_attempt = JobCost {
+            calls_per_run: calls,
+            ..job.clone()
+        };
+        let (gb_seconds, usd) = run_cost(run.duration_ms, &per_attempt, pricing);
         out.runs += 1;
-        out.target_calls += job.calls_per_run;
+        out.target_calls += calls;
         out.lambda_gb_seconds += gb_seconds;
         out.cost_usd += usd;
     }

@@ -58,6 +58,34 @@ impl std::fmt::Display for BackfillState {
     }
 }
 
+/// Why a backfill is PAUSED (`None`: an operator's pause, or one awaiting approval).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum BackfillPauseReason {
+    /// Its measured spend reached its `budget` (a resume needs a note and lifts the cap).
+    Budget,
+}
+
+/// What a backfill may spend, was estimated to cost, and has cost so far.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct BackfillBudget {
+    /// Over them at creation it is refused; reaching them pauses it (BUDGET).
+    #[serde(
+        default,
+        skip_serializing_if = "cronledger_core::estimate::Budget::is_empty"
+    )]
+    pub caps: cronledger_core::estimate::Budget,
+    /// What its selected windows were estimated to cost when it was created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimate: Option<cronledger_core::estimate::Estimate>,
+    /// What its finished runs cost, measured by the last release pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spent: Option<cronledger_core::estimate::Spend>,
+    /// Why the release paused it (`None` for an operator's pause).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause_reason: Option<BackfillPauseReason>,
+}
+
 /// Why a backfill waits for an admin's approval before it first runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -181,6 +209,9 @@ pub struct Backfill {
     /// runs instead of the schedule's `verify`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<cronledger_core::JobSpec>,
+    /// Its budget: caps, the estimate at creation, the measured spend.
+    #[serde(flatten)]
+    pub budget: BackfillBudget,
     /// Optimistic-concurrency version: 0 before the first write.
     pub version: u64,
 }

@@ -36,21 +36,40 @@ function card(ctx, b) {
       ["Created by", b.created_by],
       ["Note", b.note || undefined],
       ["Approval", b.approval_required ? (b.approval_reasons || []).join(", ") : b.approved_by ? `approved by ${b.approved_by}` : undefined],
+      ["Estimate", estimateText(b.estimate)],
+      ["Spent", b.spent ? `${usd(b.spent.cost_usd)} over ${b.spent.runs} runs, ${b.spent.target_calls} target calls` : undefined],
+      ["Budget", budgetText(b.budget)],
+      ["Paused by", b.pause_reason || undefined],
     ]),
     actions(ctx, b, verifyBox),
     verifyBox);
+}
+
+const usd = (x) => `$${Number(x || 0).toFixed(4)}`;
+
+// What the backfill was estimated to cost when it was created (the api's `estimate`).
+function estimateText(e) {
+  if (!e) return undefined;
+  return `${e.runs} runs, ${e.target_calls} target calls, ${Number(e.lambda_gb_seconds).toFixed(1)} Lambda GB-s, ${usd(e.cost_usd)}, done by ${when(e.finishes_at)}`;
+}
+
+function budgetText(budget) {
+  const caps = [];
+  if (budget && budget.max_cost_usd !== undefined) caps.push(`max ${usd(budget.max_cost_usd)}`);
+  if (budget && budget.max_target_calls !== undefined) caps.push(`max ${budget.max_target_calls} target calls`);
+  return caps.length ? caps.join(", ") : undefined;
 }
 
 function actions(ctx, b, verifyBox) {
   const box = h("div", { class: "actions" });
   const path = `/v1/backfills/${enc(b.id)}`;
   const add = (label, action, allowed, text) => box.append(button(label, async (ev) => {
-    const note = await ask({ title: `${label} backfill ${b.id}`, text, ok: label, noteRequired: action === "approve" });
+    const note = await ask({ title: `${label} backfill ${b.id}`, text, ok: label, noteRequired: action === "approve" || (action === "resume" && b.pause_reason === "BUDGET") });
     if (note !== null) await act(ev.target, label, () => post(`${path}/${action}`, { note }), ctx.rerender);
   }, { "data-action": action, hidden: !allowed }));
   if (can(ctx.role, "operator")) {
     add("Pause", "pause", b.state === "RUNNING", "No more windows are released until it resumes.");
-    add("Resume", "resume", b.state === "PAUSED" && !b.approval_required, "");
+    add("Resume", "resume", b.state === "PAUSED" && !b.approval_required, b.pause_reason === "BUDGET" ? "Its budget paused it: resuming lifts the budget." : "");
     add("Cancel", "cancel", true, "Its runs not yet started are cancelled.");
   }
   if (can(ctx.role, "admin") && b.approval_required) {

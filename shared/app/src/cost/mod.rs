@@ -3,6 +3,7 @@
 //! stored bytes), priced by [`prices::Prices`]. Pure arithmetic: the simulator measures,
 //! this prices.
 
+pub mod estimate;
 pub mod prices;
 pub mod provisioned;
 

@@ -2,20 +2,25 @@
 //! cancel. The runs themselves are released by [`crate::backfill::BackfillReleaser`] in the
 //! reconciler's pass.
 
+use std::sync::PoisonError;
+
 use cronledger_aws::{
     ApprovalReason, Backfill, BackfillLimits, BackfillState, Reprocess, StoreError,
 };
-use cronledger_contract::{BackfillPlan, BackfillRequest, BackfillView, Note};
+use cronledger_contract::{
+    BackfillPlan, BackfillRequest, BackfillView, Budget, BudgetCap, Estimate, Note,
+};
 use cronledger_core::run::Origin;
 use cronledger_core::spec::validate_target;
 use cronledger_core::window::utc_text;
 use cronledger_core::{Reason, RunEvent, RunKey, RunStatus};
 use cronledger_ledger::ledger::{AuditAction, RunChange, ScheduleState};
+use cronledger_ledger::ops::{BackfillBudget, BackfillPauseReason};
 use serde_json::json;
 
 use super::Operator;
 use crate::api::{new_id, Actor, ApiError, ApiResult};
-use crate::backfill;
+use crate::{backfill, cost};
 
 /// A backfill created, or (a dry run) its plan.
 #[derive(Debug)]
@@ -53,6 +58,60 @@ fn limits(req: &BackfillRequest) -> ApiResult<BackfillLimits> {
         }
     }
     Ok(l)
+}
+
+/// The request's caps (BACKFILL_INVALID when one is negative or not a number).
+fn budget(req: &BackfillRequest) -> ApiResult<Budget> {
+    if req
+        .max_cost_usd
+        .is_some_and(|usd| !(usd.is_finite() && usd >= 0.0))
+    {
+        return Err(ApiError::invalid(
+            "BACKFILL_INVALID",
+            "`max_cost_usd` must be a number of dollars, 0 or more",
+        )
+        .with_details(json!({"field": "max_cost_usd"})));
+    }
+    Ok(Budget {
+        max_cost_usd: req.max_cost_usd,
+        max_target_calls: req.max_target_calls,
+    })
+}
+
+/// 422 BACKFILL_OVER_BUDGET: the estimate goes over `over` of the caps.
+fn over_budget_error(estimate: &Estimate, caps: &Budget, over: &[BudgetCap]) -> ApiError {
+    let named: Vec<&str> = over.iter().map(|c| c.as_str()).collect();
+    ApiError::invalid(
+        "BACKFILL_OVER_BUDGET",
+        format!(
+            "the backfill is estimated at ${:.4} and {} target calls, over {}",
+            estimate.cost_usd,
+            estimate.target_calls,
+            named.join(" and ")
+        ),
+    )
+    .with_details(json!({"over_budget": over, "estimate": estimate, "budget": caps}))
+}
+
+/// Resuming a backfill its budget paused lifts the budget (it would pause again at once
+/// otherwise): the operator says why in a note (NOTE_REQUIRED), and the audit records the
+/// caps lifted. `None`: not paused by its budget.
+fn lift_budget(b: &mut Backfill, note: &Note) -> ApiResult<Option<Budget>> {
+    if b.budget.pause_reason != Some(BackfillPauseReason::Budget) {
+        return Ok(None);
+    }
+    if note.text("").is_empty() {
+        return Err(ApiError::invalid(
+            "NOTE_REQUIRED",
+            format!(
+                "backfill `{}` was paused by its budget: resuming it lifts the budget, and needs a note saying why",
+                b.id
+            ),
+        )
+        .with_details(json!({"pause_reason": "BUDGET", "budget": b.budget.caps})));
+    }
+    b.budget.pause_reason = None;
+    Ok(Some(std::mem::take(&mut b.budget.caps)))
 }
 
 /// What `held` says of a backfill waiting for an admin (the CLI's progress line shows it).
@@ -139,6 +198,12 @@ impl Operator {
             stored.created_at,
             deps.config.backfill_approval_over,
         );
+        let size = plan.selected.len() as u64;
+        let estimate =
+            cost::estimate::estimate_runs(deps.store.as_ref(), &stored.spec, size, &limits, now)
+                .await?;
+        let caps = budget(req)?;
+        let over_budget = caps.exceeded_by(estimate.cost_usd, estimate.target_calls);
         if req.dry_run {
             return Ok(BackfillStarted::Plan(Box::new(BackfillPlan {
                 dry_run: true,
@@ -148,12 +213,18 @@ impl Operator {
                 reprocess,
                 limits,
                 total_windows: plan.total_windows,
-                size: plan.selected.len() as u64,
+                size,
                 approval_required: !approval.is_empty(),
                 approval_reasons: approval,
                 approval_over: deps.config.backfill_approval_over,
                 windows: plan.selected.iter().take(1000).copied().collect(),
+                estimate,
+                budget: caps,
+                over_budget,
             })));
+        }
+        if !over_budget.is_empty() {
+            return Err(over_budget_error(&estimate, &caps, &over_budget));
         }
         let verify = match &req.verify {
             Some(value) => Some(
@@ -178,7 +249,7 @@ impl Operator {
             held: approval_hold(&approval),
             cursor: None,
             total_windows: plan.total_windows,
-            planned: plan.selected.len() as u64,
+            planned: size,
             written: 0,
             passed_over: 0,
             created_at: now,
@@ -196,6 +267,12 @@ impl Operator {
             approved_at: None,
             cascade: req.cascade,
             verify,
+            budget: BackfillBudget {
+                caps,
+                estimate: Some(estimate),
+                spent: None,
+                pause_reason: None,
+            },
             version: 0,
         };
         let stored = deps.ops.create_backfill(&b).await?;
@@ -283,6 +360,7 @@ impl Operator {
         (from, to): (BackfillState, BackfillState),
         action: AuditAction,
     ) -> ApiResult<BackfillView> {
+        let lifted = std::sync::Mutex::new(None);
         let b = self
             .change_state(id, &[from], to, |b| {
                 if to == BackfillState::Running && b.awaiting_approval() {
@@ -292,10 +370,17 @@ impl Operator {
                     )
                     .with_details(json!({"approval_reasons": b.approval_required})));
                 }
+                if to == BackfillState::Running {
+                    *lifted.lock().unwrap_or_else(PoisonError::into_inner) = lift_budget(b, &note)?;
+                }
                 Ok(())
             })
             .await?;
-        let details = json!({"backfill": id});
+        let lifted = *lifted.lock().unwrap_or_else(PoisonError::into_inner);
+        let details = match lifted {
+            Some(caps) => json!({"backfill": id, "budget_lifted": caps}),
+            None => json!({"backfill": id}),
+        };
         self.backfill_changed(actor, &b, action, &note, details)
             .await
     }

@@ -414,6 +414,8 @@ impl Operator {
                 dry_run: false,
                 cascade: false,
                 verify: None,
+                max_cost_usd: None,
+                max_target_calls: None,
                 note: Some(note.text("approved range record")),
             };
             let started = self

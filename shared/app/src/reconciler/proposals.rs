@@ -11,12 +11,15 @@
 
 use chrono::{DateTime, Utc};
 use cronledger_aws::{Backfill, BackfillLimits, BackfillState, Reprocess, StoreError};
+use cronledger_core::estimate::{self, Estimate};
 use cronledger_core::planner::BackfillProposal;
 use cronledger_core::window::utc_text;
-use cronledger_core::{Plan, Run, Schedule, Trigger};
+use cronledger_core::{quality, Plan, Run, Schedule, ScheduleSpec, Trigger};
 use cronledger_ledger::ledger::StoredSchedule;
+use cronledger_ledger::ops::BackfillBudget;
 
 use super::{ReconcileError, ReconcileReport, Reconciler};
+use crate::cost;
 use crate::metrics::Metric;
 
 /// The id of the backfill proposed for the gap of `schedule_id` starting at `first`.
@@ -85,6 +88,7 @@ fn proposed(
         .map(|r| r.range_end.unwrap_or(r.key.scheduled_for))
         .fold(proposal.last, DateTime::max);
     let total = 1 + schedule.between(first, last).count() as u64;
+    let planned = u64::from(proposal.windows).min(total);
     let (state, held, what) = if proposal.start_paused {
         (
             BackfillState::Paused,
@@ -110,7 +114,7 @@ fn proposed(
         held,
         cursor: None,
         total_windows: total,
-        planned: u64::from(proposal.windows).min(total),
+        planned,
         written: 0,
         passed_over: 0,
         created_at: now,
@@ -135,6 +139,22 @@ fn proposed(
         approved_at: None,
         cascade: false,
         verify: None,
+        budget: BackfillBudget {
+            estimate: Some(priced(&stored.spec, runs, planned, now)),
+            ..BackfillBudget::default()
+        },
         version: 0,
     }
+}
+
+/// What the proposal's `planned` windows would cost on the default limits, priced at the
+/// successes among the runs the pass read (no read of its own: a gap's runs are few, so
+/// usually at the schedule's `max_runtime`).
+fn priced(spec: &ScheduleSpec, runs: &[Run], planned: u64, now: DateTime<Utc>) -> Estimate {
+    let mut newest_first: Vec<Run> = runs.to_vec();
+    newest_first.sort_by_key(|r| std::cmp::Reverse(r.key.scheduled_for));
+    let recent = quality::success_durations(&newest_first);
+    let job = cost::estimate::job_cost(spec, &recent);
+    let throttle = cost::estimate::throttle(&BackfillLimits::default());
+    estimate::estimate(planned, &job, &cost::estimate::pricing(), &throttle, now)
 }

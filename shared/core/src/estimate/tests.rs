@@ -112,6 +112,30 @@ fn spend_sums_measured_runs() {
 }
 
 #[test]
+fn a_retried_run_makes_a_call_an_attempt() {
+    let p = pricing();
+    let once = measured_spend(
+        &[Measured {
+            duration_ms: 1_000,
+            attempts: 1,
+        }],
+        &job(1_000),
+        &p,
+    );
+    let twice = measured_spend(
+        &[Measured {
+            duration_ms: 1_000,
+            attempts: 2,
+        }],
+        &job(1_000),
+        &p,
+    );
+    assert_eq!((once.target_calls, twice.target_calls), (1, 2));
+    assert!(twice.cost_usd > once.cost_usd);
+    assert_eq!(once, spent(&[1_000], &job(1_000), &p));
+}
+
+#[test]
 fn budget_refuses_over_and_pauses_at() {
     let b = Budget {
         max_cost_usd: Some(1.0),
