@@ -408,6 +408,11 @@ impl Stack {
         )
     }
 
+    /// `!GetAtt LOGICAL.Arn`.
+    pub fn arn_of(&self, logical: &str) -> String {
+        self.attribute(logical, "Arn")
+    }
+
     fn attribute(&self, logical: &str, attribute: &str) -> String {
         assert_eq!(
             attribute, "Arn",
