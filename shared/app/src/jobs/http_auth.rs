@@ -461,4 +461,45 @@ mod tests {
         assert_eq!(&*uncached.get("a").await.expect("read"), "a-v3");
         assert_eq!(&*uncached.get("a").await.expect("read"), "a-v4");
     }
+
+    /// A secret whose pending version is `pending` (none when `None`).
+    struct Rotating {
+        current: &'static str,
+        pending: Option<&'static str>,
+        reads: AtomicU32,
+    }
+
+    #[async_trait]
+    impl SecretSource for Rotating {
+        async fn secret_string(&self, _id: &str) -> Result<String, JobFailure> {
+            self.reads.fetch_add(1, Ordering::SeqCst);
+            Ok(self.current.to_string())
+        }
+
+        async fn pending_secret_string(&self, _id: &str) -> Result<Option<String>, JobFailure> {
+            self.reads.fetch_add(1, Ordering::SeqCst);
+            Ok(self.pending.map(str::to_string))
+        }
+    }
+
+    #[tokio::test]
+    async fn signing_keys_are_the_current_then_a_distinct_pending_value_cached_even_when_absent() {
+        let keys = |current, pending| async move {
+            let source = Arc::new(Rotating {
+                current,
+                pending,
+                reads: AtomicU32::new(0),
+            });
+            let cache = SecretCache::new(source.clone(), Duration::from_secs(3600));
+            let first = cache.signing_keys("k").await.expect("read");
+            let again = cache.signing_keys("k").await.expect("cached");
+            assert_eq!(first, again);
+            assert_eq!(source.reads.load(Ordering::SeqCst), 2, "one read per stage");
+            first.iter().map(|k| k.to_string()).collect::<Vec<_>>()
+        };
+        assert_eq!(keys("old", Some("new")).await, ["old", "new"]);
+        assert_eq!(keys("old", None).await, ["old"]);
+        // Promoted but still labelled pending: one key, not the same one twice.
+        assert_eq!(keys("new", Some("new")).await, ["new"]);
+    }
 }
