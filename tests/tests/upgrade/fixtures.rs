@@ -48,6 +48,16 @@ pub struct Release {
 }
 
 impl Release {
+    /// The item of `kind` in partition `pk` (the fixtures hold one per schedule and kind).
+    pub fn item(&self, kind: &str, pk: &str) -> Item {
+        let in_partition = |item: &&Item| matches!(item.get("PK"), Some(Value::S(p)) if p == pk);
+        self.items
+            .get(kind)
+            .and_then(|items| items.iter().find(in_partition))
+            .cloned()
+            .unwrap_or_else(|| panic!("no `{kind}` item in {pk}"))
+    }
+
     pub fn write(&self, version: &str) {
         let dir = release_dir(version);
         for (sub, files) in [

@@ -20,7 +20,7 @@ use serde_json::Value as Json;
 
 use super::fixtures::{Release, RELEASES};
 use super::generate::hour;
-use super::stores::Backend;
+use super::stores::{send_raw, Backend};
 
 /// How every run of the release ends once the current code took over: the failed one stays
 /// failed and the held one keeps waiting for its approval (nobody gave it).
@@ -60,22 +60,13 @@ async fn the_current_release_finishes_every_run_the_previous_one_left() {
         let mut later = String::new();
         for (lane, bodies) in &release.messages {
             let lane: Lane = lane.parse().expect("a lane");
-            let url = env.lanes.lanes.urls(lane).expect("urls").queue.clone();
             let mut sent = bodies.clone();
             if later.is_empty() {
                 later = later_release_body(&bodies[0]);
                 sent.push(later.clone());
             }
             for body in sent {
-                env.lanes
-                    .clients
-                    .sqs
-                    .send_message()
-                    .queue_url(&url)
-                    .message_body(body)
-                    .send()
-                    .await
-                    .expect("raw send");
+                send_raw(&env, lane, body).await;
             }
         }
 

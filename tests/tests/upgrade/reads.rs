@@ -1,17 +1,21 @@
 //! Every item of every release reads with the current code, on both stores, and an item of a
 //! later release is refused by name and left as it is.
 
+use std::time::Duration;
+
 use chrono::Duration as Delta;
 use cronledger_aws::item::{n, Item, Value};
+use cronledger_aws::lanes::{LaneSettings, MessageOutcome};
 use cronledger_aws::ledger::{Opening, RunChange};
 use cronledger_aws::schema::SCHEMA_VERSION;
-use cronledger_aws::StoreError;
+use cronledger_aws::{Outcome, StoreError};
 use cronledger_core::children::ChildStatus;
 use cronledger_core::{Lane, RunKey, RunStatus};
+use cronledger_tests::app::{worker_config, AppEnv};
 
 use super::fixtures::{Release, RELEASES};
 use super::generate::{hour, meta, schedules};
-use super::stores::{AllStores, Backend};
+use super::stores::{send_raw, AllStores, Backend};
 
 /// The run states the fixtures promise, by schedule.
 pub const RUN_STATES: &[(&str, RunStatus)] = &[
@@ -121,21 +125,19 @@ fn assert_refused<T: std::fmt::Debug>(answer: Result<T, StoreError>, pk: &str, s
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn items_of_a_later_release_are_refused_by_name_and_left_untouched() {
     let release = Release::read(RELEASES[RELEASES.len() - 1]);
-    let find = |kind: &str, pk: &str| {
-        release.items[kind]
-            .iter()
-            .find(|i| text(i, "PK") == pk)
-            .cloned()
-            .expect("a fixture item")
-    };
-    let run = with_version(find("run", "SCHED#queued"), 2);
-    let schedule = with_version(find("schedule", "SCHED#queued"), 2);
+    let run = with_version(release.item("run", "SCHED#queued"), 2);
+    let schedule = with_version(release.item("schedule", "SCHED#queued"), 2);
+    // Outcome counters are written blind (an ADD, no read first): only the write's guard on
+    // the stored version keeps this one as it is.
+    let health = with_version(release.item("health", "SCHED#failing"), 2);
     let key = RunKey::expected("queued", hour());
     for backend in Backend::both().await {
         backend
             .put_all(release.items.values().flatten().cloned())
             .await;
-        backend.put_all([run.clone(), schedule.clone()]).await;
+        backend
+            .put_all([run.clone(), schedule.clone(), health.clone()])
+            .await;
         let store = backend.store();
         let (pk, run_sk, def_sk) = (text(&run, "PK"), text(&run, "SK"), text(&schedule, "SK"));
 
@@ -156,7 +158,17 @@ async fn items_of_a_later_release_are_refused_by_name_and_left_untouched() {
             .await
             .is_err());
 
-        for stored in [&run, &schedule] {
+        let day = hour().date_naive();
+        let _ = store
+            .count_outcome("failing", day, Outcome::Failed, 1)
+            .await;
+        assert_refused(
+            store.outcome_days("failing", day, day).await,
+            "SCHED#failing",
+            text(&health, "SK"),
+        );
+
+        for stored in [&run, &schedule, &health] {
             let now = backend
                 .get_raw(text(stored, "PK"), text(stored, "SK"))
                 .await;
@@ -171,5 +183,42 @@ async fn items_of_a_later_release_are_refused_by_name_and_left_untouched() {
                 .ok(),
             Some(RunStatus::Success)
         );
+    }
+}
+
+/// A worker given the message of a run that a later release rewrote keeps the message (a
+/// batch item failure, not the DLQ) and leaves the run as it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_leaves_a_later_releases_run_and_its_message_alone() {
+    let release = Release::read(RELEASES[RELEASES.len() - 1]);
+    let run = with_version(release.item("run", "SCHED#queued"), 2);
+    let body = release.messages[Lane::Realtime.as_str()]
+        .iter()
+        .find(|b| b.contains("\"queued\""))
+        .cloned()
+        .expect("queued's message");
+    for backend in Backend::both().await {
+        let name = backend.name();
+        let mut env = AppEnv::new(LaneSettings::default(), hour() + Delta::minutes(1)).await;
+        env.store = backend.ledger();
+        backend
+            .put_all(release.items.values().flatten().cloned())
+            .await;
+        backend.put_raw(run.clone()).await;
+        send_raw(&env, Lane::Realtime, body.clone()).await;
+
+        let batch = env
+            .receive(Lane::Realtime, false, 1, Duration::from_secs(10))
+            .await;
+        let worker = env.worker(worker_config("worker-new"));
+        let report = env.deliver(&worker, Lane::Realtime, &batch).await;
+        assert!(
+            matches!(&report.outcomes[0].1, MessageOutcome::Retry(reason) if reason.contains("ITEM_SCHEMA_UNSUPPORTED")),
+            "{name}: {:?}",
+            report.outcomes
+        );
+        assert_eq!(report.response().batch_item_failures.len(), 1, "{name}");
+        let stored = backend.get_raw(text(&run, "PK"), text(&run, "SK")).await;
+        assert_eq!(stored.as_ref(), Some(&run), "{name}");
     }
 }
