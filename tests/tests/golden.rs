@@ -108,6 +108,23 @@ fn the_comparison_finds_a_removed_and_a_retyped_field_and_allows_an_added_one() 
     );
 }
 
+/// Writes `run` and fails it (a run is never created FAILED).
+async fn fail(api: &ApiEnv, run: &cronledger_core::Run) {
+    use cronledger_aws::ledger::{Opening, RunChange};
+    let store = api.env.store.as_ref();
+    let at = t(NOW);
+    store.create_run(run).await.expect("run");
+    let enqueue = RunChange::enqueue(RunStatus::Pending, 0, at);
+    store
+        .transition_run(&run.key, &enqueue)
+        .await
+        .expect("enqueue");
+    let start = RunChange::open(Opening::Start, RunStatus::Queued, 0, at, "w", at);
+    store.transition_run(&run.key, &start).await.expect("start");
+    let fail = cronledger_tests::bare(cronledger_core::RunEvent::Fail, RunStatus::Running, 1, at);
+    store.transition_run(&run.key, &fail).await.expect("fail");
+}
+
 #[tokio::test]
 async fn todays_answers_still_read_as_the_golden_ones() {
     let api = ApiEnv::new(t(NOW)).await;
@@ -283,6 +300,18 @@ async fn todays_answers_still_read_as_the_golden_ones() {
     promise("SystemStatus", &engaged, StatusCode::OK, &mut failures);
     let system_audit = api.get(VIEWER, "/v1/system/audit").await;
     promise("SystemAudit", &system_audit, StatusCode::OK, &mut failures);
+
+    // Replays: the plan and the created one of a failed run of s1.
+    let failed = cronledger_tests::scheduled_run(&spec, t("2026-03-10T07:00:00Z"), t(NOW), "tests");
+    fail(&api, &failed).await;
+    let filter = json!({"schedule": "s1", "status": ["FAILED"], "from": "2026-03-10T00:00:00Z",
+        "to": "2026-03-10T12:00:00Z", "include_non_idempotent": true, "note": "golden"});
+    let mut dry = filter.clone();
+    dry["dry_run"] = json!(true);
+    let plan = api.post(OPERATOR, "/v1/runs/replay", Some(dry)).await;
+    promise("ReplayPlan", &plan, StatusCode::OK, &mut failures);
+    let replay = api.post(OPERATOR, "/v1/runs/replay", Some(filter)).await;
+    promise("ReplayView", &replay, StatusCode::CREATED, &mut failures);
     let me = api.get(OPERATOR, "/v1/whoami").await;
     promise("WhoAmI", &me, StatusCode::OK, &mut failures);
     let missing = api.get(VIEWER, "/v1/schedules/nope").await;

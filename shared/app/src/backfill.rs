@@ -382,6 +382,8 @@ pub struct BackfillPassReport {
     pub finished: Vec<String>,
     /// Backfills paused because their measured spend reached a cap (BUDGET).
     pub budget_paused: Vec<String>,
+    /// Open replays seen (their retries count in `released`, their ends in `finished`).
+    pub replays: u32,
     pub errors: Vec<String>,
 }
 
@@ -418,6 +420,17 @@ impl BackfillReleaser {
                 report.errors.push(format!("backfill {id}: {e}"));
             }
         }
+        // Operators' replays are released in the same step, at the backfill throttle.
+        let replays = crate::replay::ReplayReleaser {
+            store: self.store.clone(),
+            ops: self.ops.clone(),
+            lanes: self.lanes.clone(),
+        };
+        let replayed = replays.pass(now).await;
+        report.replays = replayed.replays;
+        report.released += replayed.released;
+        report.finished.extend(replayed.finished);
+        report.errors.extend(replayed.errors);
         report
     }
 

@@ -25,6 +25,10 @@ pub fn check_path_param(name: &str, value: &str) -> Result<(), ApiError> {
             "BACKFILL_NOT_FOUND",
             format!("backfill `{}` does not exist", shown(value)),
         )),
+        "replay" if !valid_origin_id(value) => Err(ApiError::not_found(
+            "REPLAY_NOT_FOUND",
+            format!("replay `{}` does not exist", shown(value)),
+        )),
         "calendar" if !cronledger_core::calendar::valid_calendar_name(value) => {
             Err(ApiError::not_found(
                 "CALENDAR_NOT_FOUND",

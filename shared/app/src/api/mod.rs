@@ -23,6 +23,7 @@ pub mod ids;
 mod next_run;
 pub mod openapi;
 pub mod paging;
+pub mod replays;
 pub mod request;
 pub mod runs;
 pub mod schedules;
@@ -47,6 +48,7 @@ use cronledger_contract::{
     RunOutcome, RunPage, RunView, SchedulePage, ScheduleView, SystemAudit, SystemStatus,
     Verification, WhoAmI,
 };
+use cronledger_contract::{ReplayPlan, ReplayRequest, ReplayView};
 use cronledger_core::{Span, ValidationRules};
 use schemars::JsonSchema;
 
@@ -480,6 +482,22 @@ pub fn routes() -> Vec<Route> {
             .query(&[("limit", "windows per page of each list (1-1000, default 1000)"), ("cursor", "the `next_cursor` of the previous page")])
             .ok::<Verification>(200)
             .errors(&[404]),
+        // Replays.
+        route(M::POST, "/v1/runs/replay", o, "Replay by filter: retry every FAILED or STALLED run of a schedule (or of an owner's schedules) scheduled in [from, to), on the correction lane at the backfill throttle (or dry_run: the runs, the non-idempotent ones left out, the estimate); held for an admin when it retries side-effecting runs", post(replays::create))
+            .body::<ReplayRequest>()
+            .ok::<ReplayView>(201).ok::<ReplayPlan>(200)
+            .errors(&[404, 409]),
+        route(M::GET, "/v1/replays/{replay}", v, "Replay progress: total, released, in flight, succeeded, failed, skipped, remaining, rate, ETA", get(replays::progress))
+            .ok::<ReplayView>(200)
+            .errors(&[404]),
+        route(M::POST, "/v1/replays/{replay}/approve", a, "Approve a replay held for approval (it retries side-effecting or every_run schedules' runs) and start it; note required; audited", post(replays::approve))
+            .optional_body::<Note>()
+            .ok::<ReplayView>(200)
+            .errors(&[404, 409]),
+        route(M::POST, "/v1/replays/{replay}/cancel", o, "Cancel a replay (runs not yet retried stay as they are; retried ones finish)", post(replays::cancel))
+            .optional_body::<Note>()
+            .ok::<ReplayView>(200)
+            .errors(&[404, 409]),
         // Calendars.
         route(M::GET, "/v1/calendars", v, "Every calendar, by name (one read; next is always null)", get(calendars::list))
             .ok::<CalendarList>(200),

@@ -20,6 +20,7 @@
 
 mod backfills;
 mod calendars;
+mod replays;
 mod runs;
 mod schedules;
 mod system;
@@ -33,6 +34,7 @@ use crate::api::{Actor, Api, ApiDeps};
 
 pub use backfills::BackfillStarted;
 pub use calendars::{CalendarChange, CalendarPut};
+pub use replays::ReplayStarted;
 pub use runs::Made;
 pub use schedules::ScheduleChange;
 
