@@ -56,6 +56,8 @@ pub enum Command {
     Resume(crate::remote::args::NoteArgs),
     /// (api) Backfills: create, status [--watch], pause, resume, cancel, verify.
     Backfill(crate::remote::args::BackfillArgs),
+    /// (api) Replays (`runs replay` creates one): show, approve, cancel.
+    Replays(crate::remote::replay::ReplaysArgs),
     /// (api) The completeness audit of [--from, --to): each schedule's expected windows
     /// against the ledger (missing, duplicated, unexplained) and the fleet's completeness;
     /// exits 1 when the completeness is below 1.

@@ -62,6 +62,7 @@ fn main() -> ExitCode {
         Command::Pause(a) => remote::run(remote::Remote::Pause(a)),
         Command::Resume(a) => remote::run(remote::Remote::Resume(a)),
         Command::Backfill(a) => remote::run(remote::Remote::Backfill(a)),
+        Command::Replays(a) => remote::run(remote::Remote::Replays(a)),
         Command::Status(a) => remote::run(remote::Remote::Status(a)),
         Command::Audit(a) => remote::run(remote::Remote::Audit(a)),
         Command::Schema(a) => commands::schema::run(a),

@@ -122,8 +122,12 @@ pub struct AuditArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct RunsArgs {
-    pub schedule: String,
+    /// `runs replay ...`: retry every run matching a filter.
+    #[command(subcommand)]
+    pub command: Option<super::replay::RunsCommand>,
+    pub schedule: Option<String>,
     /// One run (its id as the listing prints it): the run with its attempts.
     pub run: Option<String>,
     /// e.g. FAILED

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::args::{BackfillArgs, BackfillCommand, NoteArgs, OutputFormat};
 use super::client::{segment, Client};
-use super::{cell, note, print};
+use super::{cell, note, print, would_wait};
 use crate::commands::instant;
 use crate::output::Table;
 use crate::CliError;
@@ -41,15 +41,7 @@ fn backfill_line(b: &BackfillView) -> String {
 }
 
 fn plan_line(p: &BackfillPlan) -> String {
-    let approval = if p.approval_required {
-        let reasons: Vec<String> = p.approval_reasons.iter().map(cell).collect();
-        format!(
-            "; it would wait PAUSED for an admin's approval ({})",
-            reasons.join(", ")
-        )
-    } else {
-        String::new()
-    };
+    let approval = would_wait(p.approval_required, &p.approval_reasons);
     let over = if p.over_budget.is_empty() {
         String::new()
     } else {

@@ -6,6 +6,7 @@ mod audit;
 mod backfill;
 mod calendars;
 pub mod client;
+pub mod replay;
 pub mod sigv4;
 mod status;
 
@@ -70,6 +71,18 @@ fn cell<T: Serialize + ?Sized>(value: &T) -> String {
         Ok(Value::String(s)) => s,
         Ok(other) => other.to_string(),
     }
+}
+
+/// What a dry run says of a plan that would wait for an admin (empty when it would not).
+fn would_wait<T: Serialize>(required: bool, reasons: &[T]) -> String {
+    if !required {
+        return String::new();
+    }
+    let reasons: Vec<String> = reasons.iter().map(cell).collect();
+    format!(
+        "; it would wait PAUSED for an admin's approval ({})",
+        reasons.join(", ")
+    )
 }
 
 /// An answer as JSON (`--format json`, keys in order as before) or as `table` draws it.
@@ -266,21 +279,18 @@ async fn get(a: GetArgs) -> Result<ExitCode, CliError> {
 
 async fn runs(a: RunsArgs) -> Result<ExitCode, CliError> {
     let client = Client::connect(&a.remote).await?;
+    let Some(schedule) = &a.schedule else {
+        return Err(CliError::msg(
+            "INVALID_ARGUMENT: name a schedule (`runs SCHEDULE`) or `runs replay`",
+        ));
+    };
     if let Some(run) = &a.run {
-        let path = format!(
-            "/v1/schedules/{}/runs/{}",
-            segment(&a.schedule),
-            segment(run)
-        );
+        let path = format!("/v1/schedules/{}/runs/{}", segment(schedule), segment(run));
         let one: RunView = client.get(&path).await?;
         print(a.remote.format, &one, one_run);
         return Ok(ExitCode::SUCCESS);
     }
-    let mut path = format!(
-        "/v1/schedules/{}/runs?limit={}",
-        segment(&a.schedule),
-        a.limit
-    );
+    let mut path = format!("/v1/schedules/{}/runs?limit={}", segment(schedule), a.limit);
     if let Some(st) = &a.status {
         path.push_str(&format!("&status={}", segment(st)));
     }
