@@ -284,6 +284,7 @@ pub fn because(
         (RunEvent::Retry, reason) => Transition::Retry {
             reason,
             schedule_version: None,
+            cascade: None,
         },
         (RunEvent::Coalesce, reason) => Transition::Coalesce { reason, into: None },
         (RunEvent::HoldForApproval, Some(reason)) => Transition::Hold {

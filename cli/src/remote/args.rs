@@ -192,6 +192,10 @@ pub struct RetryArgs {
     /// the job of the version the run was created under.
     #[arg(long = "current-definition")]
     pub current_definition: bool,
+    /// Leave the dependents' windows skipped for this run (UPSTREAM_NOT_SUCCEEDED) when the
+    /// retry succeeds; by default each is re-opened, down the chain.
+    #[arg(long = "no-cascade")]
+    pub no_cascade: bool,
 }
 
 #[derive(Debug, Args)]

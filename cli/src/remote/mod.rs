@@ -305,6 +305,7 @@ async fn runs(a: RunsArgs) -> Result<ExitCode, CliError> {
             "STATUS",
             "REASON",
             "ATTEMPTS",
+            "QUALITY",
             "WINDOW START",
             "WINDOW END",
         ]);
@@ -315,6 +316,7 @@ async fn runs(a: RunsArgs) -> Result<ExitCode, CliError> {
                 cell(&r.status),
                 cell(&r.reason),
                 r.attempts.to_string(),
+                quality(r).unwrap_or_else(|| "-".into()),
                 cell(&r.window_start),
                 cell(&r.window_end),
             ]);
@@ -322,6 +324,12 @@ async fn runs(a: RunsArgs) -> Result<ExitCode, CliError> {
         t.to_string()
     });
     Ok(ExitCode::SUCCESS)
+}
+
+/// A SUSPECT run's quality and why (`SUSPECT (BELOW_MIN)`); `None` for any other run.
+fn quality(r: &RunView) -> Option<String> {
+    r.quality
+        .map(|q| format!("{} ({})", cell(&q), cell(&r.quality_reason)))
 }
 
 /// One run for people: what it is, then a line per attempt.
@@ -340,6 +348,9 @@ fn one_run(r: &RunView) -> String {
         r.idempotency_key,
     );
     out.push_str(&format!("attempts: {}\n", r.attempts));
+    if let Some(q) = quality(r) {
+        out.push_str(&format!("quality: {q}\n"));
+    }
     if let Some(c) = &r.children {
         out.push_str(&format!(
             "children: {} total, {} succeeded, {} failed, {} running\n",

@@ -56,10 +56,46 @@ pub async fn record_window(
     (readiness, due): (&Readiness, DateTime<Utc>),
     now: DateTime<Utc>,
 ) -> Result<Recorded, StoreError> {
+    let window = (at, Origin::Expected);
+    let Some((run, send)) =
+        admit_window(store, stored, schedule, window, (readiness, due), now).await?
+    else {
+        return Ok(Recorded::Waiting);
+    };
+    Ok(match store.create_run(&run).await? {
+        Created::New(run) => {
+            if let (Readiness::Skip { upstream, status }, Some(Reason::UpstreamNotSucceeded)) =
+                (readiness, run.reason)
+            {
+                tracing::info!(run = %run.key, %upstream, upstream_status = %status,
+                    "window skipped: an upstream did not succeed");
+            }
+            if let Readiness::Hold { upstream } = readiness {
+                tracing::warn!(run = %run.key, %upstream,
+                    "window held: an upstream's result is SUSPECT");
+            }
+            Recorded::Created { run, send }
+        }
+        Created::Existing(run) => Recorded::Existing(run),
+    })
+}
+
+/// The entry the dependent `stored` (compiled as `schedule`) gets for its window at `at`
+/// under `origin` (the expected occurrence, or a repair's run), shaped as `readiness` and
+/// the rule book say, and whether to send it now; `None` while an upstream has not ended
+/// the window. Nothing is written: the caller creates it (see [`record_window`]).
+pub async fn admit_window(
+    store: &dyn LedgerStore,
+    stored: &StoredSchedule,
+    schedule: &Schedule,
+    (at, origin): (DateTime<Utc>, Origin),
+    (readiness, due): (&Readiness, DateTime<Utc>),
+    now: DateTime<Utc>,
+) -> Result<Option<(Run, bool)>, StoreError> {
     let mut run = schedule.pending_run(
         at,
         schedule.window_for(at),
-        Origin::Expected,
+        origin,
         Trigger::Dependency,
         now,
         stored.version,
@@ -87,7 +123,7 @@ pub async fn record_window(
             })
             .shape(&mut run);
         }
-        Readiness::Waiting { .. } => return Ok(Recorded::Waiting),
+        Readiness::Waiting { .. } => return Ok(None),
         Readiness::Ready => {
             let others = if schedule.spec.overlap == OverlapPolicy::Allow {
                 Vec::new()
@@ -126,22 +162,7 @@ pub async fn record_window(
             run.reason = Some(Reason::UpstreamSuspect);
         }
     }
-    Ok(match store.create_run(&run).await? {
-        Created::New(run) => {
-            if let (Readiness::Skip { upstream, status }, Some(Reason::UpstreamNotSucceeded)) =
-                (readiness, run.reason)
-            {
-                tracing::info!(run = %run.key, %upstream, upstream_status = %status,
-                    "window skipped: an upstream did not succeed");
-            }
-            if let Readiness::Hold { upstream } = readiness {
-                tracing::warn!(run = %run.key, %upstream,
-                    "window held: an upstream's result is SUSPECT");
-            }
-            Recorded::Created { run, send }
-        }
-        Created::Existing(run) => Recorded::Existing(run),
-    })
+    Ok(Some((run, send)))
 }
 
 /// The dependent `id` of an upstream whose window `at` ended, when that window is one of
@@ -171,16 +192,27 @@ pub async fn readiness_at(
     spec: &ScheduleSpec,
     at: DateTime<Utc>,
 ) -> Result<(Readiness, DateTime<Utc>), StoreError> {
+    readiness_with(store, spec, at, None).await
+}
+
+/// [`readiness_at`], with `ended` (a run that just ended, of any origin) standing for its
+/// schedule's entry, as the one that decides.
+pub async fn readiness_with(
+    store: &dyn LedgerStore,
+    spec: &ScheduleSpec,
+    at: DateTime<Utc>,
+    ended: Option<&Run>,
+) -> Result<(Readiness, DateTime<Utc>), StoreError> {
     let mut outcomes = BTreeMap::new();
     let mut runs = Vec::new();
     for upstream in &spec.after {
-        match store.get_run(&RunKey::expected(upstream.clone(), at)).await {
-            Ok(run) => {
-                outcomes.insert(upstream.clone(), UpstreamOutcome::of(&run));
-                runs.push(run);
-            }
-            Err(StoreError::RunNotFound(_)) => {}
-            Err(e) => return Err(e),
+        let run = match ended.filter(|e| e.key.schedule_id == *upstream) {
+            Some(ended) => Some(ended.clone()),
+            None => upstream_entry(store, upstream, at).await?,
+        };
+        if let Some(run) = run {
+            outcomes.insert(upstream.clone(), UpstreamOutcome::of(&run));
+            runs.push(run);
         }
     }
     Ok((
@@ -192,6 +224,45 @@ pub async fn readiness_at(
         ),
         due_from(at, &runs),
     ))
+}
+
+/// The entry that stands for `upstream`'s window at `at`: its expected run, or where that
+/// was skipped for its own upstream (UPSTREAM_NOT_SUCCEEDED) and later repaired, the repair's
+/// run (one more read, only then); `None` while not recorded.
+pub async fn upstream_entry(
+    store: &dyn LedgerStore,
+    upstream: &str,
+    at: DateTime<Utc>,
+) -> Result<Option<Run>, StoreError> {
+    let run = match store.get_run(&RunKey::expected(upstream, at)).await {
+        Ok(run) => run,
+        Err(StoreError::RunNotFound(_)) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if run.status == RunStatus::Skipped && run.reason == Some(Reason::UpstreamNotSucceeded) {
+        match store
+            .get_run(&crate::repair::repair_key(upstream, at))
+            .await
+        {
+            Ok(repair) => return Ok(Some(repair)),
+            Err(StoreError::RunNotFound(_)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Some(run))
+}
+
+/// Sends a dependent's run the rule book made ready, to its lane (the dependent's own).
+pub async fn send_window(
+    store: &dyn LedgerStore,
+    lanes: &dyn LaneQueue,
+    dependent: &StoredSchedule,
+    run: &Run,
+    now: DateTime<Utc>,
+) -> Result<(), DependentError> {
+    let lane = lane_of(run.trigger, run.lane, dependent.spec.priority.live_lane());
+    crate::runs::claim_and_send::<DependentError>(store, lanes, run, lane, now).await?;
+    Ok(())
 }
 
 /// Why a dependent's window could not be decided or sent (the reconciler tries again).
@@ -245,9 +316,7 @@ pub async fn after_upstream_end(
             record_window(store, &dependent, &schedule, at, (&ready, due), now).await?
         {
             if send {
-                let lane = lane_of(run.trigger, run.lane, dependent.spec.priority.live_lane());
-                crate::runs::claim_and_send::<DependentError>(store, lanes, &run, lane, now)
-                    .await?;
+                send_window(store, lanes, &dependent, &run, now).await?;
             } else if run.status.is_terminal() {
                 next.extend(dependent.downstream.iter().cloned());
             }

@@ -23,6 +23,7 @@ pub mod outcomes;
 pub mod overlap;
 pub mod pinned;
 pub mod reconciler;
+pub mod repair;
 pub mod replay;
 pub mod runs;
 pub mod simulate;

@@ -91,13 +91,32 @@ pub enum Definition {
 }
 
 /// Retry a FAILED (or STALLED) run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RetryRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     #[serde(default)]
     pub definition: Definition,
+    /// When the retried run of an expected window ends SUCCESS, each dependent window that
+    /// was SKIPPED (UPSTREAM_NOT_SUCCEEDED) for it is re-opened, down the chain (default
+    /// `true`); `false` leaves them skipped.
+    #[serde(default = "cascades")]
+    pub cascade: bool,
+}
+
+fn cascades() -> bool {
+    true
+}
+
+impl Default for RetryRequest {
+    fn default() -> Self {
+        RetryRequest {
+            note: None,
+            definition: Definition::default(),
+            cascade: cascades(),
+        }
+    }
 }
 
 /// A backfill over `[from, to]` (or, with `dry_run`, its plan).

@@ -400,7 +400,10 @@ pub struct Run {
     #[serde(default = "default_retention")]
     pub retention: crate::span::Span,
     /// A cascading backfill's run: as it ends, the same window of each schedule that runs
-    /// after it is re-run under the same backfill (see the app's `cascade`).
+    /// after it is re-run under the same backfill (see the app's `cascade`). Any other run
+    /// (an operator's retry sets it, and a repair run carries it): as it ends SUCCESS, each
+    /// dependent window skipped for its window (UPSTREAM_NOT_SUCCEEDED) is re-opened (see
+    /// the app's `repair`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cascade: bool,
     /// A backfill's own `verify` source, for its runs: asked instead of the schedule's.

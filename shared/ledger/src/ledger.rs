@@ -168,6 +168,9 @@ named_enum!(
         RunApprove => "RUN_APPROVE",
         RunReject => "RUN_REJECT",
         RunCancel => "RUN_CANCEL",
+        // The scheduler re-opened a dependent's window when an operator's retry repaired its
+        // upstream (the entry names the upstream run).
+        RunRepair => "RUN_REPAIR",
         BackfillCreate => "BACKFILL_CREATE",
         BackfillPause => "BACKFILL_PAUSE",
         BackfillResume => "BACKFILL_RESUME",

@@ -143,10 +143,12 @@ pub enum Transition {
     Approve { reason: Option<Reason> },
     /// RETRY: an operator's retry, re-pinned to `schedule_version` (its next attempts
     /// execute that version's job) or, without one, kept on the version it was created
-    /// under.
+    /// under. `cascade`, when given, is the run's `cascade` from now on: whether its success
+    /// re-opens its dependents' windows skipped for it (`None` keeps the stored one).
     Retry {
         reason: Option<Reason>,
         schedule_version: Option<u64>,
+        cascade: Option<bool>,
     },
     /// Any other decision (SKIP, CANCEL, REJECT, STALL, RETRY_AFTER_STALL, WAIT_RESUME,
     /// WAIT_BEHIND, AWAIT_PLAN, a hold or a failure without a result) with its reason.
@@ -273,6 +275,14 @@ impl Transition {
             Transition::Retry {
                 schedule_version, ..
             } => *schedule_version,
+            _ => None,
+        }
+    }
+
+    /// The run's `cascade` as a retry sets it; `None` keeps the stored one.
+    pub fn cascade(&self) -> Option<bool> {
+        match self {
+            Transition::Retry { cascade, .. } => *cascade,
             _ => None,
         }
     }
@@ -455,7 +465,9 @@ mod tests {
         let retry = Transition::Retry {
             reason: None,
             schedule_version: Some(3),
+            cascade: Some(false),
         };
+        assert_eq!(retry.cascade(), Some(false));
         assert_eq!(retry.schedule_version(), Some(3));
         assert!(retry.lease().is_none());
         assert_eq!(

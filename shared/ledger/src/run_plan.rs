@@ -11,7 +11,7 @@ use crate::codec::attempt as attempts;
 use crate::codec::run as codec;
 use crate::error::StoreError;
 use crate::expr::Expr;
-use crate::item::{n, s, time};
+use crate::item::{n, s, time, Value};
 use crate::keys::{self, EXPIRES_AT, GSI2PK, GSI2SK, PK};
 use crate::ledger::RunChange;
 
@@ -126,6 +126,16 @@ pub fn transition(
         codec::SCHEDULE_VERSION,
         change.transition.schedule_version().map(n),
     );
+    // An operator's retry says whether the run's success repairs its dependents.
+    match change.transition.cascade() {
+        Some(true) => {
+            e.set(codec::CASCADE, Value::Bool(true));
+        }
+        Some(false) => {
+            e.remove(codec::CASCADE);
+        }
+        None => {}
+    }
     e.set_opt(codec::JOB_ID, change.transition.job_id().map(s))
         .set_opt(codec::LANE, change.transition.lane().map(|l| s(l.as_str())));
     if let Some(result) = change.transition.result() {

@@ -23,6 +23,7 @@ mod backfills;
 mod calendars;
 mod health;
 mod quality;
+mod repair;
 mod runs;
 mod schedules;
 mod system;

@@ -194,6 +194,7 @@ conformance! {
         let repinned = Transition::Retry {
             reason: None,
             schedule_version: Some(3),
+            cascade: Some(true),
         };
         let retry = RunChange::new(RunStatus::Failed, 1, at, repinned);
         let reopened = ledger
@@ -201,8 +202,9 @@ conformance! {
             .await
             .expect("retry");
         assert_eq!(
-            (reopened.status, reopened.schedule_version),
-            (RunStatus::Pending, 3)
+            (reopened.status, reopened.schedule_version, reopened.cascade),
+            (RunStatus::Pending, 3, true),
+            "the retry's cascade is stored with it"
         );
         // The window and business inputs stay as created.
         assert_eq!(

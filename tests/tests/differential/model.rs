@@ -560,6 +560,7 @@ pub(crate) fn typed(
         (RunEvent::Retry, _) => Transition::Retry {
             reason,
             schedule_version: m.repin.then_some(2),
+            cascade: Some(m.repin),
         },
         (
             RunEvent::PlanCatchUp | RunEvent::HoldForApproval | RunEvent::Skip | RunEvent::Coalesce,

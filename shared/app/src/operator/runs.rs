@@ -360,9 +360,13 @@ impl Operator {
         } else {
             None
         };
+        // A backfill's run keeps its backfill's cascade; any other run's success repairs its
+        // dependents unless the retry says `cascade: false`.
+        let cascade = (!matches!(run.key.origin, Origin::Backfill(_))).then_some(req.cascade);
         let retry = Transition::Retry {
             reason: None,
             schedule_version,
+            cascade,
         };
         let change = RunChange::new(run.status, run.lease_epoch, self.now(), retry);
         let reopened = store.transition_run(&key, &change).await?;
@@ -378,6 +382,7 @@ impl Operator {
                 "definition": req.definition,
                 "schedule_version": reopened.schedule_version,
                 "previous_schedule_version": run.schedule_version,
+                "cascade": req.cascade,
             }),
         )
         .await;

@@ -6,6 +6,7 @@
 use chrono::{DateTime, Utc};
 use cronledger_aws::{ChangeMeta, StoreError, StreakChange};
 use cronledger_core::alerts::{self, About, Alert, RunRef};
+use cronledger_core::run::Origin;
 use cronledger_core::{Run, RunStatus};
 use cronledger_ledger::ledger::StoredSchedule;
 
@@ -110,7 +111,7 @@ impl Worker {
         if stored.downstream.is_empty() {
             return;
         }
-        if ended.cascade {
+        if ended.cascade && matches!(ended.key.origin, Origin::Backfill(_)) {
             let cascaded = crate::cascade::after_backfill_run(
                 self.store.as_ref(),
                 self.lanes.as_ref(),
@@ -139,6 +140,18 @@ impl Worker {
             }
             Err(e) => tracing::warn!(error = %e,
                 "could not decide the dependents' window; the reconciler will"),
+        }
+        // A retried upstream that succeeded re-opens the windows skipped for it.
+        let repaired = crate::repair::repair_dependents(
+            self.store.as_ref(),
+            self.lanes.as_ref(),
+            &stored.downstream,
+            ended,
+            ended.cascade,
+            now,
+        );
+        if let Err(e) = repaired.await {
+            tracing::warn!(error = %e, "could not re-open the dependents' skipped windows");
         }
     }
 
