@@ -4,6 +4,8 @@
 
 #[path = "simulate/alerts.rs"]
 mod alerts;
+#[path = "simulate/budget.rs"]
+mod budget;
 #[path = "simulate/children.rs"]
 mod children;
 #[path = "simulate/cost.rs"]

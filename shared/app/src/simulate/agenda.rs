@@ -26,6 +26,8 @@ pub(super) enum Lever {
     Resume(String),
     Pause(String),
     ApproveAll,
+    /// The `n`-th of the configuration's backfills is asked for.
+    Backfill(usize),
 }
 
 pub(super) struct Agenda {
@@ -63,6 +65,13 @@ impl Agenda {
                     .approve_all_at
                     .iter()
                     .map(|at| (*at, Lever::ApproveAll)),
+            )
+            .chain(
+                config
+                    .backfills
+                    .iter()
+                    .enumerate()
+                    .map(|(n, b)| (b.at, Lever::Backfill(n))),
             )
             .collect();
         levers.sort();

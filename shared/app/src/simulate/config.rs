@@ -99,6 +99,15 @@ pub fn parse_instant(flag: &str, text: &str) -> Result<DateTime<Utc>, SimulateEr
         })
 }
 
+/// An operator's backfill asked at a virtual instant, through the operator service (as the
+/// api creates one): refused ones (BACKFILL_OVER_BUDGET, say) are errors of the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct BackfillAt {
+    pub at: DateTime<Utc>,
+    pub schedule: String,
+    pub request: cronledger_contract::BackfillRequest,
+}
+
 #[derive(Debug, Clone)]
 pub struct SimulationConfig {
     pub from: DateTime<Utc>,
@@ -117,6 +126,8 @@ pub struct SimulationConfig {
     /// Instants at which an operator approves every MANUAL_REQUIRED run and resumes every
     /// paused backfill, through the operator service (the api handlers call the same).
     pub approve_all_at: Vec<DateTime<Utc>>,
+    /// Backfills an operator asks for.
+    pub backfills: Vec<BackfillAt>,
     /// Tickers invoked at once on every tick (racing for the same windows).
     pub tickers: u32,
     pub crashes: Vec<CrashPoint>,
@@ -142,6 +153,7 @@ impl SimulationConfig {
             pauses: Vec::new(),
             resumes: Vec::new(),
             approve_all_at: Vec::new(),
+            backfills: Vec::new(),
             tickers: 1,
             crashes: Vec::new(),
             crash_every: 10,

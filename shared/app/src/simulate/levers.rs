@@ -1,5 +1,6 @@
 //! The operator's levers in a simulation, pulled at virtual instants: pause and resume a
-//! schedule, the global kill switch, and approving everything that awaits an operator. Each
+//! schedule, the global kill switch, approving everything that awaits an operator, and
+//! asking for a backfill (its caps included). Each
 //! is the [`Operator`]'s own lever, as the api's routes call it, so a simulated approval is
 //! the api's approval.
 
@@ -12,10 +13,11 @@ use cronledger_core::window::utc_text;
 use cronledger_core::{RunStatus, Trigger};
 
 use super::agenda::Lever;
+use super::config::BackfillAt;
 use super::SimulateError;
 use crate::api::{views, Actor, ApiConfig, ApiDeps, ApiError, Caller, Role};
 use crate::clock::Clock;
-use crate::operator::Operator;
+use crate::operator::{BackfillStarted, Operator};
 use crate::reconciler::Signals;
 use cronledger_contract::{KillSwitchRequest, Note};
 
@@ -34,6 +36,10 @@ pub(super) struct Levers {
     kill_switch_windows: u32,
     /// Every lever pulled, when, and what it did (the report's `stats.levers`).
     pub pulled: Vec<String>,
+    /// The backfills the configuration asks for ([`Lever::Backfill`] indexes them).
+    pub backfills: Vec<BackfillAt>,
+    /// The ids of those created.
+    pub created_backfills: Vec<String>,
 }
 
 impl Levers {
@@ -68,6 +74,8 @@ impl Levers {
             since,
             kill_switch_windows: 0,
             pulled: Vec::new(),
+            backfills: Vec::new(),
+            created_backfills: Vec::new(),
         }
     }
 
@@ -135,8 +143,45 @@ impl Levers {
                 self.pulled.push(format!("{} resumed {id}", utc_text(at)));
             }
             Lever::ApproveAll => self.approve_all(at, errors).await?,
+            Lever::Backfill(n) => self.backfill(n, at, errors).await,
         }
         Ok(())
+    }
+
+    /// Asks for the `n`-th configured backfill; a refusal is an error of the report.
+    async fn backfill(&mut self, n: usize, at: DateTime<Utc>, errors: &mut Vec<String>) {
+        let Some(asked) = self.backfills.get(n).cloned() else {
+            return;
+        };
+        let answer = self
+            .operator
+            .create_backfill(&self.actor, &asked.schedule, asked.request)
+            .await;
+        match answer {
+            Ok(BackfillStarted::Created(view)) => {
+                self.pulled.push(format!(
+                    "{} backfill {} of {} ({} windows)",
+                    utc_text(at),
+                    view.id,
+                    asked.schedule,
+                    view.total
+                ));
+                self.created_backfills.push(view.id);
+            }
+            Ok(BackfillStarted::Plan(plan)) => self.pulled.push(format!(
+                "{} backfill of {} planned ({} windows), not created",
+                utc_text(at),
+                asked.schedule,
+                plan.size
+            )),
+            Err(e) => errors.push(format!(
+                "backfill of {} at {}: {}: {}",
+                asked.schedule,
+                utc_text(at),
+                e.code,
+                e.message
+            )),
+        }
     }
 
     /// Resumes every paused backfill (the reconciler's proposals for long gaps: running one

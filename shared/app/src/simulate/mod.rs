@@ -67,7 +67,7 @@ use crate::worker::{Worker, WorkerConfig};
 
 use agenda::{Agenda, MINUTE, PASS_EVERY};
 pub use bill::{Bill, FunctionUsage, MEMORY_MB};
-pub use config::{parse_instant, Outage, ScheduleAt, SimulationConfig};
+pub use config::{parse_instant, BackfillAt, Outage, ScheduleAt, SimulationConfig};
 pub use costing::{CostDetail, Costing};
 pub use crash::{Crash, SimFaults};
 pub use entries::SimulatedEntry;
@@ -183,7 +183,8 @@ pub struct SimulationReport {
     /// window, with how often its job ran and when it first started.
     pub ledger: Vec<SimulatedEntry>,
     pub summary: Vec<ScheduleSummary>,
-    /// The backfills the reconciler proposed for long gaps, as they ended.
+    /// The backfills the reconciler proposed for long gaps and those the configuration asked
+    /// for, as they ended.
     pub backfills: Vec<Backfill>,
     /// Every alert published during the range, in order (what the schedules' owners would
     /// have been told).
@@ -410,6 +411,7 @@ pub async fn simulate(
         specs.iter().map(|s| s.id.clone()).collect(),
         config.from,
     );
+    levers.backfills = config.backfills.clone();
 
     let mut agenda = Agenda::new(config);
     let lookahead = TickerConfig::default().lookahead.as_delta();
@@ -606,6 +608,7 @@ pub async fn simulate(
         stats.cost = costing::costing(&bill, &before, &after, runs, hours, &profile);
     }
     stats.levers = levers.pulled;
+    proposed.extend(levers.created_backfills);
     // After the call count: the report's own reads are not the simulation's.
     let ledger = entries::simulated_entries(env.store.as_ref(), &entries, &executions).await?;
     let audited = AuditRange {
