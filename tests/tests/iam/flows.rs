@@ -339,7 +339,8 @@ async fn api_flows(deployment: &Deployment, clock: &ManualClock) {
         Some(later),
     )
     .await;
-    let range = json!({"from": "2026-03-10T08:00:00Z", "to": "2026-03-10T09:00:00Z", "reprocess": "missing"});
+    let range =
+        json!({"from": "2026-03-10T10:00:00Z", "to": "2026-03-10T10:30:00Z", "reprocess": "all"});
     call(
         &router,
         OPERATOR,
@@ -522,6 +523,10 @@ pub async fn recorded_calls() -> (Deployment, Vec<RecordedCall>) {
     clock.set(later);
     auditor_flows(&deployment, &clock, created, later).await;
     reconciler_flows(&deployment, &clock, later).await;
+    // A window missed a few minutes ago: caught up on the correction lane.
+    let soon = later + TimeDelta::minutes(12);
+    clock.set(soon);
+    reconciler_flows(&deployment, &clock, soon).await;
     worker_flows(&deployment, &clock).await;
     kill_switch_flows(&deployment, &clock).await;
     let calls = deployment.recorder.calls();

@@ -75,11 +75,25 @@ const NOT_EXERCISED: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "*",
-        "sqs:*",
+        "sqs:SendMessage",
         "!GetAtt *Queue.Arn",
-        "lanes this slice's work does not reach: a function may send to (and the worker receive, \
-         delete and extend on) every lane its work can be on; the lanes of live, catch-up, backfill \
-         and manual work are each exercised by some function",
+        "a function may send to every lane its work can be on (live work by priority, catch-up, \
+         backfills, manual runs, a run re-sent to its own lane); this slice's work reaches the \
+         normal, correction, backfill and manual lanes, not every function each",
+    ),
+    (
+        "worker",
+        "sqs:ChangeMessageVisibility",
+        "*",
+        "heartbeats and retry backoff extend a message on whatever lane it came from; this \
+         slice's retry is on the normal lane",
+    ),
+    (
+        "worker",
+        "sqs:DeleteMessage",
+        "!GetAtt RealtimeQueue.Arn",
+        "the event source deletes what the worker acknowledged; nothing in this slice is on the \
+         realtime lane (CRITICAL and HIGH schedules)",
     ),
     (
         "ticker",
