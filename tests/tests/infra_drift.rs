@@ -1014,3 +1014,149 @@ fn samconfig_deploys_the_template_with_its_capabilities_and_parameters() {
         }
     }
 }
+
+/// SAM's own transform of the template (the translator cfn-lint brings), with its functions'
+/// code at a placeholder S3 address, for one value of GradualDeployment.
+const SAM_TRANSFORM: &str = r#"
+import json, os, sys
+os.environ.setdefault("AWS_DEFAULT_REGION", "eu-west-1")
+from samtranslator.yaml_helper import yaml_parse
+from samtranslator.translator.transform import transform
+
+class NoManagedPolicies:
+    def load(self):
+        return {}
+
+template = yaml_parse(open(sys.argv[1]).read())
+for resource in template["Resources"].values():
+    if resource.get("Type") == "AWS::Serverless::Function":
+        resource["Properties"]["CodeUri"] = "s3://bucket/code.zip"
+print(json.dumps(transform(template, {"GradualDeployment": sys.argv[2]}, NoManagedPolicies())))
+"#;
+
+/// A Python that has the SAM translator: python3's, else the one cfn-lint runs on.
+fn sam_python() -> String {
+    use std::process::Command;
+    let has_translator = |python: &str| {
+        Command::new(python)
+            .args(["-c", "import samtranslator"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if has_translator("python3") {
+        return "python3".into();
+    }
+    let shebang = Command::new("sh")
+        .args(["-c", "head -n1 \"$(command -v cfn-lint)\""])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
+        .unwrap_or_default();
+    let python = shebang.trim().trim_start_matches("#!").to_string();
+    assert!(
+        has_translator(&python),
+        "no Python with the SAM translator: run infra/lint once (it installs cfn-lint, which brings it)"
+    );
+    python
+}
+
+/// The template's resources as CloudFormation receives them with each of `values` as
+/// GradualDeployment (the translator runs once per value, all at once).
+fn transformed<const N: usize>(values: [&str; N]) -> [serde_json::Map<String, Json>; N] {
+    let template = concat!(env!("CARGO_MANIFEST_DIR"), "/../infra/template.yaml");
+    let python = sam_python();
+    let running = values.map(|gradual| {
+        std::process::Command::new(&python)
+            .args(["-c", SAM_TRANSFORM, template, gradual])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("the SAM translator runs")
+    });
+    running.map(|child| {
+        let out = child.wait_with_output().expect("the SAM translator ends");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut template: Json =
+            serde_json::from_slice(&out.stdout).expect("a transformed template");
+        match template["Resources"].take() {
+            Json::Object(resources) => resources,
+            other => panic!("no resources: {other}"),
+        }
+    })
+}
+
+/// As deployed: GradualDeployment=true adds CodeDeploy (an application, its role, a canary
+/// group per function with that function's errors alarm and rollback on alarm) and the
+/// aliases' update policy through it, and changes nothing else; "false" adds none of it. Either
+/// way the lanes' event sources and the HTTP API call the `live` aliases.
+#[test]
+fn sam_adds_the_canary_deployments_only_when_gradual_deployment_is_true() {
+    let [off, mut on] = transformed(["false", "true"]);
+    let codedeploy: Vec<String> = on
+        .iter()
+        .filter(|(name, r)| {
+            r["Type"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("AWS::CodeDeploy::"))
+                || *name == "CodeDeployServiceRole"
+        })
+        .map(|(name, _)| name.clone())
+        .collect();
+    assert_eq!(codedeploy.len(), 4, "{codedeploy:?}");
+    for (function, alarm) in CANARIED {
+        let group = &on[&format!("{function}DeploymentGroup")]["Properties"];
+        assert_eq!(
+            group["AlarmConfiguration"],
+            serde_json::json!({"Enabled": true, "Alarms": [{"Name": {"Ref": alarm}}]})
+        );
+        assert!(group["DeploymentConfigName"]
+            .to_string()
+            .contains("Canary10Percent5Minutes"));
+        assert!(group["AutoRollbackConfiguration"]["Events"]
+            .to_string()
+            .contains("DEPLOYMENT_STOP_ON_ALARM"));
+        let alias = format!("{function}Aliaslive");
+        assert_eq!(
+            on[&alias]["UpdatePolicy"]["CodeDeployLambdaAliasUpdate"]["DeploymentGroupName"],
+            serde_json::json!({"Ref": format!("{function}DeploymentGroup")})
+        );
+        assert!(off[&alias]["UpdatePolicy"].is_null(), "{alias}");
+        if let Some(Json::Object(alias)) = on.get_mut(&alias) {
+            alias.remove("UpdatePolicy");
+        }
+    }
+    for name in &codedeploy {
+        on.remove(name);
+    }
+    let changed: Vec<&String> = on
+        .keys()
+        .chain(off.keys())
+        .filter(|name| on.get(*name) != off.get(*name))
+        .collect();
+    assert!(
+        changed.is_empty(),
+        "GradualDeployment also changes {changed:?}"
+    );
+
+    let lanes: Vec<&Json> = off
+        .values()
+        .filter(|r| r["Type"] == "AWS::Lambda::EventSourceMapping")
+        .collect();
+    assert_eq!(lanes.len(), Lane::ALL.len());
+    for lane in lanes {
+        assert_eq!(
+            lane["Properties"]["FunctionName"],
+            serde_json::json!({"Ref": "WorkerFunctionAliaslive"})
+        );
+    }
+    let api = off["HttpApi"]["Properties"]["Body"].to_string();
+    assert_eq!(
+        api.matches(r#""uri":{"Ref":"ApiFunctionAliaslive"}"#)
+            .count(),
+        3
+    );
+    assert!(!api.contains("ApiFunction.Arn"), "{api}");
+}
