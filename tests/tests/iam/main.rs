@@ -98,9 +98,9 @@ const NOT_EXERCISED: &[(&str, &str, &str, &str)] = &[
     (
         "ticker",
         "dynamodb:Query",
-        "!Sub ${LedgerTable.Arn}/index/*",
-        "the run history's overlap reads (index `active`) and due schedules (index `due`); this \
-         slice's ticker fires from its catalog with nothing running before",
+        "!Sub ${LedgerTable.Arn}/index/active",
+        "the run history's overlap reads (runs still RUNNING before it, PENDING runs to re-send); \
+         this slice's ticker fires with nothing running before",
     ),
     (
         "worker",
