@@ -16,6 +16,7 @@ use cronledger_aws::{
     Replay, ReplayEntry, ReplayFilter, ScheduleState, StoreError, StoredSchedule,
 };
 use cronledger_contract::{ReplayRun, ReplayView};
+use cronledger_core::run::Origin;
 use cronledger_core::{Lane, Run, RunKey, RunStatus};
 use cronledger_ledger::ledger::{RunChange, Transition};
 use serde::Serialize;
@@ -267,11 +268,12 @@ impl ReplayReleaser {
             Ok(_) | Err(StoreError::RunNotFound(_)) => return Ok(None),
             Err(e) => return Err(e),
         };
-        // The replay's `cascade` goes on the retry once the retry carries one (the single
-        // retry's `cascade`, issue 35 point 5): replay_cascade_call_site.
+        // A backfill's run keeps its backfill's cascade, as a single retry does.
+        let cascade = (!matches!(run.key.origin, Origin::Backfill(_))).then_some(r.cascade);
         let retry = Transition::Retry {
             reason: None,
             schedule_version: None,
+            cascade,
         };
         let change = RunChange::new(run.status, run.lease_epoch, now, retry);
         let reopened = match self.store.transition_run(key, &change).await {
