@@ -131,6 +131,10 @@ pub struct SimulateArgs {
     /// backfill, as an operator would through the api. Repeatable.
     #[arg(long, value_name = "T")]
     pub approve_all_at: Vec<String>,
+    /// At instant T (RFC3339), an operator asks for a backfill of schedule ID, REQUEST being
+    /// the api's request body (`{"from": ..., "to": ..., "max_cost_usd": 0.01}`). Repeatable.
+    #[arg(long, value_name = "ID@T=REQUEST")]
+    pub backfill: Vec<String>,
     /// Tickers invoked at once on every tick.
     #[arg(long, default_value_t = 1)]
     pub tickers: u32,

@@ -437,9 +437,36 @@ fn simulate_lists_the_operator_levers() {
         "--resume <ID@T>",
         "--kill-switch <FROM..TO>",
         "--approve-all-at <T>",
+        "--backfill <ID@T=REQUEST>",
     ] {
         assert!(help.contains(flag), "no {flag} in:\n{help}");
     }
+}
+
+/// `examples/budget.yaml`: a backfill capped at its estimate's target calls, whose runs each
+/// retry once, is paused by its budget halfway.
+#[test]
+fn simulate_shows_a_budget_pausing_a_backfill() {
+    let example = format!("{}/../examples/budget.yaml", env!("CARGO_MANIFEST_DIR"));
+    let out = cronledger(&[
+        "simulate",
+        "-f",
+        &example,
+        "--from",
+        "2026-03-01T00:00:00Z",
+        "--to",
+        "2026-03-01T03:00:00Z",
+        "--backfill",
+        r#"retried@2026-03-01T00:01:00Z={"from": "2026-02-28T12:00:00Z", "to": "2026-02-28T23:00:00Z", "max_target_calls": 12}"#,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let b = &doc["backfills"][0];
+    assert_eq!(b["state"], "PAUSED", "{b}");
+    assert_eq!(b["pause_reason"], "BUDGET");
+    assert_eq!(b["estimate"]["target_calls"], 12);
+    assert_eq!(b["spent"]["target_calls"], 12);
+    assert_eq!(b["written"], 6);
 }
 
 /// A lever that cannot be pulled is bad usage: exit 2 with the reason, before any emulator
@@ -456,6 +483,21 @@ fn simulate_refuses_bad_levers_with_exit_2() {
             "has a bad instant `yesterday`",
         ),
         (vec!["--pause", "daily-settlement"], "has no `@`"),
+        (
+            vec!["--backfill", "daily-settlement@2026-11-29T01:00:00Z"],
+            "has no `=`",
+        ),
+        (
+            vec!["--backfill", "daily-settlement@2026-11-29T01:00:00Z={\"from\": 1}"],
+            "is not a backfill request",
+        ),
+        (
+            vec![
+                "--backfill",
+                "no-such-schedule@2026-11-29T01:00:00Z={\"from\": \"2026-11-28T00:00:00Z\", \"to\": \"2026-11-28T06:00:00Z\"}",
+            ],
+            "the file has no schedule `no-such-schedule`",
+        ),
         (
             vec!["--pause", "daily-settlement@2026-11-30T01:00:00Z"],
             "is not inside the range",

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use chrono::Utc;
 use cronledger_app::faults::CrashPoint;
 use cronledger_app::simulate::{
-    lane_settings, parse_instant, simulate, Costing, Outage, ScheduleAt, SimQueues, SimulateError,
-    SimulationConfig, SimulationEnv, SimulationReport,
+    lane_settings, parse_instant, simulate, BackfillAt, Costing, Outage, ScheduleAt, SimQueues,
+    SimulateError, SimulationConfig, SimulationEnv, SimulationReport,
 };
 use cronledger_aws::{AwsClients, AwsSettings, MemoryStore, RequestMeter};
 
@@ -129,7 +129,7 @@ fn config(args: &SimulateArgs) -> Result<SimulationConfig, CliError> {
 }
 
 /// The operator's levers: `--kill-switch FROM..TO`, `--pause ID@T`, `--resume ID@T`,
-/// `--approve-all-at T`.
+/// `--approve-all-at T`, `--backfill ID@T=REQUEST`.
 fn levers(args: &SimulateArgs, config: &mut SimulationConfig) -> Result<(), SimulateError> {
     config.kill_switches = args
         .kill_switch
@@ -150,6 +150,11 @@ fn levers(args: &SimulateArgs, config: &mut SimulationConfig) -> Result<(), Simu
         .approve_all_at
         .iter()
         .map(|t| parse_instant("approve-all-at", t))
+        .collect::<Result<_, _>>()?;
+    config.backfills = args
+        .backfill
+        .iter()
+        .map(|b| BackfillAt::parse(b))
         .collect::<Result<_, _>>()?;
     Ok(())
 }
@@ -196,6 +201,15 @@ fn print_table(report: &SimulationReport) {
             b.to.to_rfc3339(),
             b.note
         );
+        if let Some(held) = &b.held {
+            println!("  held: {held}");
+        }
+        if let Some(e) = &b.budget.estimate {
+            println!("  estimate: {e}");
+        }
+        if let Some(s) = &b.budget.spent {
+            println!("  spent: {s}");
+        }
     }
     let audit = &report.audit;
     let count = |f: fn(&cronledger_contract::ScheduleAudit) -> u64| -> u64 {

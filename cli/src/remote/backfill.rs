@@ -64,10 +64,7 @@ fn budget_line(b: &BackfillView) -> String {
         parts.push(format!("estimate: {e}"));
     }
     if let Some(s) = &b.spent {
-        parts.push(format!(
-            "spent: ${:.4} over {} runs, {} target calls",
-            s.cost_usd, s.runs, s.target_calls
-        ));
+        parts.push(format!("spent: {s}"));
     }
     if let Some(usd) = b.budget.max_cost_usd {
         parts.push(format!("max_cost_usd ${usd:.4}"));

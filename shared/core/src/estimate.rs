@@ -52,6 +52,17 @@ impl std::fmt::Display for Estimate {
     }
 }
 
+/// `$0.0004 over 2 runs, 4 target calls`.
+impl std::fmt::Display for Spend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "${:.4} over {} runs, {} target calls",
+            self.cost_usd, self.runs, self.target_calls
+        )
+    }
+}
+
 /// The unit prices an estimate uses (the cost model's, handed in).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct UnitPrices {

@@ -108,6 +108,29 @@ pub struct BackfillAt {
     pub request: cronledger_contract::BackfillRequest,
 }
 
+impl BackfillAt {
+    /// `ID@T=REQUEST`: at T (RFC3339) an operator asks for a backfill of schedule ID, the
+    /// request as the api takes it (JSON: `from`, `to`, `max_cost_usd`, ...).
+    pub fn parse(text: &str) -> Result<BackfillAt, SimulateError> {
+        let (at, body) = text.split_once('=').ok_or_else(|| {
+            SimulateError::Invalid(format!(
+                "--backfill `{text}` has no `=`; write ID@T={{\"from\": ..., \"to\": ...}}"
+            ))
+        })?;
+        let when = ScheduleAt::parse("backfill", at)?;
+        let request = serde_json::from_str(body).map_err(|e| {
+            SimulateError::Invalid(format!(
+                "--backfill `{text}`: the request is not a backfill request ({e})"
+            ))
+        })?;
+        Ok(BackfillAt {
+            at: when.at,
+            schedule: when.schedule,
+            request,
+        })
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct SimulationConfig {
     pub from: DateTime<Utc>,
@@ -214,6 +237,24 @@ impl SimulationConfig {
             }
         }
         let known: BTreeSet<&str> = specs.iter().map(|s| s.id.as_str()).collect();
+        // A lever on a schedule names one of the file's, inside the range.
+        let placed = |flag: &str, schedule: &str, at: DateTime<Utc>| {
+            let named = format!("--{flag} {schedule}@{}", at.to_rfc3339());
+            if !known.contains(schedule) {
+                return Err(SimulateError::Invalid(format!(
+                    "{named}: the file has no schedule `{schedule}`"
+                )));
+            }
+            if !in_range(at) {
+                return Err(SimulateError::Invalid(format!(
+                    "{named}: the instant is not inside {range}"
+                )));
+            }
+            Ok(())
+        };
+        for b in &self.backfills {
+            placed("backfill", &b.schedule, b.at)?;
+        }
         // Per schedule, its pauses (true) and resumes (false) in time order.
         let mut by_schedule: BTreeMap<&str, Vec<(DateTime<Utc>, bool)>> = BTreeMap::new();
         let levers = self
@@ -222,18 +263,7 @@ impl SimulationConfig {
             .map(|p| ("pause", p, true))
             .chain(self.resumes.iter().map(|r| ("resume", r, false)));
         for (flag, lever, pause) in levers {
-            let named = format!("--{flag} {}@{}", lever.schedule, lever.at.to_rfc3339());
-            if !known.contains(lever.schedule.as_str()) {
-                return Err(SimulateError::Invalid(format!(
-                    "{named}: the file has no schedule `{}`",
-                    lever.schedule
-                )));
-            }
-            if !in_range(lever.at) {
-                return Err(SimulateError::Invalid(format!(
-                    "{named}: the instant is not inside {range}"
-                )));
-            }
+            placed(flag, &lever.schedule, lever.at)?;
             by_schedule
                 .entry(lever.schedule.as_str())
                 .or_default()
