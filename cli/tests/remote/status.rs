@@ -25,6 +25,9 @@ async fn status_lists_every_schedule_worst_first() {
         let at = earlier + TimeDelta::minutes(minutes);
         cronledger_tests::ended_run(store.as_ref(), &flaky, at, RunEvent::Fail).await;
     }
+    // One success of 2.5 s: steady's durations.
+    let steady = store.get_schedule("steady").await.expect("steady").spec;
+    cronledger_tests::ended_run(store.as_ref(), &steady, earlier, RunEvent::Succeed).await;
     let held = store.get_schedule("held").await.expect("held").spec;
     let mut waiting = scheduled_run(&held, earlier, earlier, "ticker");
     waiting.status = RunStatus::ManualRequired;
@@ -56,17 +59,20 @@ async fn status_lists_every_schedule_worst_first() {
     let lines: Vec<&str> = table.lines().collect();
     assert!(lines[0].starts_with("SCHEDULE"), "{table}");
     let row = |n: usize| lines[n].split_whitespace().collect::<Vec<_>>();
-    let last_two = |n: usize| row(n)[row(n).len() - 2..].to_vec();
+    // The last columns: failures in a row, awaiting approval, the durations (`-` before a
+    // success).
+    let last_three = |n: usize| row(n)[row(n).len() - 3..].to_vec();
     assert_eq!(row(1)[..3], ["flaky", "ACTIVE", "FAILED"], "{table}");
     assert_eq!(
-        (row(1)[5], last_two(1)),
-        ("50.0%", vec!["2", "0"]),
+        (row(1)[5], last_three(1)),
+        ("50.0%", vec!["2", "0", "-"]),
         "{table}"
     );
     assert_eq!(
-        (row(2)[0], last_two(2)),
-        ("held", vec!["0", "1"]),
+        (row(2)[0], last_three(2)),
+        ("held", vec!["0", "1", "-"]),
         "{table}"
     );
     assert!(lines[3].contains("100.0% >= 90.0%"), "{table}");
+    assert_eq!(last_three(3), ["2.5s", "/", "2.5s"], "{table}");
 }
