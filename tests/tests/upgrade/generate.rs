@@ -7,6 +7,8 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Duration as Delta, Utc};
+use cronledger_app::runs::{claim_and_send, new_run_with_origin};
+use cronledger_app::simulate::SimulateError;
 use cronledger_aws::alerts::{Awaiting, HeldWork};
 use cronledger_aws::dynamo::values::item_from_sdk;
 use cronledger_aws::lanes::LaneSettings;
@@ -17,7 +19,8 @@ use cronledger_aws::{
     ReleaseState, ReleaseStateStore, RunChange, SystemAuditEntry, SystemStore,
 };
 use cronledger_core::alerts::{Alert, AlertKind, Severity};
-use cronledger_core::{Lane, RunKey, RunStatus, ScheduleSpec};
+use cronledger_core::run::Origin;
+use cronledger_core::{Lane, RunKey, RunStatus, Schedule, ScheduleSpec, Trigger};
 use cronledger_tests::app::{worker_config, AppEnv};
 use cronledger_tests::{running_backfill, spec_with, t};
 use serde_json::json;
@@ -84,6 +87,74 @@ pub fn meta(at: DateTime<Utc>) -> ChangeMeta {
     }
 }
 
+/// The run states the fixtures promise, by schedule (their windows at [`hour`]).
+pub const RUN_STATES: &[(&str, RunStatus)] = &[
+    ("plain", RunStatus::Success),
+    ("queued", RunStatus::Queued),
+    ("leased", RunStatus::Running),
+    ("retrying", RunStatus::RetryPending),
+    ("failing", RunStatus::Failed),
+    ("held", RunStatus::ManualRequired),
+];
+
+/// Runs of `plain` on the other lanes, QUEUED with their messages in flight: a catch-up on
+/// the correction lane, a backfill's on the backfill lane, an operator's on the manual lane.
+pub fn other_lane_runs() -> Vec<(RunKey, Lane)> {
+    other_lanes()
+        .into_iter()
+        .map(|(origin, _, at, lane)| {
+            let key = RunKey {
+                origin,
+                ..RunKey::expected("plain", at)
+            };
+            (key, lane)
+        })
+        .collect()
+}
+
+fn other_lanes() -> Vec<(Origin, Trigger, DateTime<Utc>, Lane)> {
+    vec![
+        (
+            Origin::Expected,
+            Trigger::CatchUp,
+            hour() - Delta::hours(1),
+            Lane::Correction,
+        ),
+        (
+            Origin::Backfill("refill-1".into()),
+            Trigger::Backfill,
+            hour() - Delta::hours(2),
+            Lane::Backfill,
+        ),
+        (
+            Origin::Manual("request-1".into()),
+            Trigger::Manual,
+            hour(),
+            Lane::Manual,
+        ),
+    ]
+}
+
+/// Sends [`other_lane_runs`] as the reconciler, the backfill release and the api send theirs:
+/// created PENDING, claimed, sent.
+async fn send_on_other_lanes(env: &AppEnv) {
+    let plain = Schedule::new(schedules().remove(0)).expect("plain compiles");
+    for (origin, trigger, at, lane) in other_lanes() {
+        let run = new_run_with_origin(&plain, 1, at, trigger, origin, created());
+        env.store.create_run(&run).await.expect("run");
+        let sent = claim_and_send::<SimulateError>(
+            env.store.as_ref(),
+            env.queue.as_ref(),
+            &run,
+            lane,
+            hour(),
+        )
+        .await
+        .expect("sent");
+        assert!(sent, "{lane}");
+    }
+}
+
 /// The worker that took `leased` and vanished.
 pub const GONE_WORKER: &str = "worker-gone";
 
@@ -141,6 +212,7 @@ async fn write_release_fixtures() {
         .collect();
 
     peripheral_items(&env).await;
+    send_on_other_lanes(&env).await;
 
     let mut release = dump(&env).await;
     release
@@ -283,7 +355,7 @@ async fn dump(env: &AppEnv) -> Release {
 
 /// The states the fixtures promise (their README lists them).
 async fn assert_states(env: &AppEnv) {
-    for &(id, status) in super::reads::RUN_STATES {
+    for &(id, status) in RUN_STATES {
         let run = env.run(&RunKey::expected(id, hour())).await;
         assert_eq!(run.status, status, "{id}: {run:?}");
     }
