@@ -47,6 +47,10 @@ fn every_release_has_fixtures_of_every_item_and_message_kind() {
             let items = release.items.get(*kind).map_or(0, Vec::len);
             assert!(items > 0, "{version}: no `{kind}` items");
         }
+        for lane in cronledger_core::Lane::ALL {
+            let sent = release.messages.get(lane.as_str()).map_or(0, Vec::len);
+            assert!(sent > 0, "{version}: no message on the {lane} lane");
+        }
         let bodies: Vec<&String> = release.messages.values().flatten().collect();
         let child = bodies.iter().filter(|b| b.contains("\"child\"")).count();
         assert!(
