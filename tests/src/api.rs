@@ -196,6 +196,24 @@ impl ApiEnv {
         }
     }
 
+    /// Receives what `lane` holds and hands it to a worker, until nothing comes; how many
+    /// messages it handled.
+    pub async fn drain(&self, lane: cronledger_core::Lane) -> usize {
+        let worker = self.env.worker(crate::app::worker_config("api-tests"));
+        let mut handled = 0;
+        loop {
+            let got = self
+                .env
+                .receive(lane, false, 10, std::time::Duration::from_millis(600))
+                .await;
+            if got.is_empty() {
+                return handled;
+            }
+            handled += got.len();
+            self.env.deliver(&worker, lane, &got).await;
+        }
+    }
+
     pub async fn release(&self) -> BackfillPassReport {
         let report = self.releaser().pass(self.env.clock.now_value()).await;
         assert!(report.errors.is_empty(), "{:?}", report.errors);

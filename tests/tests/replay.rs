@@ -2,7 +2,8 @@
 //! schedule (or of an owner's schedules) in a status of the filter, scheduled in
 //! `[from, to)`, on the correction lane at the backfill throttle, each retry audited with the
 //! replay's id; a dry run changes nothing; non-idempotent runs are listed and left out
-//! unless asked; side-effecting runs wait for one admin approval; a cancel stops the rest.
+//! unless asked; side-effecting runs wait for one admin approval; a cancel stops the rest;
+//! a replayed success re-opens its dependents' skipped windows unless `cascade: false`.
 //! Through the router, on DynamoDB and on the in-memory store.
 
 use axum::http::StatusCode;
@@ -20,9 +21,24 @@ const TO: &str = "2026-03-10T10:00:00Z";
 
 /// An hourly noop schedule of `owner`.
 async fn schedule(api: &ApiEnv, id: &str, owner: &str, idempotent: bool, side_effects: bool) {
-    let doc = json!({"id": id, "cron": "0 * * * *", "timezone": "UTC", "owner": owner,
+    schedule_with(api, id, owner, idempotent, side_effects, json!({})).await;
+}
+
+/// [`schedule`] with more of the document (`extra`'s fields).
+async fn schedule_with(
+    api: &ApiEnv,
+    id: &str,
+    owner: &str,
+    idempotent: bool,
+    side_effects: bool,
+    extra: Value,
+) {
+    let mut doc = json!({"id": id, "cron": "0 * * * *", "timezone": "UTC", "owner": owner,
                      "overlap": "ALLOW", "idempotent": idempotent,
                      "side_effects": side_effects, "job": {"type": "noop"}});
+    if let (Some(doc), Some(extra)) = (doc.as_object_mut(), extra.as_object()) {
+        doc.extend(extra.clone());
+    }
     let a = api.post(ADMIN, "/v1/schedules", Some(doc)).await;
     assert_eq!(a.status, StatusCode::CREATED, "{:?}", a.body);
 }
@@ -411,4 +427,70 @@ async fn a_cancel_stops_the_rest_on_dynamodb() {
 #[tokio::test]
 async fn a_cancel_stops_the_rest_in_memory() {
     a_cancel_stops_the_rest(true).await;
+}
+
+/// An upstream whose 13:00 run FAILED and left its dependent's window SKIPPED
+/// (UPSTREAM_NOT_SUCCEEDED); replayed with `cascade`, the retried run's SUCCESS re-opens the
+/// dependent's window (its repair run), or, with `cascade: false`, leaves it skipped.
+async fn a_replayed_success_repairs_the_dependents_unless_cascade_false(
+    memory: bool,
+    cascade: bool,
+) {
+    let api = ApiEnv::on(memory, t(NOW)).await;
+    let failing_once = json!({"max_attempts": 1, "job": {"type": "noop", "fail_times": 1}});
+    schedule_with(&api, "up", "data", true, false, failing_once).await;
+    schedule_with(&api, "down", "data", true, false, json!({"after": ["up"]})).await;
+    let store = api.env.store.as_ref();
+    store
+        .set_downstream("up", &["down".to_string()])
+        .await
+        .expect("downstream");
+    let hour = t("2026-03-10T13:00:00Z");
+    api.env.tick(hour).await;
+    for lane in [Lane::Realtime, Lane::Normal] {
+        api.drain(lane).await;
+    }
+    let up = RunKey::expected("up", hour);
+    assert_eq!(status(&api, &up).await.status, RunStatus::Failed);
+    let skipped = status(&api, &RunKey::expected("down", hour)).await;
+    assert_eq!(skipped.status, RunStatus::Skipped);
+
+    let filter = json!({"schedule": "up", "from": "2026-03-10T13:00:00Z",
+                        "to": "2026-03-10T14:00:00Z", "cascade": cascade});
+    ask(&api, filter, false).await;
+    assert_eq!(release(&api).await.released, 1);
+    api.drain(Lane::Correction).await;
+    assert_eq!(status(&api, &up).await.status, RunStatus::Success);
+    let repair = api
+        .get(
+            VIEWER,
+            "/v1/schedules/down/runs/2026-03-10T13:00:00Z~M~repair",
+        )
+        .await;
+    let expected = if cascade {
+        StatusCode::OK
+    } else {
+        StatusCode::NOT_FOUND
+    };
+    assert_eq!(repair.status, expected, "{:?}", repair.body);
+}
+
+#[tokio::test]
+async fn a_replayed_success_repairs_the_dependents_on_dynamodb() {
+    a_replayed_success_repairs_the_dependents_unless_cascade_false(false, true).await;
+}
+
+#[tokio::test]
+async fn a_replayed_success_repairs_the_dependents_in_memory() {
+    a_replayed_success_repairs_the_dependents_unless_cascade_false(true, true).await;
+}
+
+#[tokio::test]
+async fn cascade_false_leaves_the_dependents_skipped_on_dynamodb() {
+    a_replayed_success_repairs_the_dependents_unless_cascade_false(false, false).await;
+}
+
+#[tokio::test]
+async fn cascade_false_leaves_the_dependents_skipped_in_memory() {
+    a_replayed_success_repairs_the_dependents_unless_cascade_false(true, false).await;
 }

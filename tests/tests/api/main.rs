@@ -3,8 +3,6 @@
 //! (concurrency measured, pause/resume, cancel, verify finding a punched hole), the kill
 //! switch and one-off runs, every role allowed and refused, and bad input of every kind.
 
-use std::time::Duration;
-
 use axum::http::{Method, StatusCode};
 use chrono::TimeDelta;
 use cronledger_app::api::{ApiConfig, Caller, RunAtEvent};
@@ -14,7 +12,6 @@ use cronledger_core::{Lane, RunStatus};
 use cronledger_tests::api::{
     Answer, ApiEnv, NowValue, ADMIN, LAMBDA_ADMIN, OPERATOR, STRANGER, VIEWER,
 };
-use cronledger_tests::app::worker_config;
 use cronledger_tests::t;
 use serde_json::{json, Value};
 
@@ -43,17 +40,5 @@ async fn create(api: &ApiEnv, doc: Value) -> Value {
 
 /// Receives what a lane holds and hands it to a worker, until nothing comes.
 async fn drain(api: &ApiEnv, lane: Lane) -> usize {
-    let worker = api.env.worker(worker_config("api-tests"));
-    let mut handled = 0;
-    loop {
-        let got = api
-            .env
-            .receive(lane, false, 10, Duration::from_millis(600))
-            .await;
-        if got.is_empty() {
-            return handled;
-        }
-        handled += got.len();
-        api.env.deliver(&worker, lane, &got).await;
-    }
+    api.drain(lane).await
 }
