@@ -16,8 +16,8 @@ use std::sync::Arc;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use cronledger_aws::{
-    ApprovalReason, Backfill, BackfillState, LaneError, LaneQueue, LedgerStore, OpsStore,
-    Reprocess, StoreError,
+    ApprovalReason, Backfill, BackfillLimits, BackfillState, LaneError, LaneQueue, LedgerStore,
+    OpsStore, Reprocess, StoreError,
 };
 use cronledger_contract::{BackfillView, Problem, Reported, Verification};
 use cronledger_core::admission::{decide, Ask, Candidate, Moment};
@@ -387,6 +387,27 @@ pub struct BackfillPassReport {
     pub errors: Vec<String>,
 }
 
+/// The backfill throttle (a replay's too): how many runs a pass may release now: at most a batch, no faster than the rate since the
+/// last release, and never past the concurrency with `in_flight` already out.
+pub fn allowance(
+    limits: &BackfillLimits,
+    last_release_at: Option<DateTime<Utc>>,
+    in_flight: u64,
+    now: DateTime<Utc>,
+) -> u64 {
+    let batch = u64::from(limits.batch_size);
+    let by_rate = match last_release_at {
+        Some(last) => {
+            let minutes = (now - last).num_milliseconds().max(0) as f64 / 60_000.0;
+            (limits.rate_per_minute * minutes).floor() as u64
+        }
+        None => batch,
+    };
+    batch
+        .min(by_rate)
+        .min(u64::from(limits.concurrency).saturating_sub(in_flight))
+}
+
 /// Windows a pass looks at per backfill at most (passed-over ones included).
 const WALK_LIMIT: usize = 500;
 /// Finished runs before the error-rate condition is judged.
@@ -556,16 +577,7 @@ impl BackfillReleaser {
             report.held.push(format!("{}: {cause}", b.id));
             return Ok(());
         }
-        let by_rate = match b.last_release_at {
-            Some(last) => {
-                let minutes = (now - last).num_milliseconds().max(0) as f64 / 60_000.0;
-                (b.limits.rate_per_minute * minutes).floor() as u64
-            }
-            None => u64::from(b.limits.batch_size),
-        };
-        let mut allowance = u64::from(b.limits.batch_size)
-            .min(by_rate)
-            .min(u64::from(b.limits.concurrency).saturating_sub(counts.in_flight()))
+        let mut allowance = allowance(&b.limits, b.last_release_at, counts.in_flight(), now)
             .min(budget::runs_left(&b, &stored.spec, &spent, &counts).unwrap_or(u64::MAX));
         let mut in_flight = counts.in_flight();
         let mut exhausted = false;

@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use cronledger_aws::{
-    AuditAction, BackfillLimits, BackfillState, LaneQueue, LedgerStore, OperatorAction, OpsStore,
-    Replay, ReplayEntry, ReplayFilter, ScheduleState, StoreError, StoredSchedule,
+    AuditAction, BackfillState, LaneQueue, LedgerStore, OperatorAction, OpsStore, Replay,
+    ReplayEntry, ReplayFilter, ScheduleState, StoreError, StoredSchedule,
 };
 use cronledger_contract::{ReplayRun, ReplayView};
 use cronledger_core::run::Origin;
@@ -23,7 +23,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::api::views;
-use crate::backfill::BackfillError;
+use crate::backfill::{allowance, BackfillError};
 use crate::runs::{claim, send_claimed};
 
 /// The statuses a retry reopens: the only ones a replay may filter on.
@@ -104,27 +104,6 @@ pub async fn matched_runs(
         (a.key.scheduled_for, &a.key.schedule_id).cmp(&(b.key.scheduled_for, &b.key.schedule_id))
     });
     Ok(Some(out))
-}
-
-/// How many runs a pass may release now: at most a batch, no faster than the rate since the
-/// last release, and never past the concurrency with `in_flight` already out.
-pub fn allowance(
-    limits: &BackfillLimits,
-    last_release_at: Option<DateTime<Utc>>,
-    in_flight: u64,
-    now: DateTime<Utc>,
-) -> u64 {
-    let batch = u64::from(limits.batch_size);
-    let by_rate = match last_release_at {
-        Some(last) => {
-            let minutes = (now - last).num_milliseconds().max(0) as f64 / 60_000.0;
-            (limits.rate_per_minute * minutes).floor() as u64
-        }
-        None => batch,
-    };
-    batch
-        .min(by_rate)
-        .min(u64::from(limits.concurrency).saturating_sub(in_flight))
 }
 
 pub fn run_view(e: &ReplayEntry) -> ReplayRun {
@@ -362,6 +341,7 @@ impl ReplayReleaser {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cronledger_aws::BackfillLimits;
     use cronledger_core::run::Origin;
     use proptest::prelude::*;
 
