@@ -29,6 +29,8 @@ mod answers;
 mod audit;
 #[path = "remote/calendars.rs"]
 mod calendars;
+#[path = "remote/replay.rs"]
+mod replay;
 #[path = "remote/status.rs"]
 mod status;
 
