@@ -711,9 +711,9 @@ async fn backfill_create_status_pause_resume_watch_cancel_and_verify() {
         .cli(&[&range[..], &limits[..], &["--dry-run"]].concat())
         .await
         .ok();
-    assert_eq!(
-        dry.stdout,
-        "dry run: 7 of 7 windows would run (missing); nothing written\n"
+    assert_dry_run(
+        &dry.stdout,
+        "dry run: 7 of 7 windows would run (missing); nothing written",
     );
     let created = s
         .cli(
@@ -848,9 +848,9 @@ async fn a_held_backfill_needs_backfill_approve_and_refusals_show_their_codes() 
     let range = ["backfill", "create", "held", "--from", &from, "--to", &to];
 
     let dry = s.cli(&[&range[..], &["--dry-run"]].concat()).await.ok();
-    assert_eq!(
-        dry.stdout,
-        "dry run: 7 of 7 windows would run (missing); it would wait PAUSED for an admin's approval (BEFORE_SCHEDULE_CREATED); nothing written\n"
+    assert_dry_run(
+        &dry.stdout,
+        "dry run: 7 of 7 windows would run (missing); it would wait PAUSED for an admin's approval (BEFORE_SCHEDULE_CREATED); nothing written",
     );
     let created = s
         .cli(&[&range[..], &["--format", "json"]].concat())
@@ -910,4 +910,17 @@ async fn apply_creates_upstreams_first_and_a_dependent_inherits_its_grid() {
     }
     let same = s.cli(&["apply", "-f", f, "--yes"]).await.ok();
     assert!(same.stdout.contains("nothing to change"), "{}", same.stdout);
+}
+
+/// A backfill dry run prints its verdict, then its estimate (seven 10-minute windows priced at
+/// the noop schedule's max_runtime: no history yet); the finish time moves with the clock.
+fn assert_dry_run(stdout: &str, verdict: &str) {
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    assert_eq!(lines[0], verdict);
+    assert!(
+        lines[1]
+            .starts_with("estimate: 7 runs, 7 target calls, 1470.1 Lambda GB-s, $0.0197, done by "),
+        "{stdout}"
+    );
 }
