@@ -164,6 +164,21 @@ impl AppEnv {
         got
     }
 
+    /// Puts `body` in `lane` exactly as it is: a message no current sender would write (a
+    /// previous release's, a later one's, or poison).
+    pub async fn send_raw(&self, lane: Lane, body: String) {
+        let url = self.lanes.lanes.urls(lane).expect("urls").queue.clone();
+        self.lanes
+            .clients
+            .sqs
+            .send_message()
+            .queue_url(&url)
+            .message_body(body)
+            .send()
+            .await
+            .expect("raw send");
+    }
+
     /// Hands records to a worker as the event source does, then deletes what it acknowledged.
     pub async fn deliver(&self, worker: &Worker, lane: Lane, records: &[Received]) -> BatchReport {
         let records: Vec<SqsRecord> = records.iter().map(SqsRecord::from).collect();

@@ -626,17 +626,8 @@ async fn a_poison_message_does_not_fail_its_batch_mates() {
     let message = LaneMessage::new(key.clone(), run.idempotency_key, run.window, LANE, 1);
     let mut future = serde_json::to_value(&message).expect("json");
     future["v"] = 0.into(); // no release writes 0; a later version is kept, not poison
-    let url = env.lanes.lanes.urls(LANE).expect("urls").queue.clone();
     for body in [future.to_string(), "{not json".to_string()] {
-        env.lanes
-            .clients
-            .sqs
-            .send_message()
-            .queue_url(&url)
-            .message_body(body)
-            .send()
-            .await
-            .expect("raw send");
+        env.send_raw(LANE, body).await;
     }
     let batch = env.receive(LANE, false, 3, Duration::from_secs(10)).await;
     assert_eq!(batch.len(), 3);

@@ -20,7 +20,7 @@ use serde_json::Value as Json;
 
 use super::fixtures::{Release, RELEASES};
 use super::generate::{hour, other_lane_runs};
-use super::stores::{send_raw, Backend};
+use super::stores::Backend;
 
 /// How every run of the release ends once the current code took over: the failed one stays
 /// failed and the held one keeps waiting for its approval (nobody gave it).
@@ -66,7 +66,7 @@ async fn the_current_release_finishes_every_run_the_previous_one_left() {
                 sent.push(later.clone());
             }
             for body in sent {
-                send_raw(&env, lane, body).await;
+                env.send_raw(lane, body).await;
             }
         }
 

@@ -15,7 +15,7 @@ use cronledger_tests::app::{worker_config, AppEnv};
 
 use super::fixtures::{Release, RELEASES};
 use super::generate::{hour, meta, other_lane_runs, schedules, RUN_STATES};
-use super::stores::{send_raw, AllStores, Backend};
+use super::stores::{AllStores, Backend};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_item_of_every_release_reads_on_both_stores() {
@@ -203,7 +203,7 @@ async fn a_worker_leaves_a_later_releases_run_and_its_message_alone() {
             .put_all(release.items.values().flatten().cloned())
             .await;
         backend.put_raw(run.clone()).await;
-        send_raw(&env, Lane::Realtime, body.clone()).await;
+        env.send_raw(Lane::Realtime, body.clone()).await;
 
         let batch = env
             .receive(Lane::Realtime, false, 1, Duration::from_secs(10))

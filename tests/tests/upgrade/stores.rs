@@ -12,8 +12,6 @@ use cronledger_aws::item::{key, Item};
 use cronledger_aws::{
     AlertStore, HealthStore, LedgerStore, MemoryStore, OpsStore, ReleaseStateStore, RequestMeter,
 };
-use cronledger_core::Lane;
-use cronledger_tests::app::AppEnv;
 use cronledger_tests::TestLedger;
 
 /// Every store trait the release's items are read through.
@@ -124,18 +122,4 @@ impl Backend {
                 .expect("raw get"),
         }
     }
-}
-
-/// Puts `body` in `lane` exactly as it is (as the release that sent it left it).
-pub async fn send_raw(env: &AppEnv, lane: Lane, body: String) {
-    let url = env.lanes.lanes.urls(lane).expect("urls").queue.clone();
-    env.lanes
-        .clients
-        .sqs
-        .send_message()
-        .queue_url(&url)
-        .message_body(body)
-        .send()
-        .await
-        .expect("raw send");
 }
